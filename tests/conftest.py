@@ -1,0 +1,88 @@
+"""Shared fixtures. Synthesis is expensive: each (workload, overrides) pair is synthesized
+once per test session and every test reads the same cloud assembly."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+PRESETS = ("small", "intermediate", "huge")
+STACKS = ("NetworkStack", "DataStack", "TrainStack", "InferenceStack")
+
+# jsii starts `node`: use the supported Node.js inside the virtualenv, never the system one.
+if (VENV_BIN / "node").exists():
+    os.environ["JSII_NODE"] = str(VENV_BIN / "node")
+    os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+sys.path.insert(0, str(ROOT))
+
+
+def cdk_json_context() -> dict:
+    return json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
+@dataclass(frozen=True)
+class Synth:
+    """One synthesized app: its templates by stack name, and its assembly directory."""
+
+    outdir: Path
+    templates: dict[str, dict]
+    nag_report: dict
+
+    def resources(self, stack: str, rtype: str) -> dict[str, dict]:
+        res = self.templates[stack]["Resources"]
+        return {k: v for k, v in res.items() if v["Type"] == rtype}
+
+    def one(self, stack: str, rtype: str) -> dict:
+        found = self.resources(stack, rtype)
+        assert len(found) == 1, f"expected one {rtype} in {stack}, found {sorted(found)}"
+        return next(iter(found.values()))
+
+    def template_path(self, stack: str) -> Path:
+        return self.outdir / f"{stack}.template.json"
+
+
+_CACHE: dict[tuple, Synth] = {}
+
+
+def synthesize(outroot: Path, workload: str, overrides: dict[str, str] | None = None) -> Synth:
+    key = (workload, tuple(sorted((overrides or {}).items())))
+    if key in _CACHE:
+        return _CACHE[key]
+    import aws_cdk as cdk
+
+    from stacks.estate import build_from_context
+
+    outdir = outroot / ("-".join([workload, *(f"{k}={v}" for k, v in key[1])]).replace("/", "_"))
+    app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "workload": workload, **(overrides or {})})
+    estate = build_from_context(app)
+    assembly = app.synth()
+    templates = {s.stack_name: assembly.get_stack_by_name(s.stack_name).template for s in estate.stacks}
+    report_path = outdir / "validation-report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else {"pluginReports": []}
+    _CACHE[key] = Synth(outdir, templates, report)
+    return _CACHE[key]
+
+
+@pytest.fixture(scope="session")
+def synth_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cdk-out")
+
+
+@pytest.fixture(scope="session")
+def synth(synth_root):
+    """synth(workload, {"training.instance_type": "p5.48xlarge"}) -> Synth, cached for the session."""
+    def _synth(workload: str, overrides: dict[str, str] | None = None) -> Synth:
+        return synthesize(synth_root, workload, overrides)
+    return _synth
+
+
+@pytest.fixture(scope="session", params=PRESETS)
+def preset_synth(request, synth) -> tuple[str, Synth]:
+    return request.param, synth(request.param)

@@ -1,0 +1,147 @@
+"""Instance facts and prices, each with its source and as-of date (instances.yaml, regions.yaml).
+
+Loaded once, lazily; pure Python so the planner stays fast and CDK-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+_HERE = Path(__file__).parent
+ML_PREFIX = "ml."
+# Prices are recorded for these regions; elsewhere the plan uses us-east-1 and says so.
+PRICED_REGIONS = ("us-east-1", "us-west-2")
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    kind: str  # nvidia-gpu | trainium | inferentia
+    model: str
+    count: int
+    memory_gib: float
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    region: str  # the region the figure is for (may differ from the one asked)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    family: str
+    vcpus: int
+    memory_gib: float
+    accelerator: Accelerator | None
+    peak_tflops: float | None
+    peak_tflops_dtype: str | None
+    efa_max_interfaces: int
+    network_cards: int
+    network_gbps: float
+    local_nvme: bool
+    regions: tuple[str, ...]
+    ec2_prices: dict[str, float | None]
+    sagemaker_prices: dict[str, float | None]
+    sources: tuple[str, ...]
+    as_of: str
+    note: str = ""
+
+    @property
+    def accelerated(self) -> bool:
+        return self.accelerator is not None
+
+    @property
+    def on_sagemaker(self) -> bool:
+        return any(v is not None for v in self.sagemaker_prices.values())
+
+    def price(self, region: str, *, sagemaker: bool) -> Price | None:
+        """On-demand $/h in `region`, or the us-east-1 figure with a note when not recorded."""
+        prices = self.sagemaker_prices if sagemaker else self.ec2_prices
+        if prices.get(region) is not None:
+            return Price(float(prices[region]), region)
+        for fallback in PRICED_REGIONS:
+            if prices.get(fallback) is not None:
+                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown")
+        return None
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str
+    title: str
+    url: str
+    checked: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    types: dict[str, InstanceType]
+    sources: dict[str, Source]
+    regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
+    as_of: str
+
+    def get(self, name: str) -> InstanceType | None:
+        """Look a type up by its EC2 name or its SageMaker `ml.` name."""
+        return self.types.get(strip_ml(name))
+
+    def names(self, *, sagemaker: bool = False) -> list[str]:
+        if sagemaker:
+            return [ML_PREFIX + t.name for t in self.types.values() if t.on_sagemaker]
+        return list(self.types)
+
+
+def strip_ml(name: str) -> str:
+    return name[len(ML_PREFIX):] if name.startswith(ML_PREFIX) else name
+
+
+def _load_yaml(name: str) -> dict:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with open(_HERE / name, encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=loader)
+
+
+def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
+    missing = [s for s in raw["sources"] if s not in known_sources]
+    if missing:
+        raise ValueError(f"catalog entry {raw['type']} cites unknown sources {missing}")
+    acc = raw.get("accelerator")
+    prices = raw["price_usd_per_hour"]
+    return InstanceType(
+        name=raw["type"],
+        family=raw["family"],
+        vcpus=int(raw["vcpus"]),
+        memory_gib=float(raw["memory_gib"]),
+        accelerator=Accelerator(acc["kind"], acc["model"], int(acc["count"]), float(acc["memory_gib"])) if acc else None,
+        peak_tflops=float(raw["peak_tflops"]) if raw.get("peak_tflops") is not None else None,
+        peak_tflops_dtype=raw.get("peak_tflops_dtype"),
+        efa_max_interfaces=int(raw["efa_max_interfaces"]),
+        network_cards=int(raw.get("network_cards") or 1),
+        network_gbps=float(raw["network_gbps"]),
+        local_nvme=bool(raw["local_nvme"]),
+        regions=tuple(raw["regions"]),
+        ec2_prices=dict(prices.get("ec2") or {}),
+        sagemaker_prices=dict(prices.get("sagemaker") or {}),
+        sources=tuple(raw["sources"]),
+        as_of=str(raw["as_of"]),
+        note=raw.get("note") or "",
+    )
+
+
+@cache
+def load_catalog() -> Catalog:
+    data = _load_yaml("instances.yaml")
+    sources = {
+        key: Source(key, s["title"], s["url"], str(s["checked"]), s.get("note") or "")
+        for key, s in data["sources"].items()
+    }
+    types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
+    regions_data = _load_yaml("regions.yaml")
+    regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
+    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]))

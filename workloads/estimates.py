@@ -1,0 +1,82 @@
+"""Training-time and cost arithmetic, with every assumption named.
+
+time = 6 x parameters x tokens / (accelerators x peak dense TFLOPS x utilisation x scaling)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .catalog import InstanceType
+
+# Raw text is about 4 bytes per token for English BPE tokenisers.
+BYTES_PER_TOKEN = 4
+# Mixed-precision Adam: fp16 weights and grads, fp32 master weights and two moments (16 B)
+# plus about 2 B/param of working space, before activations.
+TRAIN_BYTES_PER_PARAM = 18
+# Inference in fp16/bf16 holds 2 B/param of weights.
+SERVE_BYTES_PER_PARAM = 2
+# Keep a fifth of accelerator memory for activations, KV cache and fragmentation.
+MEMORY_HEADROOM = 0.8
+# Sustained model-FLOPs utilisation of a well-tuned large-model job on NVIDIA GPUs.
+GPU_UTILISATION = 0.40
+# Cross-node efficiency of data/tensor parallel over EFA (all-reduce overlap is not perfect).
+MULTI_NODE_EFFICIENCY = 0.90
+# Managed spot: AWS says "up to 90%"; plan with a typical 70% saving, not the best case.
+SPOT_SAVING = 0.70
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    instance_type: str
+    seconds: float
+    usd_per_hour: float
+
+    @property
+    def usd(self) -> float:
+        return self.seconds / 3600 * self.usd_per_hour
+
+
+# The seeds' measured BERT fine-tune: same accuracy on both (SageMaker prices of the time).
+BERT_FINETUNE = (
+    MeasuredRun("ml.trn1.32xlarge", 6033, 24.725),
+    MeasuredRun("ml.p4d.24xlarge", 6553, 37.69),
+)
+
+
+def trainium_utilisation(trn1: InstanceType, p4d: InstanceType) -> float:
+    """Trainium utilisation calibrated on the measured BERT run relative to A100 at GPU_UTILISATION.
+
+    Equal work W: W = t_trn * peak_trn * u_trn = t_p4d * peak_p4d * u_gpu.
+    """
+    trn, gpu = BERT_FINETUNE
+    assert trn1.peak_tflops and p4d.peak_tflops
+    return GPU_UTILISATION * (gpu.seconds * p4d.peak_tflops) / (trn.seconds * trn1.peak_tflops)
+
+
+def tokens_billion(dataset_size_gib: float, explicit: float | None, epochs: float) -> float:
+    per_epoch = explicit if explicit is not None else dataset_size_gib * 2**30 / BYTES_PER_TOKEN / 1e9
+    return per_epoch * epochs
+
+
+def training_flops(parameters_billion: float, tokens_b: float) -> float:
+    return 6 * parameters_billion * 1e9 * tokens_b * 1e9
+
+
+def min_instances_for_memory(parameters_billion: float, itype: InstanceType) -> int:
+    """Nodes whose accelerator memory holds weights, grads and optimizer state (sharded)."""
+    assert itype.accelerator
+    need_gib = parameters_billion * 1e9 * TRAIN_BYTES_PER_PARAM / 2**30
+    return max(1, math.ceil(need_gib / (itype.accelerator.memory_gib * MEMORY_HEADROOM)))
+
+
+def serving_fits(parameters_billion: float, memory_gib: float, bytes_per_param: float = SERVE_BYTES_PER_PARAM) -> bool:
+    return parameters_billion * 1e9 * bytes_per_param / 2**30 <= memory_gib * MEMORY_HEADROOM
+
+
+def hours(flops: float, itype: InstanceType, count: int, utilisation: float) -> float:
+    assert itype.peak_tflops
+    scaling = MULTI_NODE_EFFICIENCY if count > 1 else 1.0
+    per_second = itype.peak_tflops * 1e12 * count * utilisation * scaling
+    return flops / per_second / 3600

@@ -1,0 +1,435 @@
+"""The planner: instance families, counts, storage and orchestrator from a Workload.
+
+Pure Python (never imports aws_cdk or sagemaker). Encodes the seeds' guidance in DESIGN.md:
+classic ML on CPU (XGBoost on m5), small DL on G4dn/G5, big DL on G5 for cost or P4d/P5 for
+speed, 10B+ transformers on TB data on Trn1/Trn1n or P4d/P5 EFA clusters with FSx for Lustre.
+Every choice carries the reason the plan prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from . import estimates as est
+from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
+from .errors import ConfigError
+from .schema import CLASSIC_ML, Workload
+
+# Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
+LARGE_PARAMS_B = 10
+LARGE_DATA_GIB = 1000
+MEDIUM_PARAMS_B = 1
+MEDIUM_DATA_GIB = 100
+DEFAULT_TARGET_HOURS = 168.0  # one week, when training.max_hours is open
+MAX_INSTANCES = 512
+# Small data is copied to each node (File mode); mid-size streams (FastFile); TB data -> FSx.
+FILE_MODE_MAX_GIB = 50
+XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
+
+TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
+    "large-dl": ("trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
+    "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge", "trn1.32xlarge"),
+    "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
+    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge"),
+    "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
+                     "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
+}
+TIER_REASON = {
+    "large-dl": "10B+ parameters on TB-scale data: Trn1/Trn1n or P4d/P5 cluster with EFA (seeds)",
+    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed (seeds)",
+    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5 (seeds)",
+    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5 (seeds)",
+    "scikit-learn": "classic ML trains on CPU, never a GPU (seeds)",
+}
+# Inference families in order of preference per need; the cheapest that holds the model wins.
+INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
+GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g5.12xlarge", "g5.48xlarge", "p4d.24xlarge")
+CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance_type: str
+    count: int
+    accelerators: str
+    usd_per_hour: float  # whole cluster
+    hours: float | None
+    usd_total: float | None
+    feasible: bool
+    why: str
+    chosen: bool = False
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    tokens_billion: float | None
+    flops: float | None
+    utilisation: float | None
+    hours: float | None
+    usd_per_hour: float
+    usd_total: float | None
+    spot_usd_total: float | None
+    price_note: str
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    instance_type: str
+    sagemaker_instance_type: str
+    instance_count: int
+    orchestrator: str
+    storage: str
+    tier: str
+    accelerator: str
+    efa_interfaces: int
+    efa_max_interfaces: int
+    network_gbps: float
+    placement_group: bool
+    decisions: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    estimate: TrainingEstimate
+
+
+@dataclass(frozen=True)
+class InferencePlan:
+    kind: str
+    instance_type: str | None
+    min_instances: int
+    max_instances: int
+    usd_per_hour_min: float | None
+    usd_per_hour_max: float | None
+    reason: str
+    local_nvme: bool = False  # SageMaker refuses KmsKeyId on these
+    accelerator_kind: str | None = None
+    memory_mb: int | None = None
+    max_concurrency: int | None = None
+    schedule: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    workload: Workload
+    training: TrainingPlan
+    inference: dict[str, InferencePlan]
+    calibration: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        out = {
+            "workload": self.workload.model_dump(by_alias=True, mode="json"),
+            "training": asdict(self.training),
+            "inference": {kind: asdict(p) for kind, p in self.inference.items()},
+            "calibration": list(self.calibration),
+        }
+        out["estimates"] = out["training"].pop("estimate")
+        return out
+
+
+def plan(w: Workload, cat: Catalog | None = None) -> Plan:
+    cat = cat or load_catalog()
+    return Plan(
+        workload=w,
+        training=_plan_training(w, cat),
+        inference=_plan_inference(w, cat),
+        calibration=_calibration_lines(cat),
+    )
+
+
+# ---------------------------------------------------------------- training
+
+def tier_of(w: Workload) -> str:
+    if w.model.framework in CLASSIC_ML:
+        return w.model.framework
+    if w.model.parameters_billion >= LARGE_PARAMS_B and w.data.dataset_size_gib >= LARGE_DATA_GIB:
+        return "large-dl"
+    if w.model.parameters_billion >= MEDIUM_PARAMS_B or w.data.dataset_size_gib >= MEDIUM_DATA_GIB:
+        return "medium-dl"
+    return "small-dl"
+
+
+def utilisation(itype: InstanceType, cat: Catalog) -> float:
+    if itype.accelerator and itype.accelerator.kind == "trainium":
+        return est.trainium_utilisation(cat.types["trn1.32xlarge"], cat.types["p4d.24xlarge"])
+    return est.GPU_UTILISATION
+
+
+def _default_orchestrator(tier: str) -> str:
+    return "slurm" if tier == "large-dl" else "sagemaker-jobs"
+
+
+def _price(itype: InstanceType, w: Workload, orchestrator: str):
+    return itype.price(w.region, sagemaker=orchestrator != "slurm")
+
+
+def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[InstanceType | None, str]:
+    itype = cat.get(name)
+    if itype is None:
+        return None, "not in catalog"
+    if w.region not in itype.regions:
+        return None, f"not offered in {w.region}"
+    if itype.accelerator and itype.accelerator.kind == "trainium":
+        if w.model.framework != "pytorch" or not w.model.neuron_supported:
+            return None, "Trainium needs a PyTorch model that compiles with Neuron"
+    if _price(itype, w, orchestrator) is None:
+        return None, "no price for this form"
+    return itype, ""
+
+
+def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
+    price = _price(itype, w, orchestrator)
+    assert price and itype.accelerator
+    util = utilisation(itype, cat)
+    min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
+    if w.training.instance_count is not None:
+        count = w.training.instance_count
+    else:
+        target = w.training.max_hours or DEFAULT_TARGET_HOURS
+        single = est.hours(flops, itype, 1, util)
+        by_time = 1 if single <= target else math.ceil(single / (target * est.MULTI_NODE_EFFICIENCY))
+        count = min(max(min_mem, by_time), MAX_INSTANCES)
+    hrs = est.hours(flops, itype, count, util)
+    feasible = True
+    why = f"{util:.0%} utilisation" + (", nodes set by the config" if w.training.instance_count else "")
+    if count < min_mem:
+        feasible, why = False, f"model state needs {min_mem} nodes' accelerator memory"
+    elif w.training.max_hours is not None and hrs > w.training.max_hours:
+        feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
+    acc = itype.accelerator
+    return Candidate(itype.name, count, f"{acc.count} x {acc.model}", price.usd_per_hour * count,
+                     hrs, hrs * price.usd_per_hour * count, feasible, why)
+
+
+def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candidate:
+    price = _price(itype, w, orchestrator)
+    assert price
+    need_gib = w.data.dataset_size_gib * XGBOOST_MEMORY_FACTOR
+    per_node = itype.memory_gib * est.MEMORY_HEADROOM
+    if w.model.framework == "scikit-learn":
+        count = 1
+        feasible = need_gib <= per_node
+        why = "holds the data in memory" if feasible else f"needs {need_gib:.0f} GiB of memory on one node"
+    else:
+        count = w.training.instance_count or max(1, math.ceil(need_gib / per_node))
+        feasible = count <= MAX_INSTANCES and need_gib <= per_node * count
+        why = f"{need_gib:.0f} GiB of data in memory over {count} node(s)"
+    return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", price.usd_per_hour * count,
+                     None, None, feasible, why)
+
+
+def _pick(cands: list[Candidate], w: Workload) -> Candidate:
+    if w.training.instance_type is not None:
+        wanted = [c for c in cands if c.instance_type == w.training.instance_type]
+        if wanted:
+            return wanted[0]
+    feasible = [c for c in cands if c.feasible]
+    if not feasible:
+        best = min(cands, key=lambda c: c.usd_per_hour)
+        raise ConfigError("training", best.instance_type, "a larger instance_count or max_hours, or less data",
+                          reason=f"no instance type can run this workload ({best.why})")
+    if feasible[0].usd_total is None:  # CPU: cheapest per hour that holds the data
+        return min(feasible, key=lambda c: (round(c.usd_per_hour, 2), c.count))
+    return min(feasible, key=lambda c: (round(c.usd_total or 0, 2), c.hours or 0))
+
+
+def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
+    tier = tier_of(w)
+    decisions = [TIER_REASON[tier]]
+    orchestrator = w.training.orchestrator or _default_orchestrator(tier)
+    names = list(TRAINING_CANDIDATES[tier])
+    if w.training.instance_type is not None and w.training.instance_type.removeprefix(ML_PREFIX) not in names:
+        names.insert(0, w.training.instance_type.removeprefix(ML_PREFIX))
+    w_type = w.training.instance_type.removeprefix(ML_PREFIX) if w.training.instance_type else None
+    if w_type is not None:
+        w = w.model_copy(update={"training": w.training.model_copy(update={"instance_type": w_type})})
+
+    classic = tier in CLASSIC_ML
+    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
+    flops = None if classic else est.training_flops(w.model.parameters_billion, tokens)
+    cands: list[Candidate] = []
+    skipped: list[str] = []
+    for name in names:
+        itype, reason = _eligible(name, w, cat, orchestrator)
+        if itype is None:
+            skipped.append(f"{name}: {reason}")
+            continue
+        if not classic and itype.accelerator is None:
+            skipped.append(f"{name}: CPU type for a neural network; no FLOP estimate")
+            continue
+        cands.append(_cpu_candidate(itype, w, orchestrator) if classic else _dl_candidate(itype, w, cat, orchestrator, flops))
+    if w_type is not None and all(c.instance_type != w_type for c in cands):
+        raise ConfigError("training.instance_type", w_type, "; ".join(skipped) or "a catalog type",
+                          reason="cannot be planned for this workload")
+    chosen = _pick(cands, w)
+    if w_type is not None:
+        decisions.append(f"instance type {w_type} set by the config")
+        best = _pick([c for c in cands if c.instance_type != w_type] or [chosen], w.model_copy(
+            update={"training": w.training.model_copy(update={"instance_type": None})}))
+        if best.usd_total and chosen.usd_total and best.usd_total < chosen.usd_total * 0.95:
+            decisions.append(f"note: {best.instance_type} x{best.count} would cost "
+                             f"{1 - best.usd_total / chosen.usd_total:.0%} less")
+    else:
+        decisions.append(f"{chosen.instance_type}: lowest {'cost' if not classic else '$/h'} among "
+                         f"{len(cands)} candidates that fit")
+    if skipped:
+        decisions.append("not considered: " + "; ".join(skipped))
+    itype = cat.types[chosen.instance_type]
+
+    count = chosen.count
+    if w.training.orchestrator is None and orchestrator == "slurm" and count == 1:
+        orchestrator = "sagemaker-jobs"
+        decisions.append("single node: SageMaker training job rather than a Slurm cluster")
+    elif w.training.orchestrator is None:
+        decisions.append(f"orchestrator {orchestrator}: "
+                         + ("multi-node EFA cluster runs best on Slurm" if orchestrator == "slurm"
+                            else "SageMaker runs the nodes for a single job"))
+
+    storage = _storage(w, orchestrator, tier, decisions)
+    efa = itype.efa_max_interfaces if count > 1 and orchestrator != "sagemaker-jobs" else 0
+    if count > 1 and itype.efa_max_interfaces and orchestrator == "sagemaker-jobs":
+        efa = itype.efa_max_interfaces  # SageMaker attaches EFA itself on EFA types
+    placement = orchestrator == "slurm" and count > 1 and itype.efa_max_interfaces > 0
+    if placement:
+        decisions.append("cluster placement group: all nodes on one network spine, one AZ")
+
+    price = _price(itype, w, orchestrator)
+    assert price
+    hrs = None if classic else est.hours(flops, itype, count, utilisation(itype, cat))
+    total = None if hrs is None else hrs * price.usd_per_hour * count
+    spot = total * (1 - est.SPOT_SAVING) if total is not None and orchestrator == "sagemaker-jobs" else None
+    assumptions = _assumptions(classic, itype, cat, w)
+    estimate = TrainingEstimate(
+        tokens_billion=tokens, flops=flops, utilisation=None if classic else utilisation(itype, cat),
+        hours=hrs, usd_per_hour=price.usd_per_hour * count, usd_total=total, spot_usd_total=spot,
+        price_note=price.note or f"{'SageMaker' if orchestrator != 'slurm' else 'EC2'} on-demand, {price.region}",
+        assumptions=assumptions,
+    )
+    acc = itype.accelerator
+    final = tuple(Candidate(**{**asdict(c), "chosen": c.instance_type == chosen.instance_type}) for c in cands)
+    return TrainingPlan(
+        instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
+        orchestrator=orchestrator, storage=storage, tier=tier,
+        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
+        efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces, network_gbps=itype.network_gbps,
+        placement_group=placement, decisions=tuple(decisions), candidates=final, estimate=estimate,
+    )
+
+
+def _storage(w: Workload, orchestrator: str, tier: str, decisions: list[str]) -> str:
+    if w.data.storage is not None:
+        decisions.append(f"storage {w.data.storage} set by the config")
+        return w.data.storage
+    size = w.data.dataset_size_gib
+    if orchestrator in ("slurm", "hyperpod"):
+        choice, why = "fsx-lustre", "a cluster needs a shared POSIX file system: FSx for Lustre linked to S3"
+    elif size >= LARGE_DATA_GIB:
+        choice, why = "fsx-lustre", "TB-scale data read repeatedly: FSx for Lustre linked to S3"
+    elif size <= FILE_MODE_MAX_GIB or tier in CLASSIC_ML:
+        choice, why = "s3-file", f"{size:g} GiB is copied to each node before training (S3 File mode)"
+    else:
+        choice, why = "s3-fastfile", f"{size:g} GiB streams from S3 on demand (FastFile mode)"
+    decisions.append(f"storage {choice}: {why}")
+    return choice
+
+
+def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) -> tuple[str, ...]:
+    if classic:
+        return ("training time is not modelled for classic ML (the FLOP model covers neural networks); "
+                "cost shown per hour",
+                f"XGBoost/scikit-learn hold about {XGBOOST_MEMORY_FACTOR:g}x the dataset in memory")
+    lines = [
+        "FLOPs = 6 x parameters x tokens x epochs",
+        ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
+         else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
+        f"peak = dense {itype.peak_tflops_dtype or 'bf16'} TFLOPS from the catalog",
+        f"GPU utilisation {est.GPU_UTILISATION:.0%}; Trainium "
+        f"{utilisation(cat.types['trn1.32xlarge'], cat):.1%} (calibrated on the measured BERT run)",
+        f"multi-node efficiency {est.MULTI_NODE_EFFICIENCY:.0%}; model state {est.TRAIN_BYTES_PER_PARAM} B/param "
+        f"in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
+        f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",
+    ]
+    return tuple(lines)
+
+
+def _calibration_lines(cat: Catalog) -> tuple[str, ...]:
+    runs = est.BERT_FINETUNE
+    best = min(runs, key=lambda r: r.usd)
+    lines = [f"measured BERT fine-tune: {r.instance_type} {r.seconds:g} s at ${r.usd_per_hour}/h = ${r.usd:.2f}"
+             for r in runs]
+    lines.append(f"cheapest for the same accuracy: {best.instance_type}")
+    return tuple(lines)
+
+
+def measured_choice() -> tuple[str, dict[str, float]]:
+    """The seeds' measured comparison: which type is cheaper, and each run's cost."""
+    costs = {r.instance_type: round(r.usd, 2) for r in est.BERT_FINETUNE}
+    return min(costs, key=costs.__getitem__), costs
+
+
+# ---------------------------------------------------------------- inference
+
+def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, weights_bytes: float) -> InstanceType | None:
+    fitting = []
+    for name in names:
+        itype = cat.get(name)
+        if itype is None or w.region not in itype.regions or itype.price(w.region, sagemaker=True) is None:
+            continue
+        memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
+        if est.serving_fits(w.model.parameters_billion, memory, weights_bytes):
+            fitting.append(itype)
+    return min(fitting, key=lambda t: t.price(w.region, sagemaker=True).usd_per_hour) if fitting else None
+
+
+def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
+    classic = w.model.framework in CLASSIC_ML
+    if classic:
+        itype = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat, weights_bytes=4)
+        if itype:
+            return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "")
+    neuron = w.model.neuron_supported and w.model.framework in ("pytorch", "tensorflow")
+    if neuron and kind == "realtime":
+        itype = _cheapest_fitting(INFERENTIA, w, cat, weights_bytes=est.SERVE_BYTES_PER_PARAM)
+        if itype:
+            return itype, "Neuron supports the model: Inferentia2 gives the best price-performance (seeds)"
+    itype = _cheapest_fitting(GPU_SERVING, w, cat, weights_bytes=est.SERVE_BYTES_PER_PARAM)
+    if itype:
+        why = {"realtime": "GPU for throughput and latency (seeds)",
+               "async": "GPU for large payloads and long inferences (seeds)",
+               "batch": "cheapest GPU that holds the model, for periodic large datasets"}[kind]
+        return itype, why
+    raise ConfigError(f"inference.{kind}.instance_type", None, "set one explicitly",
+                      reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
+
+
+def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
+    inf = w.inference
+    out: dict[str, InferencePlan] = {}
+    sized = (("realtime", inf.realtime), ("async", inf.async_), ("batch", inf.batch))
+    for kind, section in sized:
+        if section is None:
+            continue
+        if section.instance_type:
+            itype, reason = cat.get(section.instance_type), "set by the config"
+        else:
+            itype, reason = _serving_type(kind, w, cat)
+        assert itype is not None
+        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
+        if kind == "realtime":
+            lo, hi = section.min_instances, section.max_instances
+        elif kind == "async":
+            lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
+        else:
+            lo = hi = section.instance_count
+        out[kind] = InferencePlan(kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4),
+                                  reason, local_nvme=itype.local_nvme,
+                                  accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
+                                  schedule=getattr(section, "schedule", None))
+    if inf.serverless is not None:
+        s = inf.serverless
+        if not est.serving_fits(w.model.parameters_billion, s.memory_mb / 1024, 4):
+            raise ConfigError("inference.serverless.memory_mb", s.memory_mb, "at most 6144 MB: serve this model "
+                              "real-time or async", reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit")
+        out["serverless"] = InferencePlan("serverless", None, 0, s.max_concurrency, 0.0, None,
+                                          "unpredictable traffic, cold starts tolerated, CPU only, scales to zero",
+                                          memory_mb=s.memory_mb, max_concurrency=s.max_concurrency)
+    return dict(sorted(out.items(), key=lambda kv: ("realtime", "serverless", "async", "batch").index(kv[0])))

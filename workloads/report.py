@@ -1,0 +1,95 @@
+"""Readable rendering of a plan and of the catalog (rich tables)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from .catalog import Catalog
+from .planner import Plan
+
+
+def money(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+def _hours(value: float | None) -> str:
+    return "-" if value is None else (f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h")
+
+
+def _console() -> Console:
+    # Piped output gets a width that keeps the tables readable.
+    return Console() if sys.stdout.isatty() else Console(width=150)
+
+
+def print_plan(p: Plan, console: Console | None = None) -> None:
+    console = console or _console()
+    w, t, e = p.workload, p.training, p.training.estimate
+    console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
+                  f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
+                  f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    console.print()
+    console.print("[bold]Training[/bold]")
+    efa = f"{t.efa_interfaces} of {t.efa_max_interfaces} EFA interfaces" if t.efa_max_interfaces else "no EFA"
+    console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator}; {efa}; {t.network_gbps:g} Gbps)")
+    console.print(f"  orchestrator {t.orchestrator}, storage {t.storage}, "
+                  f"placement group {'yes' if t.placement_group else 'no'}")
+    line = f"  estimate: {_hours(e.hours)} at {money(e.usd_per_hour)}/h = {money(e.usd_total)}"
+    if e.spot_usd_total is not None:
+        line += f"  (managed spot about {money(e.spot_usd_total)})"
+    console.print(line + f"  [dim]{e.price_note}[/dim]")
+    if e.flops:
+        console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%}[/dim]")
+    for d in t.decisions:
+        console.print(f"  - {d}")
+
+    table = Table(title="Training candidates, side by side", title_justify="left")
+    for col in ("type", "nodes", "accelerators", "$/h (cluster)", "time", "total", "fits", "why"):
+        table.add_column(col, justify="right" if col in ("nodes", "$/h (cluster)", "time", "total") else "left")
+    for c in t.candidates:
+        style = "bold green" if c.chosen else ("dim" if not c.feasible else "")
+        table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.count), c.accelerators,
+                      money(c.usd_per_hour), _hours(c.hours), money(c.usd_total),
+                      "yes" if c.feasible else "no", c.why, style=style)
+    console.print(table)
+
+    table = Table(title="Inference", title_justify="left")
+    for col in ("kind", "instance", "min-max", "$/h at min", "$/h at max", "why"):
+        table.add_column(col)
+    for ip in p.inference.values():
+        if ip.kind == "serverless":
+            table.add_row(ip.kind, f"{ip.memory_mb} MB", f"0-{ip.max_concurrency} concurrent", "$0", "per GB-second",
+                          ip.reason)
+        else:
+            extra = f" ({ip.schedule})" if ip.schedule else ""
+            table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
+                          money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), ip.reason + extra)
+    console.print(table)
+    console.print("[bold]Assumptions[/bold]")
+    for a in e.assumptions:
+        console.print(f"  - {a}")
+    for c in p.calibration:
+        console.print(f"  - {c}")
+
+
+def print_catalog(cat: Catalog, console: Console | None = None) -> None:
+    console = console or _console()
+    table = Table(title=f"Instance catalog (as of {cat.as_of})", title_justify="left")
+    for col in ("type", "vCPU", "GiB", "accelerators", "TFLOPS", "EFA", "Gbps", "NVMe", "EC2 $/h us-east-1",
+                "ml. $/h us-east-1", "sources"):
+        table.add_column(col)
+    for t in cat.types.values():
+        acc = f"{t.accelerator.count} x {t.accelerator.model}" if t.accelerator else "-"
+        ec2 = t.ec2_prices.get("us-east-1")
+        sm = t.sagemaker_prices.get("us-east-1")
+        table.add_row(t.name, str(t.vcpus), f"{t.memory_gib:g}", acc,
+                      f"{t.peak_tflops:g} {t.peak_tflops_dtype}" if t.peak_tflops else "-",
+                      str(t.efa_max_interfaces), f"{t.network_gbps:g}", "yes" if t.local_nvme else "no",
+                      money(ec2), money(sm), ", ".join(t.sources))
+    console.print(table)
+    for s in cat.sources.values():
+        console.print(f"  [{s.key}] {s.title} <{s.url}> checked {s.checked}")

@@ -1,0 +1,97 @@
+"""The workload config: one frozen, validated object built once at the top.
+
+Field names here are part of the interface (README "Config reference"). Rules that need
+the instance catalog or several fields at once live in `validators.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
+Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
+Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
+
+CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Model(_Frozen):
+    parameters_billion: float = Field(gt=0, le=10_000)
+    framework: Framework
+    # Whether the model compiles with AWS Neuron: Trainium and Inferentia need it.
+    neuron_supported: bool = True
+
+
+class Data(_Frozen):
+    dataset_size_gib: float = Field(gt=0, le=10_000_000)
+    storage: Storage | None = None  # the planner chooses when absent
+    # Training tokens per epoch; derived from the dataset size when absent.
+    tokens_billion: float | None = Field(default=None, gt=0)
+    termination_protection: bool = False
+
+
+class Training(_Frozen):
+    instance_type: str | None = None  # the planner chooses when absent
+    instance_count: int | None = Field(default=None, ge=1, le=512)
+    orchestrator: Orchestrator | None = None
+    capacity_reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    epochs: float = Field(default=1, gt=0, le=1000)
+    # Wall-clock target the planner sizes the cluster for when instance_count is open.
+    max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
+    # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
+    spot: bool = False
+
+
+class Realtime(_Frozen):
+    instance_type: str | None = None
+    min_instances: int = Field(default=1, ge=1, le=100)
+    max_instances: int = Field(default=2, ge=1, le=100)
+    # Scaling target: invocations per instance per minute.
+    invocations_per_instance: int = Field(default=100, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> "Realtime":
+        if self.max_instances < self.min_instances:
+            raise ValueError(f"max_instances {self.max_instances} is below min_instances {self.min_instances}")
+        return self
+
+
+class Serverless(_Frozen):
+    memory_mb: int = Field(default=2048, ge=1024, le=6144, multiple_of=1024)
+    max_concurrency: int = Field(default=20, ge=1, le=200)
+
+
+class Async(_Frozen):
+    instance_type: str | None = None
+    max_instances: int = Field(default=2, ge=1, le=100)
+
+
+class Batch(_Frozen):
+    instance_type: str | None = None
+    instance_count: int = Field(default=1, ge=1, le=100)
+    schedule: str = Field(default="cron(0 2 * * ? *)", pattern=r"^(cron\(.+\)|rate\(.+\))$")
+
+
+class Inference(_Frozen):
+    # The model artifact's key in the dataset bucket (upload it before deploying).
+    model_data_key: str = Field(default="models/model.tar.gz", pattern=r"^[A-Za-z0-9._\-/]+\.tar\.gz$")
+    realtime: Realtime | None = None
+    serverless: Serverless | None = None
+    async_: Async | None = Field(default=None, alias="async")
+    batch: Batch | None = None
+
+
+class Workload(_Frozen):
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
+    region: str
+    availability_zone: str
+    model: Model
+    data: Data
+    training: Training = Training()
+    inference: Inference = Inference()

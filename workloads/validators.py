@@ -1,0 +1,95 @@
+"""Rules that need the instance catalog or several fields: one small function per rule.
+
+Each raises a ConfigError that says what to change. `check` runs them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
+from .errors import ConfigError
+from .schema import CLASSIC_ML, Workload
+
+
+def region_is_known(w: Workload, cat: Catalog) -> None:
+    if w.region not in cat.regions:
+        raise ConfigError("region", w.region, ", ".join(cat.regions), reason="not a region the catalog covers")
+
+
+def zone_is_in_region(w: Workload, cat: Catalog) -> None:
+    letters = cat.regions[w.region]
+    suffix = w.availability_zone.removeprefix(w.region)
+    if not w.availability_zone.startswith(w.region) or suffix not in letters:
+        zones = ", ".join(w.region + letter for letter in letters)
+        raise ConfigError("availability_zone", w.availability_zone, zones, reason=f"not a zone of region {w.region}")
+
+
+def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
+    itype = cat.get(name)
+    if itype is None:
+        families = sorted({t.family for t in cat.types.values()})
+        raise ConfigError(field, name, "types of the families " + ", ".join(families) + " (python -m workloads catalog)",
+                          reason="not in the instance catalog")
+    if sagemaker and not itype.on_sagemaker:
+        raise ConfigError(field, name, "types with a SageMaker ml. form", reason="not offered on SageMaker")
+    return itype
+
+
+def _offered_in_region(field: str, itype: InstanceType, w: Workload) -> None:
+    if w.region not in itype.regions:
+        raise ConfigError(field, itype.name, "regions " + ", ".join(itype.regions),
+                          reason=f"not offered in region {w.region}")
+
+
+def training_type_is_known(w: Workload, cat: Catalog) -> None:
+    if w.training.instance_type is None:
+        return
+    sagemaker = w.training.orchestrator in ("hyperpod", "sagemaker-jobs")
+    itype = _known_type("training.instance_type", w.training.instance_type, cat, sagemaker=sagemaker)
+    _offered_in_region("training.instance_type", itype, w)
+
+
+def classic_ml_trains_on_cpu(w: Workload, cat: Catalog) -> None:
+    if w.model.framework not in CLASSIC_ML or w.training.instance_type is None:
+        return
+    itype = cat.get(w.training.instance_type)
+    if itype is not None and itype.accelerated:
+        cpu = sorted({t.family for t in cat.types.values() if not t.accelerated})
+        raise ConfigError("training.instance_type", w.training.instance_type, "CPU families " + ", ".join(cpu),
+                          reason=f"{w.model.framework} trains on CPU, not on an accelerator")
+
+
+def scikit_learn_is_single_node(w: Workload, cat: Catalog) -> None:
+    if w.model.framework == "scikit-learn" and (w.training.instance_count or 1) > 1:
+        raise ConfigError("training.instance_count", w.training.instance_count, "1",
+                          reason="scikit-learn does not distribute training across instances")
+
+
+def inference_types_are_known(w: Workload, cat: Catalog) -> None:
+    inf = w.inference
+    for kind, section in (("realtime", inf.realtime), ("async", inf.async_), ("batch", inf.batch)):
+        if section is None or section.instance_type is None:
+            continue
+        field = f"inference.{kind}.instance_type"
+        if not section.instance_type.startswith(ML_PREFIX):
+            raise ConfigError(field, section.instance_type, f"the SageMaker form, e.g. ml.{section.instance_type}",
+                              reason="inference types are SageMaker types")
+        itype = _known_type(field, section.instance_type, cat, sagemaker=True)
+        _offered_in_region(field, itype, w)
+
+
+RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
+    region_is_known,
+    zone_is_in_region,
+    training_type_is_known,
+    classic_ml_trains_on_cpu,
+    scikit_learn_is_single_node,
+    inference_types_are_known,
+)
+
+
+def check(w: Workload, cat: Catalog | None = None) -> None:
+    cat = cat or load_catalog()
+    for rule in RULES:
+        rule(w, cat)
