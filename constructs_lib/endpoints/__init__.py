@@ -1,0 +1,1 @@
+"""SageMaker inference: one construct per kind."""

@@ -1,0 +1,42 @@
+"""A SageMaker model in the private subnet, network-isolated, with its own least-privilege role."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from ..nag import acknowledge_wildcards
+from ..sagemaker_access import allow_sagemaker_basics
+
+
+class ServingModel(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, bucket: s3.IBucket,
+                 model_data_key: str, vpc: ec2.IVpc, subnets: list[ec2.ISubnet]) -> None:
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                             description="SageMaker model: reads its artifact and pulls its container")
+        bucket.grant_read(self.role, model_data_key)
+        allow_sagemaker_basics(self.role)
+        acknowledge_wildcards(self.role, actions=("s3:GetObject*", "s3:GetBucket*", "s3:List*"),
+                              reason="CDK's read action groups, confined to the one model artifact object.")
+        # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
+        self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
+                                                description="SageMaker model containers: HTTPS out only")
+        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
+        self.model = sagemaker.CfnModel(
+            self, "Model",
+            execution_role_arn=self.role.role_arn,
+            enable_network_isolation=True,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image_uri, model_data_url=bucket.s3_url_for_object(model_data_key)),
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[self.security_group.security_group_id],
+                subnets=[s.subnet_id for s in subnets]),
+        )
+        # SageMaker checks the role's permissions when the model is created.
+        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+        self.model_name = self.model.attr_model_name
+

@@ -1,0 +1,47 @@
+"""A real-time endpoint that scales between min and max instances on invocations per instance."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from ..nag import acknowledge
+
+VARIANT = "AllTraffic"
+
+
+class RealtimeEndpoint(Construct):
+    """`kms_key` is None for instance types with local NVMe: SageMaker refuses KmsKeyId there."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, instance_type: str,
+                 min_instances: int, max_instances: int, invocations_per_instance: int,
+                 kms_key: kms.IKey | None) -> None:
+        super().__init__(scope, construct_id)
+        self.config = sagemaker.CfnEndpointConfig(
+            self, "Config",
+            kms_key_id=kms_key.key_arn if kms_key else None,
+            production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
+                initial_instance_count=min_instances, initial_variant_weight=1.0)],
+        )
+        if kms_key is None:
+            acknowledge(self.config, "AwsSolutions-SM2",
+                        f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
+                        "module and for which it refuses KmsKeyId.")
+        self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
+        self.endpoint_name = self.endpoint.attr_endpoint_name
+
+        target = appscaling.ScalableTarget(
+            self, "Scaling",
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=min_instances, max_capacity=max_instances,
+        )
+        target.scale_to_track_metric(
+            "Invocations",
+            target_value=invocations_per_instance,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+        )

@@ -1,0 +1,33 @@
+"""What every SageMaker execution role needs: its logs, metrics and the AWS container images."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+
+from .nag import acknowledge_wildcards
+
+
+def allow_sagemaker_basics(role: iam.Role) -> None:
+    stack = Stack.of(role)
+    log_groups = stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
+                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    # AWS Deep Learning Containers live in AWS-owned accounts that differ by region and framework.
+    aws_images = f"arn:{stack.partition}:ecr:{stack.region}:*:repository/*"
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+        resources=[log_groups],
+    ))
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+        resources=[aws_images],
+    ))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["cloudwatch:PutMetricData"], resources=["*"],
+        conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+    ))
+    acknowledge_wildcards(role, resources=[log_groups, aws_images, "*"], reason=(
+        "SageMaker basics: logs confined to /aws/sagemaker/* log groups; ecr:GetAuthorizationToken and "
+        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace); "
+        "AWS Deep Learning Container images live in AWS-owned accounts that vary by region."))

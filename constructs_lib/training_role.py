@@ -1,0 +1,36 @@
+"""The role training nodes run as: read the dataset, write outputs and checkpoints, nothing else."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from .nag import acknowledge_wildcards
+from .sagemaker_access import allow_sagemaker_basics
+
+DATASET_PREFIX = "datasets/"
+OUTPUT_PREFIX = "output/"
+CHECKPOINT_PREFIX = "checkpoints/"
+# The action groups CDK's bucket and key grants use.
+GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
+                 "kms:GenerateDataKey*", "kms:ReEncrypt*")
+
+
+class TrainingRole(Construct):
+    """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket) -> None:
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"),
+                             description=f"Training nodes ({service}): dataset read, outputs and checkpoints write")
+        prefixes = (DATASET_PREFIX, CHECKPOINT_PREFIX, OUTPUT_PREFIX)
+        bucket.grant_read(self.role, DATASET_PREFIX + "*")
+        bucket.grant_read_write(self.role, CHECKPOINT_PREFIX + "*")
+        bucket.grant_put(self.role, OUTPUT_PREFIX + "*")
+        acknowledge_wildcards(
+            self.role, actions=GRANT_ACTIONS, resources=[bucket.arn_for_objects(p + "*") for p in prefixes],
+            reason="Object access is confined to the dataset bucket's datasets/, checkpoints/ and output/ prefixes; "
+                   "the wildcard actions are CDK's grant action groups on that one bucket and its key.")
+        if service == "sagemaker":
+            allow_sagemaker_basics(self.role)

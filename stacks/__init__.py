@@ -1,0 +1,1 @@
+"""Stacks wire constructs together; decisions come from the plan, never from context."""

@@ -1,0 +1,66 @@
+"""Build the four stacks of one estate from a plan (used by app.py and the tests alike)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from workloads import DEFAULT_WORKLOAD, load, overrides_from_context, plan
+from workloads.planner import Plan
+
+from .data_stack import DataStack
+from .inference_stack import InferenceStack
+from .network_stack import NetworkStack
+from .train_stack import TrainStack
+
+
+@dataclass(frozen=True)
+class Estate:
+    network: NetworkStack
+    data: DataStack
+    train: TrainStack
+    inference: InferenceStack
+
+    @property
+    def stacks(self) -> tuple[cdk.Stack, ...]:
+        return (self.network, self.data, self.train, self.inference)
+
+
+def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) -> Estate:
+    w = plan.workload
+    env = cdk.Environment(account=account, region=w.region)
+    common = dict(env=env, availability_zone=w.availability_zone)
+    what = f"{w.name}: {plan.training.instance_count} x {plan.training.instance_type}"
+
+    network = NetworkStack(scope, "NetworkStack", description=f"One-AZ VPC for {what}", **common)
+    data = DataStack(scope, "DataStack", description=f"Dataset bucket and key for {w.name} (retained)",
+                     workload_name=w.name, termination_protection=w.data.termination_protection, **common)
+    train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
+                       bucket=data.bucket, key=data.key, **common)
+    inference = InferenceStack(
+        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", inference=plan.inference,
+        framework=w.model.framework, model_data_key=w.inference.model_data_key,
+        invocations_per_instance=w.inference.realtime.invocations_per_instance if w.inference.realtime else 100,
+        vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
+        bucket=data.bucket, key=data.key, **common)
+    estate = Estate(network, data, train, inference)
+    for stack in estate.stacks:
+        cdk.Tags.of(stack).add("workload", w.name)
+    return estate
+
+
+def add_checks(app: cdk.App) -> None:
+    """cdk-nag AwsSolutions on everything; findings go to the policy validation report."""
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+
+def build_from_context(app: cdk.App) -> Estate:
+    """The one place context is read: workload, dotted overrides, account. Raises ConfigError."""
+    context = app.node.get_all_context()
+    the_plan = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides_from_context(context)))
+    estate = build_estate(app, the_plan, account=context.get("account"))
+    add_checks(app)
+    return estate
