@@ -1,0 +1,1 @@
+"""Developer tools: the local AWS emulator and the demo that deploys to it."""

@@ -1,0 +1,179 @@
+"""A local AWS emulator (moto server) and the CDK CLI pointed at it, never at a real account.
+
+moto's CloudFormation creates the resource types it models and skips the others (FSx,
+placement groups, bucket policies, ...): `deployed_resources` reports exactly which.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+# Credentials and settings that could point the CLI at a real account: removed for the demo.
+_REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
+                      "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                      "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN")
+
+
+class NotLocalError(RuntimeError):
+    pass
+
+
+def require_local(endpoint: str) -> None:
+    """The emulator tooling refuses any endpoint that is not this machine."""
+    host = urlparse(endpoint).hostname
+    if host not in LOCAL_HOSTS:
+        raise NotLocalError(f"refusing to deploy: endpoint {endpoint!r} is not local ({', '.join(sorted(LOCAL_HOSTS))})")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _patch_moto() -> None:
+    """Two gaps of moto 5.2 that real AWS does not have; the templates stay exactly as deployed to AWS.
+
+    - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
+    - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
+      every SageMaker type in our catalog is accepted as AWS accepts it.
+    """
+    from moto.kms.models import Key
+    from moto.sagemaker.models import FakeEndpointConfig
+
+    from workloads.catalog import load_catalog
+
+    if getattr(Key, "_tags_patched", False):
+        return
+    original = Key.create_from_cloudformation_json.__func__
+    known = set(load_catalog().names(sagemaker=True))
+    validate = FakeEndpointConfig.validate_instance_type
+
+    def validate_instance_type(self, instance_type: str) -> None:
+        if instance_type not in known:
+            validate(self, instance_type)
+
+    FakeEndpointConfig.validate_instance_type = validate_instance_type
+
+    def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+        props = cloudformation_json.get("Properties", {})
+        if props.get("Tags"):
+            props["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in props["Tags"]]
+        return original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+    Key.create_from_cloudformation_json = classmethod(create)
+    Key._tags_patched = True
+
+
+@dataclass
+class Emulator:
+    endpoint: str
+    region: str
+
+    def env(self) -> dict[str, str]:
+        """Environment for the CDK CLI and boto3: the emulator's endpoint and throwaway credentials."""
+        require_local(self.endpoint)
+        env = {k: v for k, v in os.environ.items() if k not in _REAL_ACCOUNT_VARS}
+        env.update({
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "CDK_DISABLE_CLI_TELEMETRY": "true",
+            "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        })
+        return env
+
+    def client(self, service: str):
+        import boto3
+
+        require_local(self.endpoint)
+        return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint,
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    def cdk(self, *args: str, timeout: float = 300, quiet: bool = False) -> subprocess.CompletedProcess:
+        """Run the project's pinned CDK CLI against the emulator (never interactive)."""
+        cmd = [str(CDK), *args, "--no-notices"]
+        return subprocess.run(cmd, cwd=ROOT, env=self.env(), timeout=timeout, check=True, text=True,
+                              capture_output=quiet)
+
+    def account(self) -> str:
+        return self.client("sts").get_caller_identity()["Account"]
+
+    def bootstrap(self, *, quiet: bool = False) -> None:
+        self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet)
+
+    def deploy(self, *app_args: str, quiet: bool = False) -> None:
+        # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
+        self.cdk("deploy", "--all", "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+
+
+@contextmanager
+def running(region: str) -> Iterator[Emulator]:
+    """A moto server on localhost for the duration of the block."""
+    from moto.server import ThreadedMotoServer
+
+    _patch_moto()
+    # We report skipped types ourselves (deployed_resources); moto's per-resource chatter is noise.
+    for name in ("werkzeug", "moto"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message="Tried to parse .* but it's not supported by moto")
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield Emulator(endpoint=f"http://localhost:{port}", region=region)
+    finally:
+        server.stop()
+
+
+@dataclass(frozen=True)
+class StackReport:
+    name: str
+    status: str
+    outputs: dict[str, str]
+    created: dict[str, str]  # logical ID -> type
+    skipped: dict[str, str]  # in the template, not created by the emulator
+
+
+def deployed_resources(emulator: Emulator, assembly: Path) -> list[StackReport]:
+    """What the emulator created for each stack of a cloud assembly, and what it skipped."""
+    cf = emulator.client("cloudformation")
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    reports = []
+    for artifact_id, artifact in manifest["artifacts"].items():
+        if artifact["type"] != "aws:cloudformation:stack":
+            continue
+        name = artifact.get("displayName") or artifact_id
+        stack_name = artifact["properties"].get("stackName", artifact_id)
+        template = json.loads((assembly / artifact["properties"]["templateFile"]).read_text())
+        wanted = {lid: r["Type"] for lid, r in template.get("Resources", {}).items() if r["Type"] != "AWS::CDK::Metadata"}
+        created = {}
+        for page in cf.get_paginator("list_stack_resources").paginate(StackName=stack_name):
+            for row in page["StackResourceSummaries"]:
+                if row.get("LogicalResourceId") in wanted:  # moto lists skipped resources as blank rows
+                    created[row["LogicalResourceId"]] = row["ResourceType"]
+        stack = cf.describe_stacks(StackName=stack_name)["Stacks"][0]
+        reports.append(StackReport(
+            name=name, status=stack["StackStatus"],
+            outputs={o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])},
+            created=created, skipped={lid: t for lid, t in wanted.items() if lid not in created},
+        ))
+    return reports
