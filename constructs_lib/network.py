@@ -6,6 +6,11 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .nag import acknowledge
+
+PINNED_AZ_REASON = ("One availability zone from the workload config is the design: the EFA cluster, FSx for Lustre "
+                    "and capacity reservations must share it, and synthesis makes no account lookups.")
+
 
 class OneAzNetwork(Construct):
     """Everything training touches lives in one AZ: EFA traffic never crosses zones."""
@@ -33,5 +38,6 @@ class OneAzNetwork(Construct):
                 traffic_type=ec2.FlowLogTrafficType.ALL,
             )},
         )
+        acknowledge(self.vpc, "CloudFormation-Validate::W3010", PINNED_AZ_REASON)
         self.private_subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         self.private_subnet: ec2.ISubnet = self.vpc.private_subnets[0]

@@ -22,11 +22,11 @@ class Estate:
     network: NetworkStack
     data: DataStack
     train: TrainStack
-    inference: InferenceStack
+    inference: InferenceStack | None  # only when the plan has an endpoint to deploy
 
     @property
     def stacks(self) -> tuple[cdk.Stack, ...]:
-        return (self.network, self.data, self.train, self.inference)
+        return tuple(s for s in (self.network, self.data, self.train, self.inference) if s is not None)
 
 
 def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) -> Estate:
@@ -40,10 +40,9 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) ->
                      workload_name=w.name, termination_protection=w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
                        bucket=data.bucket, key=data.key, **common)
-    inference = InferenceStack(
-        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", inference=plan.inference,
+    inference = None if "realtime" not in plan.inference else InferenceStack(
+        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", realtime=plan.inference["realtime"],
         framework=w.model.framework, model_data_key=w.inference.model_data_key,
-        invocations_per_instance=w.inference.realtime.invocations_per_instance if w.inference.realtime else 100,
         vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
         bucket=data.bucket, key=data.key, **common)
     estate = Estate(network, data, train, inference)

@@ -17,14 +17,11 @@ from .base import EstateStack
 
 
 class InferenceStack(EstateStack):
-    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
-                 inference: dict[str, InferencePlan], framework: str, model_data_key: str,
-                 invocations_per_instance: int, vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
+    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, realtime: InferencePlan,
+                 framework: str, model_data_key: str, vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
                  bucket: s3.IBucket, key: kms.IKey, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
-        realtime = inference.get("realtime")
-        if realtime is None:
-            return
+        assert realtime.instance_type and realtime.invocations_per_instance
         image = serving_image(framework=framework, region=self.region, instance_type=realtime.instance_type,
                               accelerator_kind=realtime.accelerator_kind)
         model = ServingModel(self, "RealtimeModel", image_uri=image, bucket=bucket, model_data_key=model_data_key,
@@ -32,8 +29,11 @@ class InferenceStack(EstateStack):
         endpoint = RealtimeEndpoint(
             self, "Realtime", model_name=model.model_name, instance_type=realtime.instance_type,
             min_instances=realtime.min_instances, max_instances=realtime.max_instances,
-            invocations_per_instance=invocations_per_instance,
+            invocations_per_instance=realtime.invocations_per_instance,
+            # SageMaker refuses KmsKeyId on instance types with local NVMe storage.
             kms_key=None if realtime.local_nvme else key,
         )
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=realtime.instance_type)
+        cdk.CfnOutput(self, "ModelDataKey", value=model_data_key,
+                      description="The model artifact's key in DataStack.DatasetBucketName; upload it before deploying")

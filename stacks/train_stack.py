@@ -26,4 +26,5 @@ class TrainStack(EstateStack):
                                              f"({training.orchestrator})")
         cdk.CfnOutput(self, "InputMode", value=_INPUT_MODE[training.storage],
                       description="How training reads the dataset")
-        cdk.CfnOutput(self, "DatasetUri", value=bucket.s3_url_for_object(DATASET_PREFIX))
+        cdk.CfnOutput(self, "DatasetPrefix", value=DATASET_PREFIX,
+                      description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)

@@ -34,6 +34,7 @@ class Synth:
     outdir: Path
     templates: dict[str, dict]
     nag_report: dict
+    manifest: dict
 
     def resources(self, stack: str, rtype: str) -> dict[str, dict]:
         res = self.templates[stack]["Resources"]
@@ -46,6 +47,9 @@ class Synth:
 
     def template_path(self, stack: str) -> Path:
         return self.outdir / f"{stack}.template.json"
+
+    def artifact(self, stack: str) -> dict:
+        return self.manifest["artifacts"][stack]
 
 
 _CACHE: dict[tuple, Synth] = {}
@@ -66,7 +70,8 @@ def synthesize(outroot: Path, workload: str, overrides: dict[str, str] | None = 
     templates = {s.stack_name: assembly.get_stack_by_name(s.stack_name).template for s in estate.stacks}
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {"pluginReports": []}
-    _CACHE[key] = Synth(outdir, templates, report)
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    _CACHE[key] = Synth(outdir, templates, report, manifest)
     return _CACHE[key]
 
 

@@ -106,6 +106,7 @@ class InferencePlan:
     memory_mb: int | None = None
     max_concurrency: int | None = None
     schedule: str | None = None
+    invocations_per_instance: int | None = None  # real-time scaling target, per minute
 
 
 @dataclass(frozen=True)
@@ -423,7 +424,8 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         out[kind] = InferencePlan(kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4),
                                   reason, local_nvme=itype.local_nvme,
                                   accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
-                                  schedule=getattr(section, "schedule", None))
+                                  schedule=getattr(section, "schedule", None),
+                                  invocations_per_instance=getattr(section, "invocations_per_instance", None))
     if inf.serverless is not None:
         s = inf.serverless
         if not est.serving_fits(w.model.parameters_billion, s.memory_mb / 1024, 4):

@@ -1,0 +1,36 @@
+"""Snapshots of every stack of every preset (asset hashes masked). Update: make snapshot-update."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from .conftest import PRESETS, STACKS
+
+_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def _mask(value):
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    if isinstance(value, str):
+        return _HASH.sub("<asset-hash>", value)
+    return value
+
+
+@pytest.fixture
+def snapshot_json(snapshot):
+    return snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("preset", PRESETS)
+def test_template_snapshot(synth, snapshot_json, preset, stack):
+    s = synth(preset)
+    if stack not in s.templates:
+        pytest.skip(f"{preset} has no {stack}")
+    assert _mask(s.templates[stack]) == snapshot_json

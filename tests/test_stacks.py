@@ -1,0 +1,153 @@
+"""Fine-grained rules of the synthesized stacks (each preset synthesized once per session)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads import load
+
+from .conftest import STACKS
+
+DATA_LOGICAL_IDS = {
+    "AWS::KMS::Key": "DataKey2A0DE9E6",
+    "AWS::S3::Bucket": {"DatasetsAccessLogs72037CA6", "DatasetsDataset6D2CC711"},
+}
+
+
+def test_every_preset_synthesizes_four_stacks_in_its_region(preset_synth):
+    name, s = preset_synth
+    region = load(name).region
+    assert set(s.templates) == set(STACKS)
+    for stack in STACKS:
+        assert s.artifact(stack)["environment"] == f"aws://unknown-account/{region}"
+
+
+def test_synthesis_needs_no_lookups(preset_synth):
+    _, s = preset_synth
+    assert "missing" not in s.manifest, s.manifest.get("missing")
+
+
+def test_vpc_lives_in_the_configured_az_only(preset_synth):
+    name, s = preset_synth
+    az = load(name).availability_zone
+    subnets = s.resources("NetworkStack", "AWS::EC2::Subnet")
+    assert len(subnets) == 2
+    assert {sn["Properties"]["AvailabilityZone"] for sn in subnets.values()} == {az}
+    assert len(s.resources("NetworkStack", "AWS::EC2::NatGateway")) == 1
+    flow = s.one("NetworkStack", "AWS::EC2::FlowLog")["Properties"]
+    assert flow["TrafficType"] == "ALL" and flow["ResourceType"] == "VPC"
+    endpoint = s.one("NetworkStack", "AWS::EC2::VPCEndpoint")["Properties"]
+    assert endpoint["VpcEndpointType"] == "Gateway" and ".s3" in str(endpoint["ServiceName"])
+
+
+def test_no_open_ingress_anywhere(preset_synth):
+    _, s = preset_synth
+    for stack in STACKS:
+        for sg in s.resources(stack, "AWS::EC2::SecurityGroup").values():
+            for rule in sg["Properties"].get("SecurityGroupIngress", []):
+                assert rule.get("CidrIp") != "0.0.0.0/0"
+        for rule in s.resources(stack, "AWS::EC2::SecurityGroupIngress").values():
+            assert rule["Properties"].get("CidrIp") != "0.0.0.0/0"
+
+
+def test_dataset_bucket_is_encrypted_private_versioned_logged_tls_only(synth):
+    s = synth("huge")
+    bucket = s.resources("DataStack", "AWS::S3::Bucket")["DatasetsDataset6D2CC711"]["Properties"]
+    rule = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == {"Fn::GetAtt": ["DataKey2A0DE9E6", "Arn"]}
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": "DatasetsAccessLogs72037CA6"}
+    policies = [p["Properties"] for p in s.resources("DataStack", "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": "DatasetsDataset6D2CC711"}]
+    statements = policies[0]["PolicyDocument"]["Statement"]
+    assert any(st["Effect"] == "Deny" and st["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+               for st in statements)
+    key = s.one("DataStack", "AWS::KMS::Key")["Properties"]
+    assert key["EnableKeyRotation"] is True
+
+
+@pytest.mark.parametrize("variant", [("huge", None), ("small", None), ("intermediate", None),
+                                     ("huge", {"training.instance_type": "p5.48xlarge"})],
+                         ids=["huge", "small", "intermediate", "huge-p5"])
+def test_stateful_resources_are_retained_with_pinned_logical_ids(synth, variant):
+    s = synth(*variant)
+    res = s.templates["DataStack"]["Resources"]
+    assert set(s.resources("DataStack", "AWS::KMS::Key")) == {DATA_LOGICAL_IDS["AWS::KMS::Key"]}
+    assert set(s.resources("DataStack", "AWS::S3::Bucket")) == DATA_LOGICAL_IDS["AWS::S3::Bucket"]
+    for logical_id in {DATA_LOGICAL_IDS["AWS::KMS::Key"], *DATA_LOGICAL_IDS["AWS::S3::Bucket"]}:
+        assert res[logical_id]["DeletionPolicy"] == "Retain"
+        assert res[logical_id]["UpdateReplacePolicy"] == "Retain"
+
+
+def test_termination_protection_from_config(synth):
+    assert not synth("huge").artifact("DataStack")["properties"].get("terminationProtection")
+    protected = synth("huge", {"data.termination_protection": "true"})
+    assert protected.artifact("DataStack")["properties"]["terminationProtection"] is True
+
+
+def test_generated_names_only(preset_synth):
+    _, s = preset_synth
+    named = {"AWS::S3::Bucket": "BucketName", "AWS::IAM::Role": "RoleName", "AWS::SageMaker::Model": "ModelName",
+             "AWS::SageMaker::EndpointConfig": "EndpointConfigName", "AWS::SageMaker::Endpoint": "EndpointName"}
+    for stack in STACKS:
+        for rtype, prop in named.items():
+            for r in s.resources(stack, rtype).values():
+                assert prop not in r["Properties"], f"{stack} {rtype} has a fixed {prop}"
+
+
+@pytest.mark.parametrize("workload, principal", [("huge", "ec2.amazonaws.com"), ("intermediate", "sagemaker.amazonaws.com")])
+def test_training_role_trusts_the_orchestrator(synth, workload, principal):
+    role = synth(workload).one("TrainStack", "AWS::IAM::Role")["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": principal}
+
+
+def test_training_role_is_confined_to_its_prefixes(synth):
+    s = synth("huge")
+    policy = s.one("TrainStack", "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    s3_resources = [r for st in policy for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])
+                    if "Fn::Join" in r]
+    suffixes = {r["Fn::Join"][1][-1] for r in s3_resources}
+    assert suffixes == {"/datasets/*", "/checkpoints/*", "/output/*"}
+
+
+def test_realtime_endpoint_matches_the_plan(synth):
+    s = synth("huge")
+    model = s.one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    assert model["EnableNetworkIsolation"] is True and model["VpcConfig"]["Subnets"]
+    assert "-inf2-" in model["PrimaryContainer"]["Image"] and "us-west-2" in model["PrimaryContainer"]["Image"]
+    config = s.one("InferenceStack", "AWS::SageMaker::EndpointConfig")["Properties"]
+    variant = config["ProductionVariants"][0]
+    assert variant["InstanceType"] == "ml.inf2.24xlarge" and variant["InitialInstanceCount"] == 1
+    assert "KmsKeyId" in config  # inf2 has no local NVMe
+    target = s.one("InferenceStack", "AWS::ApplicationAutoScaling::ScalableTarget")["Properties"]
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
+    policy = s.one("InferenceStack", "AWS::ApplicationAutoScaling::ScalingPolicy")["Properties"]
+    spec = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert spec["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+
+
+def test_no_kms_key_on_local_nvme_instances(synth):
+    s = synth("huge", {"inference.realtime.instance_type": "ml.g5.xlarge"})
+    config = s.one("InferenceStack", "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
+    assert "KmsKeyId" not in config
+    model = s.one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    assert "pytorch-inference" in model["PrimaryContainer"]["Image"] and "gpu" in model["PrimaryContainer"]["Image"]
+
+
+def test_classic_ml_serves_from_its_framework_image(synth):
+    model = synth("small").one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    assert "sagemaker-xgboost" in model["PrimaryContainer"]["Image"] and "us-east-1" in model["PrimaryContainer"]["Image"]
+
+
+def test_no_realtime_section_means_no_inference_stack(synth):
+    s = synth("small", {"inference.realtime": "null"})
+    assert "InferenceStack" not in s.templates and {"NetworkStack", "DataStack", "TrainStack"} <= set(s.templates)
+
+
+def test_workload_tag_on_taggable_resources(synth):
+    s = synth("huge")
+    bucket = s.resources("DataStack", "AWS::S3::Bucket")["DatasetsDataset6D2CC711"]["Properties"]
+    assert {"Key": "workload", "Value": "huge"} in bucket["Tags"]
