@@ -28,6 +28,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	@echo "setup: CDK CLI (npm ci, Node.js $$(node --version)) ..."
 	@npm ci --loglevel=error
+	@ln -sf ../../node_modules/.bin/cdk $(VENV)/bin/cdk  # `source .venv/bin/activate` puts cdk on PATH
 	@touch $@
 
 demo: setup

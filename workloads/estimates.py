@@ -15,8 +15,9 @@ BYTES_PER_TOKEN = 4
 # Mixed-precision Adam: fp16 weights and grads, fp32 master weights and two moments (16 B)
 # plus about 2 B/param of working space, before activations.
 TRAIN_BYTES_PER_PARAM = 18
-# Inference in fp16/bf16 holds 2 B/param of weights.
+# Inference in fp16/bf16 holds 2 B/param of weights; CPU serving usually runs fp32 (4 B/param).
 SERVE_BYTES_PER_PARAM = 2
+CPU_BYTES_PER_PARAM = 4
 # Keep a fifth of accelerator memory for activations, KV cache and fragmentation.
 MEMORY_HEADROOM = 0.8
 # Sustained model-FLOPs utilisation of a well-tuned large-model job on NVIDIA GPUs.

@@ -9,7 +9,7 @@ Every choice carries the reason the plan prints.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
@@ -218,11 +218,8 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
                      None, None, feasible, why)
 
 
-def _pick(cands: list[Candidate], w: Workload) -> Candidate:
-    if w.training.instance_type is not None:
-        wanted = [c for c in cands if c.instance_type == w.training.instance_type]
-        if wanted:
-            return wanted[0]
+def _pick(cands: list[Candidate]) -> Candidate:
+    """The cheapest feasible candidate: lowest total cost (DL) or $/h then fewest nodes (CPU)."""
     feasible = [c for c in cands if c.feasible]
     if not feasible:
         best = min(cands, key=lambda c: c.usd_per_hour)
@@ -233,86 +230,102 @@ def _pick(cands: list[Candidate], w: Workload) -> Candidate:
     return min(feasible, key=lambda c: (round(c.usd_total or 0, 2), c.hours or 0))
 
 
-def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
-    tier = tier_of(w)
-    decisions = [TIER_REASON[tier]]
-    orchestrator = w.training.orchestrator or _default_orchestrator(tier)
+def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
+                flops: float | None) -> tuple[list[Candidate], list[str]]:
+    """Every eligible type of the tier (plus the config's own choice), costed side by side."""
     names = list(TRAINING_CANDIDATES[tier])
-    if w.training.instance_type is not None and w.training.instance_type.removeprefix(ML_PREFIX) not in names:
-        names.insert(0, w.training.instance_type.removeprefix(ML_PREFIX))
-    w_type = w.training.instance_type.removeprefix(ML_PREFIX) if w.training.instance_type else None
-    if w_type is not None:
-        w = w.model_copy(update={"training": w.training.model_copy(update={"instance_type": w_type})})
-
-    classic = tier in CLASSIC_ML
-    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
-    flops = None if classic else est.training_flops(w.model.parameters_billion, tokens)
-    cands: list[Candidate] = []
-    skipped: list[str] = []
+    if w.training.instance_type and w.training.instance_type not in names:
+        names.insert(0, w.training.instance_type)
+    cands, skipped = [], []
     for name in names:
         itype, reason = _eligible(name, w, cat, orchestrator)
         if itype is None:
             skipped.append(f"{name}: {reason}")
-            continue
-        if not classic and itype.accelerator is None:
+        elif flops is None:
+            cands.append(_cpu_candidate(itype, w, orchestrator))
+        elif itype.accelerator is None:
             skipped.append(f"{name}: CPU type for a neural network; no FLOP estimate")
-            continue
-        cands.append(_cpu_candidate(itype, w, orchestrator) if classic else _dl_candidate(itype, w, cat, orchestrator, flops))
-    if w_type is not None and all(c.instance_type != w_type for c in cands):
-        raise ConfigError("training.instance_type", w_type, "; ".join(skipped) or "a catalog type",
+        else:
+            cands.append(_dl_candidate(itype, w, cat, orchestrator, flops))
+    return cands, skipped
+
+
+def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str]) -> Candidate:
+    wanted = w.training.instance_type
+    if wanted is None:
+        chosen = _pick(cands)
+        measure = "cost" if chosen.usd_total is not None else "$/h"
+        decisions.append(f"{chosen.instance_type}: lowest {measure} among {len(cands)} candidates that fit")
+        return chosen
+    chosen = next((c for c in cands if c.instance_type == wanted), None)
+    if chosen is None:
+        raise ConfigError("training.instance_type", wanted, "; ".join(skipped) or "a catalog type",
                           reason="cannot be planned for this workload")
-    chosen = _pick(cands, w)
-    if w_type is not None:
-        decisions.append(f"instance type {w_type} set by the config")
-        best = _pick([c for c in cands if c.instance_type != w_type] or [chosen], w.model_copy(
-            update={"training": w.training.model_copy(update={"instance_type": None})}))
-        if best.usd_total and chosen.usd_total and best.usd_total < chosen.usd_total * 0.95:
+    if not chosen.feasible:
+        raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
+                          reason=f"{wanted} x{chosen.count}: {chosen.why}")
+    decisions.append(f"instance type {wanted} set by the config")
+    others = [c for c in cands if c.instance_type != wanted and c.feasible]
+    if others and chosen.usd_total:
+        best = _pick(others)
+        if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
             decisions.append(f"note: {best.instance_type} x{best.count} would cost "
                              f"{1 - best.usd_total / chosen.usd_total:.0%} less")
-    else:
-        decisions.append(f"{chosen.instance_type}: lowest {'cost' if not classic else '$/h'} among "
-                         f"{len(cands)} candidates that fit")
+    return chosen
+
+
+def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
+    tier = tier_of(w)
+    decisions = [TIER_REASON[tier]]
+    orchestrator = w.training.orchestrator or _default_orchestrator(tier)
+    classic = tier in CLASSIC_ML
+    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
+    flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
+
+    cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
+    chosen = _choose(w, cands, skipped, decisions)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
-    itype = cat.types[chosen.instance_type]
+    itype, count = cat.types[chosen.instance_type], chosen.count
 
-    count = chosen.count
     if w.training.orchestrator is None and orchestrator == "slurm" and count == 1:
         orchestrator = "sagemaker-jobs"
         decisions.append("single node: SageMaker training job rather than a Slurm cluster")
     elif w.training.orchestrator is None:
-        decisions.append(f"orchestrator {orchestrator}: "
-                         + ("multi-node EFA cluster runs best on Slurm" if orchestrator == "slurm"
-                            else "SageMaker runs the nodes for a single job"))
-
+        decisions.append(f"orchestrator {orchestrator}: " + ("a multi-node EFA cluster runs best on Slurm"
+                         if orchestrator == "slurm" else "SageMaker runs the nodes for one job"))
     storage = _storage(w, orchestrator, tier, decisions)
-    efa = itype.efa_max_interfaces if count > 1 and orchestrator != "sagemaker-jobs" else 0
-    if count > 1 and itype.efa_max_interfaces and orchestrator == "sagemaker-jobs":
-        efa = itype.efa_max_interfaces  # SageMaker attaches EFA itself on EFA types
-    placement = orchestrator == "slurm" and count > 1 and itype.efa_max_interfaces > 0
+    # Multi-node jobs use every EFA interface the type has (SageMaker and HyperPod attach them too).
+    efa = itype.efa_max_interfaces if count > 1 else 0
+    placement = orchestrator == "slurm" and efa > 0
     if placement:
         decisions.append("cluster placement group: all nodes on one network spine, one AZ")
 
-    price = _price(itype, w, orchestrator)
-    assert price
-    hrs = None if classic else est.hours(flops, itype, count, utilisation(itype, cat))
-    total = None if hrs is None else hrs * price.usd_per_hour * count
-    spot = total * (1 - est.SPOT_SAVING) if total is not None and orchestrator == "sagemaker-jobs" else None
-    assumptions = _assumptions(classic, itype, cat, w)
-    estimate = TrainingEstimate(
-        tokens_billion=tokens, flops=flops, utilisation=None if classic else utilisation(itype, cat),
-        hours=hrs, usd_per_hour=price.usd_per_hour * count, usd_total=total, spot_usd_total=spot,
-        price_note=price.note or f"{'SageMaker' if orchestrator != 'slurm' else 'EC2'} on-demand, {price.region}",
-        assumptions=assumptions,
-    )
+    final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
-    final = tuple(Candidate(**{**asdict(c), "chosen": c.instance_type == chosen.instance_type}) for c in cands)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
         accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
         efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces, network_gbps=itype.network_gbps,
-        placement_group=placement, decisions=tuple(decisions), candidates=final, estimate=estimate,
+        placement_group=placement, decisions=tuple(decisions), candidates=final,
+        estimate=_estimate(w, cat, itype, count, orchestrator, tokens, flops),
+    )
+
+
+def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
+              tokens: float | None, flops: float | None) -> TrainingEstimate:
+    price = _price(itype, w, orchestrator)
+    assert price
+    util = None if flops is None else utilisation(itype, cat)
+    hrs = None if flops is None else est.hours(flops, itype, count, util)
+    total = None if hrs is None else hrs * price.usd_per_hour * count
+    spot = total * (1 - est.SPOT_SAVING) if total is not None and orchestrator == "sagemaker-jobs" else None
+    service = "EC2" if orchestrator == "slurm" else "SageMaker"
+    return TrainingEstimate(
+        tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=price.usd_per_hour * count,
+        usd_total=total, spot_usd_total=spot, price_note=price.note or f"{service} on-demand, {price.region}",
+        assumptions=_assumptions(flops is None, itype, cat, w),
     )
 
 
@@ -384,7 +397,8 @@ def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, weig
 def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
     classic = w.model.framework in CLASSIC_ML
     if classic:
-        itype = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat, weights_bytes=4)
+        itype = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat,
+                                  weights_bytes=est.CPU_BYTES_PER_PARAM)
         if itype:
             return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "")
     neuron = w.model.neuron_supported and w.model.framework in ("pytorch", "tensorflow")
@@ -428,9 +442,6 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
                                   invocations_per_instance=getattr(section, "invocations_per_instance", None))
     if inf.serverless is not None:
         s = inf.serverless
-        if not est.serving_fits(w.model.parameters_billion, s.memory_mb / 1024, 4):
-            raise ConfigError("inference.serverless.memory_mb", s.memory_mb, "at most 6144 MB: serve this model "
-                              "real-time or async", reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit")
         out["serverless"] = InferencePlan("serverless", None, 0, s.max_concurrency, 0.0, None,
                                           "unpredictable traffic, cold starts tolerated, CPU only, scales to zero",
                                           memory_mb=s.memory_mb, max_concurrency=s.max_concurrency)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
@@ -46,6 +46,12 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
+
+    @field_validator("instance_type")
+    @classmethod
+    def _ec2_name(cls, value: str | None) -> str | None:
+        # Training types are named in EC2 form; the ml. form is accepted and normalised.
+        return value.removeprefix("ml.") if value else value
 
 
 class Realtime(_Frozen):

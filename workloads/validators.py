@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Workload
@@ -79,6 +80,14 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
         _offered_in_region(field, itype, w)
 
 
+def serverless_holds_the_model(w: Workload, cat: Catalog) -> None:
+    """Serverless is CPU only: fp32 weights must fit the endpoint's memory."""
+    s = w.inference.serverless
+    if s is not None and not est.serving_fits(w.model.parameters_billion, s.memory_mb / 1024, est.CPU_BYTES_PER_PARAM):
+        raise ConfigError("inference.serverless.memory_mb", s.memory_mb, "serve this model real-time or async",
+                          reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit in serverless memory")
+
+
 RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     region_is_known,
     zone_is_in_region,
@@ -86,6 +95,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     classic_ml_trains_on_cpu,
     scikit_learn_is_single_node,
     inference_types_are_known,
+    serverless_holds_the_model,
 )
 
 
