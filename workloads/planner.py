@@ -15,6 +15,7 @@ from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Workload
+from .storage import FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
 LARGE_PARAMS_B = 10
@@ -85,8 +86,12 @@ class TrainingPlan:
     accelerator: str
     efa_interfaces: int
     efa_max_interfaces: int
-    network_gbps: float
+    efa_gbps: float  # aggregate EFA bandwidth per node with efa_interfaces attached
+    network_gbps: float  # the type's maximum
     placement_group: bool
+    capacity_reservation_id: str | None
+    capacity_block: bool
+    fsx: FsxPlan | None
     decisions: tuple[str, ...]
     candidates: tuple[Candidate, ...]
     estimate: TrainingEstimate
@@ -194,6 +199,8 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
     why = f"{util:.0%} utilisation" + (", nodes set by the config" if w.training.instance_count else "")
     if count < min_mem:
         feasible, why = False, f"model state needs {min_mem} nodes' accelerator memory"
+    elif count > 1 and orchestrator in ("slurm", "hyperpod") and itype.efa_max_interfaces == 0:
+        feasible, why = False, f"a {count}-node cluster needs EFA; {itype.name} has none"
     elif w.training.max_hours is not None and hrs > w.training.max_hours:
         feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
     acc = itype.accelerator
@@ -297,9 +304,13 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     storage = _storage(w, orchestrator, tier, decisions)
     # Multi-node jobs use every EFA interface the type has (SageMaker and HyperPod attach them too).
     efa = itype.efa_max_interfaces if count > 1 else 0
-    placement = orchestrator == "slurm" and efa > 0
-    if placement:
-        decisions.append("cluster placement group: all nodes on one network spine, one AZ")
+    placement = _placement(w, orchestrator, efa, decisions)
+    estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops)
+    fsx = None
+    if storage == "fsx-lustre":
+        fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
+                       epochs=w.training.epochs, training_hours=estimate.hours)
+        decisions.append(f"FSx for Lustre PERSISTENT_2: {fsx.why}")
 
     final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
@@ -307,10 +318,24 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
         accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
-        efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces, network_gbps=itype.network_gbps,
-        placement_group=placement, decisions=tuple(decisions), candidates=final,
-        estimate=_estimate(w, cat, itype, count, orchestrator, tokens, flops),
+        efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
+        efa_gbps=itype.network_gbps * efa / itype.network_cards if efa else 0.0, network_gbps=itype.network_gbps,
+        placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
+        capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
+        estimate=estimate,
     )
+
+
+def _placement(w: Workload, orchestrator: str, efa: int, decisions: list[str]) -> bool:
+    """A cluster placement group for EFA clusters we launch ourselves, except on a Capacity Block."""
+    if orchestrator != "slurm" or efa == 0:
+        return False
+    if w.training.capacity_block:
+        decisions.append("no placement group: AWS already places a Capacity Block, and a placement group on it "
+                         "causes insufficient-capacity errors")
+        return False
+    decisions.append("cluster placement group: all nodes close on the network, in one AZ")
+    return True
 
 
 def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,

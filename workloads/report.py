@@ -34,11 +34,24 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     console.print()
     console.print("[bold]Training[/bold]")
-    efa = f"{t.efa_interfaces} of {t.efa_max_interfaces} EFA interfaces" if t.efa_max_interfaces else "no EFA"
-    console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator}; {efa}; {t.network_gbps:g} Gbps)")
+    console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
+    if t.efa_interfaces:
+        console.print(f"  EFA per node: {t.efa_interfaces} of {t.efa_max_interfaces} interfaces, "
+                      f"{t.efa_gbps:g} of {t.network_gbps:g} Gbps")
+    else:
+        console.print(f"  EFA: none ({'single node' if t.instance_count == 1 else 'type has no EFA'}); "
+                      f"network {t.network_gbps:g} Gbps")
+    reservation = ""
+    if t.capacity_reservation_id:
+        reservation = f", {'Capacity Block' if t.capacity_block else 'capacity reservation'} {t.capacity_reservation_id}"
     console.print(f"  orchestrator {t.orchestrator}, storage {t.storage}, "
-                  f"placement group {'yes' if t.placement_group else 'no'}")
-    line = f"  estimate: {_hours(e.hours)} at {money(e.usd_per_hour)}/h = {money(e.usd_total)}"
+                  f"placement group {'yes' if t.placement_group else 'no'}{reservation}")
+    if t.fsx:
+        f = t.fsx
+        console.print(f"  FSx for Lustre: {f.storage_capacity_gib:,} GiB at {f.per_unit_mb_s} MB/s/TiB = "
+                      f"{f.throughput_mb_s:,.0f} MB/s against a need of {max(f.read_need_mb_s, f.checkpoint_need_mb_s):,.0f} MB/s "
+                      f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
+    line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)}"
     if e.spot_usd_total is not None:
         line += f"  (managed spot about {money(e.spot_usd_total)})"
     console.print(line + f"  [dim]{e.price_note}[/dim]")

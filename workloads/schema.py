@@ -34,6 +34,8 @@ class Data(_Frozen):
     # Training tokens per epoch; derived from the dataset size when absent.
     tokens_billion: float | None = Field(default=None, gt=0)
     termination_protection: bool = False
+    # An EFS file system mounted at /home on every node (shared home directories).
+    shared_home: bool = False
 
 
 class Training(_Frozen):
@@ -41,6 +43,10 @@ class Training(_Frozen):
     instance_count: int | None = Field(default=None, ge=1, le=512)
     orchestrator: Orchestrator | None = None
     capacity_reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    # The reservation's AZ (describe-capacity-reservations): it must be the cluster's AZ.
+    capacity_reservation_az: str | None = None
+    # The reservation is an EC2 Capacity Block for ML (market type capacity-block).
+    capacity_block: bool = False
     epochs: float = Field(default=1, gt=0, le=1000)
     # Wall-clock target the planner sizes the cluster for when instance_count is open.
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)

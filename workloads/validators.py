@@ -46,8 +46,7 @@ def _offered_in_region(field: str, itype: InstanceType, w: Workload) -> None:
 def training_type_is_known(w: Workload, cat: Catalog) -> None:
     if w.training.instance_type is None:
         return
-    sagemaker = w.training.orchestrator in ("hyperpod", "sagemaker-jobs")
-    itype = _known_type("training.instance_type", w.training.instance_type, cat, sagemaker=sagemaker)
+    itype = _known_type("training.instance_type", w.training.instance_type, cat, sagemaker=False)
     _offered_in_region("training.instance_type", itype, w)
 
 
@@ -65,6 +64,56 @@ def scikit_learn_is_single_node(w: Workload, cat: Catalog) -> None:
     if w.model.framework == "scikit-learn" and (w.training.instance_count or 1) > 1:
         raise ConfigError("training.instance_count", w.training.instance_count, "1",
                           reason="scikit-learn does not distribute training across instances")
+
+
+CLUSTER_ORCHESTRATORS = ("slurm", "hyperpod")
+
+
+def training_type_can_train(w: Workload, cat: Catalog) -> None:
+    itype = cat.get(w.training.instance_type) if w.training.instance_type else None
+    if itype is None:
+        return
+    if itype.accelerator and itype.accelerator.kind == "inferentia":
+        raise ConfigError("training.instance_type", itype.name, "trn1, trn1n, trn2, p4d, p5, g5, g6 or CPU types",
+                          reason="Inferentia is an inference accelerator; it does not train")
+    if itype.family == "t3":
+        raise ConfigError("training.instance_type", itype.name, "c5, c6i, m5 or r5 for CPU training",
+                          reason="burstable t3 is for notebooks, not training")
+
+
+def cluster_networking_needs_efa(w: Workload, cat: Catalog) -> None:
+    t = w.training
+    itype = cat.get(t.instance_type) if t.instance_type else None
+    if itype is None or t.orchestrator not in CLUSTER_ORCHESTRATORS or (t.instance_count or 1) < 2:
+        return
+    if itype.efa_max_interfaces == 0:
+        efa = sorted(n for n, x in cat.types.items() if x.efa_max_interfaces > 0 and x.accelerated)
+        raise ConfigError("training.instance_type", itype.name, "EFA types such as " + ", ".join(efa[:8]),
+                          reason=f"a {t.instance_count}-node {t.orchestrator} cluster needs EFA; this type has none")
+
+
+def capacity_reservation_is_complete(w: Workload, cat: Catalog) -> None:
+    t = w.training
+    if t.capacity_reservation_id and not t.capacity_reservation_az:
+        raise ConfigError("training.capacity_reservation_az", None, f"the reservation's AZ, e.g. {w.availability_zone}",
+                          reason="required with capacity_reservation_id (synthesis makes no lookups)")
+    if t.capacity_block and not t.capacity_reservation_id:
+        raise ConfigError("training.capacity_block", True, "a capacity_reservation_id of the Capacity Block",
+                          reason="a Capacity Block is used through its reservation ID")
+
+
+def capacity_reservation_in_cluster_az(w: Workload, cat: Catalog) -> None:
+    az = w.training.capacity_reservation_az
+    if w.training.capacity_reservation_id and az != w.availability_zone:
+        raise ConfigError("training.capacity_reservation_az", az, w.availability_zone,
+                          reason="the reservation must be in the cluster's AZ (cluster, FSx and reservation share one AZ)")
+
+
+def orchestrator_supports_type(w: Workload, cat: Catalog) -> None:
+    itype = cat.get(w.training.instance_type) if w.training.instance_type else None
+    if itype is not None and w.training.orchestrator in ("hyperpod", "sagemaker-jobs") and not itype.on_sagemaker:
+        raise ConfigError("training.orchestrator", w.training.orchestrator, "slurm (EC2) for this type",
+                          reason=f"SageMaker does not offer ml.{itype.name}")
 
 
 def inference_types_are_known(w: Workload, cat: Catalog) -> None:
@@ -93,6 +142,11 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     zone_is_in_region,
     training_type_is_known,
     classic_ml_trains_on_cpu,
+    training_type_can_train,
+    cluster_networking_needs_efa,
+    capacity_reservation_is_complete,
+    capacity_reservation_in_cluster_az,
+    orchestrator_supports_type,
     scikit_learn_is_single_node,
     inference_types_are_known,
     serverless_holds_the_model,

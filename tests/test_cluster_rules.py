@@ -1,0 +1,85 @@
+"""Issue 3 planning rules: EFA per node, FSx sizing, placement and capacity reservations."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
+
+RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+               "training.capacity_reservation_az": "us-west-2d"}
+
+
+@pytest.mark.parametrize("itype, efa, gbps", [
+    ("trn1.32xlarge", 8, 800), ("trn1n.32xlarge", 16, 1600), ("p4d.24xlarge", 4, 400), ("p5.48xlarge", 32, 3200),
+])
+def test_efa_bandwidth_per_node_is_the_types_maximum(itype, efa, gbps):
+    t = plan(load("huge", {"training.instance_type": itype})).training
+    assert (t.efa_interfaces, t.efa_max_interfaces, t.efa_gbps, t.network_gbps) == (efa, efa, gbps, gbps)
+    assert t.placement_group
+
+
+@pytest.mark.parametrize("gib, expected", [(1, 1200), (1200, 1200), (1201, 2400), (2400, 2400), (2401, 4800)])
+def test_fsx_capacity_steps(gib, expected):
+    assert valid_capacity(gib) == expected
+
+
+def test_fsx_is_sized_for_the_need():
+    f = plan(load("huge")).training.fsx
+    assert f is not None
+    assert f.storage_capacity_gib % 2400 == 0 and f.storage_capacity_gib >= 40000
+    assert f.per_unit_mb_s in PER_UNIT_MB_S
+    assert f.throughput_mb_s >= max(f.read_need_mb_s, f.checkpoint_need_mb_s)
+    # a short, read-heavy job needs the faster tier
+    fast = size_fsx(dataset_gib=800, parameters_billion=3, epochs=3, training_hours=2)
+    assert fast.per_unit_mb_s == 1000 and fast.throughput_mb_s >= fast.read_need_mb_s
+
+
+def test_fsx_buys_capacity_when_even_the_fastest_tier_is_short():
+    f = size_fsx(dataset_gib=100, parameters_billion=1, epochs=100, training_hours=0.5)
+    assert f.per_unit_mb_s == 1000 and f.throughput_mb_s >= f.read_need_mb_s
+
+
+def test_no_fsx_plan_without_fsx():
+    assert plan(load("intermediate")).training.fsx is None
+
+
+def test_capacity_block_skips_the_placement_group():
+    t = plan(load("huge", {**RESERVATION, "training.capacity_block": "true"})).training
+    assert not t.placement_group and t.capacity_block
+    assert any("Capacity Block" in d for d in t.decisions)
+
+
+def test_on_demand_reservation_keeps_the_placement_group():
+    t = plan(load("huge", RESERVATION)).training
+    assert t.placement_group and t.capacity_reservation_id == "cr-0123456789abcdef0"
+
+
+@pytest.mark.parametrize("overrides, field, fragment", [
+    ({**RESERVATION, "training.capacity_reservation_az": "us-west-2a"}, "training.capacity_reservation_az",
+     "the reservation must be in the cluster's AZ"),
+    ({"training.capacity_reservation_id": "cr-0123456789abcdef0"}, "training.capacity_reservation_az", "required"),
+    ({"training.capacity_block": "true"}, "training.capacity_block", "reservation ID"),
+    ({"training.instance_type": "g5.2xlarge"}, "training.instance_type", "needs EFA"),
+    ({"training.instance_type": "inf2.48xlarge"}, "training.instance_type", "does not train"),
+])
+def test_cluster_config_that_cannot_work_is_refused(overrides, field, fragment):
+    with pytest.raises(ConfigError) as err:
+        load("huge", overrides)
+    assert str(err.value).startswith(f"{field} = ") and fragment in str(err.value)
+
+
+def test_sagemaker_orchestrators_need_the_ml_form():
+    from dataclasses import replace
+
+    from workloads.catalog import load_catalog
+    from workloads.validators import orchestrator_supports_type
+
+    cat = load_catalog()
+    ec2_only = replace(cat.types["p5.48xlarge"], sagemaker_prices={})
+    fake = replace(cat, types={**cat.types, "p5.48xlarge": ec2_only})
+    w = load("huge", {"training.instance_type": "p5.48xlarge", "training.orchestrator": "hyperpod"})
+    with pytest.raises(ConfigError, match="SageMaker does not offer ml.p5.48xlarge"):
+        orchestrator_supports_type(w, fake)
+    orchestrator_supports_type(w.model_copy(update={"training": w.training.model_copy(update={"orchestrator": "slurm"})}), fake)

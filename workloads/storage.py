@@ -1,0 +1,55 @@
+"""FSx for Lustre sizing: capacity from the dataset, throughput from the cluster's need.
+
+PERSISTENT_2 rules (AWS FSx for Lustre user guide, "Managing storage capacity" and
+"Throughput"): storage is 1200 GiB or a multiple of 2400 GiB; per-unit throughput is
+125, 250, 500 or 1000 MB/s per TiB.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FIRST_STEP_GIB = 1200
+STEP_GIB = 2400
+PER_UNIT_MB_S = (125, 250, 500, 1000)
+# Checkpoints hold fp32 master weights and two Adam moments: about 16 B per parameter.
+CHECKPOINT_BYTES_PER_PARAM = 16
+CHECKPOINT_WRITE_SECONDS = 300  # a checkpoint should not stall training for more than 5 minutes
+CHECKPOINTS_KEPT = 2
+READ_HEADROOM = 2.0  # shuffling, restarts and the first epoch's cold reads
+
+
+@dataclass(frozen=True)
+class FsxPlan:
+    storage_capacity_gib: int
+    per_unit_mb_s: int
+    throughput_mb_s: float  # capacity x per-unit throughput
+    read_need_mb_s: float
+    checkpoint_need_mb_s: float
+    why: str
+
+
+def valid_capacity(gib: float) -> int:
+    """The smallest valid PERSISTENT_2 capacity that holds `gib`."""
+    if gib <= FIRST_STEP_GIB:
+        return FIRST_STEP_GIB
+    return math.ceil(gib / STEP_GIB) * STEP_GIB
+
+
+def size_fsx(*, dataset_gib: float, parameters_billion: float, epochs: float, training_hours: float | None) -> FsxPlan:
+    checkpoint_gib = parameters_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / 2**30
+    capacity = valid_capacity(dataset_gib + CHECKPOINTS_KEPT * checkpoint_gib)
+    hours = training_hours or 24.0
+    read_need = dataset_gib * 2**30 * epochs / (hours * 3600) / 1e6 * READ_HEADROOM
+    checkpoint_need = checkpoint_gib * 2**30 / CHECKPOINT_WRITE_SECONDS / 1e6
+    need = max(read_need, checkpoint_need)
+    tib = capacity / 1024
+    unit = next((u for u in PER_UNIT_MB_S if tib * u >= need), None)
+    if unit is None:  # even 1000 MB/s/TiB is too slow: buy capacity for throughput
+        unit = PER_UNIT_MB_S[-1]
+        capacity = valid_capacity(need / unit * 1024)
+    driver = "checkpoint writes" if checkpoint_need >= read_need else "data reads"
+    why = (f"{capacity:,} GiB holds {dataset_gib:,.0f} GiB of data and {CHECKPOINTS_KEPT} checkpoints of "
+           f"{checkpoint_gib:,.0f} GiB; {unit} MB/s/TiB covers {need:,.0f} MB/s ({driver})")
+    return FsxPlan(capacity, unit, capacity / 1024 * unit, read_need, checkpoint_need, why)
