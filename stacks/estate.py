@@ -36,8 +36,11 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) ->
     what = f"{w.name}: {plan.training.instance_count} x {plan.training.instance_type}"
 
     network = NetworkStack(scope, "NetworkStack", description=f"One-AZ VPC for {what}", **common)
-    data = DataStack(scope, "DataStack", description=f"Dataset bucket and key for {w.name} (retained)",
-                     workload_name=w.name, termination_protection=w.data.termination_protection, **common)
+    net = network.network
+    data = DataStack(scope, "DataStack", description=f"Dataset bucket, key and file systems for {w.name} (retained)",
+                     workload_name=w.name, vpc=net.vpc, subnet=net.private_subnet, security=network.security,
+                     fsx=plan.training.fsx, shared_home=w.data.shared_home or plan.training.storage == "efs",
+                     termination_protection=w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
                        bucket=data.bucket, key=data.key, **common)
     inference = None if "realtime" not in plan.inference else InferenceStack(

@@ -7,7 +7,9 @@ import pytest
 from tools.emulator import NotLocalError, deployed_resources, require_local, running
 
 # moto 5.2 has no CloudFormation model for these: they are in the templates, skipped locally.
-KNOWN_SKIPPED = {"AWS::S3::BucketPolicy", "AWS::ApplicationAutoScaling::ScalableTarget",
+KNOWN_SKIPPED = {"AWS::S3::BucketPolicy", "AWS::EC2::SecurityGroupEgress", "AWS::ImageBuilder::Image",
+                 "AWS::ImageBuilder::Component", "AWS::ImageBuilder::ImageRecipe",
+                 "AWS::ImageBuilder::InfrastructureConfiguration", "AWS::PCS::ComputeNodeGroup", "AWS::ApplicationAutoScaling::ScalableTarget",
                  "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::EC2::PlacementGroup", "AWS::FSx::FileSystem",
                  "AWS::FSx::DataRepositoryAssociation", "AWS::PCS::Cluster", "AWS::PCS::ComputeNodeGroup",
                  "AWS::PCS::Queue"}

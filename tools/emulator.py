@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+SKIPPED_PREFIX = "skipped-by-emulator:"
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -50,7 +51,10 @@ def _patch_moto() -> None:
     - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
+    - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
+      stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead.
     """
+    from moto.cloudformation import parsing
     from moto.kms.models import Key
     from moto.sagemaker.models import FakeEndpointConfig
 
@@ -67,6 +71,18 @@ def _patch_moto() -> None:
             validate(self, instance_type)
 
     FakeEndpointConfig.validate_instance_type = validate_instance_type
+
+    clean_json = parsing.clean_json
+
+    def clean_json_with_skipped(resource_json, resources_map):
+        if isinstance(resource_json, dict) and ("Ref" in resource_json or "Fn::GetAtt" in resource_json):
+            target = resource_json["Ref"] if "Ref" in resource_json else resource_json["Fn::GetAtt"][0]
+            declared = getattr(resources_map, "_resource_json_map", {})  # only a stack's ResourceMap has one
+            if target in declared and resources_map.get(target) is None:
+                return SKIPPED_PREFIX + target
+        return clean_json(resource_json, resources_map)
+
+    parsing.clean_json = clean_json_with_skipped
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})

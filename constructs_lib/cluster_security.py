@@ -1,0 +1,41 @@
+"""Security groups of the training cluster and its file systems. Nothing accepts 0.0.0.0/0.
+
+- cluster: EFA needs all-protocol ingress AND egress to the group itself (EFA user guide,
+  "Prepare an EFA-enabled security group"); Slurm (PCS controller <-> nodes) rides on the same
+  self-rule. Out: HTTPS (SSM, S3, ECR, PCS) and HTTP (OS package mirrors) through the NAT.
+- lustre: TCP 988 and 1018-1023 from the cluster and from the file servers themselves.
+- nfs: TCP 2049 from the cluster (EFS shared home).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+
+
+class ClusterSecurityGroups(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster = ec2.SecurityGroup(self, "Cluster", vpc=vpc, allow_all_outbound=False,
+                                         description="Training nodes: EFA and Slurm among themselves, HTTP(S) out")
+        self.cluster.add_ingress_rule(self.cluster, ec2.Port.all_traffic(), "EFA and Slurm between nodes")
+        self.cluster.add_egress_rule(self.cluster, ec2.Port.all_traffic(), "EFA between nodes (egress rule required)")
+        self.cluster.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to SSM, S3, ECR and PCS")
+        self.cluster.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to OS package mirrors")
+
+        self.lustre = ec2.SecurityGroup(self, "Lustre", vpc=vpc, allow_all_outbound=False,
+                                        description="FSx for Lustre: Lustre traffic from the cluster only")
+        for port in LUSTRE_PORTS:
+            self.lustre.add_ingress_rule(self.cluster, port, "Lustre from the cluster")
+            self.lustre.add_ingress_rule(self.lustre, port, "Lustre between file servers")
+            self.lustre.add_egress_rule(self.lustre, port, "Lustre between file servers")
+            self.lustre.add_egress_rule(self.cluster, port, "Lustre to the clients")
+            self.cluster.add_egress_rule(self.lustre, port, "Lustre to FSx")
+            self.cluster.add_ingress_rule(self.lustre, port, "Lustre from FSx")
+
+        self.nfs = ec2.SecurityGroup(self, "Nfs", vpc=vpc, allow_all_outbound=False,
+                                     description="EFS shared home: NFS from the cluster only")
+        self.nfs.add_ingress_rule(self.cluster, ec2.Port.tcp(2049), "NFS from the cluster")
+        self.cluster.add_egress_rule(self.nfs, ec2.Port.tcp(2049), "NFS to the shared home")

@@ -1,0 +1,69 @@
+"""FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket.
+
+The whole bucket appears under the mount point (/fsx/datasets, /fsx/checkpoints, ...):
+new, changed and deleted objects are imported automatically, and files written on the
+file system (checkpoints, outputs) are exported back to S3.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+ALL_EVENTS = ["NEW", "CHANGED", "DELETED"]
+# The service-linked role FSx creates per file system to reach a linked S3 bucket.
+S3_ACCESS_ROLE = "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+
+
+class LustreFileSystem(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, key: kms.Key, bucket: s3.IBucket,
+                 storage_capacity_gib: int, per_unit_mb_s: int) -> None:
+        super().__init__(scope, construct_id)
+        self.file_system = fsx.CfnFileSystem(
+            self, "FileSystem",
+            file_system_type="LUSTRE",
+            file_system_type_version="2.15",
+            storage_capacity=storage_capacity_gib,
+            subnet_ids=[subnet.subnet_id],
+            security_group_ids=[security_group.security_group_id],
+            kms_key_id=key.key_id,
+            lustre_configuration=fsx.CfnFileSystem.LustreConfigurationProperty(
+                deployment_type="PERSISTENT_2",
+                per_unit_storage_throughput=per_unit_mb_s,
+                data_compression_type="LZ4",
+                # The bucket (versioned) is the system of record; the file system is a fast cache of it.
+                automatic_backup_retention_days=0,
+            ),
+        )
+        # Retained: destroying a stack never deletes a dataset.
+        self.file_system.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.link = fsx.CfnDataRepositoryAssociation(
+            self, "S3Link",
+            file_system_id=self.file_system.ref,
+            file_system_path="/",
+            data_repository_path=f"s3://{bucket.bucket_name}",
+            batch_import_meta_data_on_create=True,
+            s3=fsx.CfnDataRepositoryAssociation.S3Property(
+                auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(events=ALL_EVENTS),
+                auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=ALL_EVENTS),
+            ),
+        )
+        self.link.apply_removal_policy(RemovalPolicy.RETAIN)
+        # FSx reads and writes the KMS-encrypted bucket through its service-linked role.
+        account = Stack.of(self).account
+        key.add_to_resource_policy(iam.PolicyStatement(
+            sid="FsxLustreS3DataRepository",
+            principals=[iam.AccountRootPrincipal()],
+            actions=["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+            resources=["*"],
+            conditions={"ArnLike": {"aws:PrincipalArn": f"arn:{Stack.of(self).partition}:iam::{account}:role/{S3_ACCESS_ROLE}"}},
+        ))
+        self.file_system_id = self.file_system.ref
+        self.dns_name = self.file_system.attr_dns_name
+        self.mount_name = self.file_system.attr_lustre_mount_name
