@@ -28,18 +28,28 @@ def acknowledge_wildcards(scope: IConstruct, *, actions: Sequence[str] = (), res
     for action in actions:
         acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
     if resources:
-        scope.node.add_validation(_ResourceAcknowledgements(scope, list(resources), reason))
+        scope.node.add_validation(_Deferred(scope, "AwsSolutions-IAM5[Resource::{}]", list(resources), reason))
+
+
+def acknowledge_managed_policies(scope: IConstruct, names: Sequence[str], reason: str) -> None:
+    """Acknowledge AwsSolutions-IAM4 for exactly these AWS managed policies on `scope`."""
+    from aws_cdk import aws_iam as iam
+
+    arns = [iam.ManagedPolicy.from_aws_managed_policy_name(n).managed_policy_arn for n in names]
+    scope.node.add_validation(_Deferred(scope, "AwsSolutions-IAM4[Policy::{}]", arns, reason))
 
 
 @jsii.implements(IValidation)
-class _ResourceAcknowledgements:
-    def __init__(self, scope: IConstruct, resources: list[str], reason: str) -> None:
-        self._scope, self._resources, self._reason = scope, resources, reason
+class _Deferred:
+    """Writes acknowledgements whose IDs contain resolved tokens, once references are resolved."""
+
+    def __init__(self, scope: IConstruct, template: str, values: list[str], reason: str) -> None:
+        self._scope, self._template, self._values, self._reason = scope, template, values, reason
 
     def validate(self) -> list[str]:
         stack = Stack.of(self._scope)
-        for resource in self._resources:
-            acknowledge(self._scope, f"AwsSolutions-IAM5[Resource::{flatten(stack.resolve(resource))}]", self._reason)
+        for value in self._values:
+            acknowledge(self._scope, self._template.format(flatten(stack.resolve(value))), self._reason)
         return []
 
 

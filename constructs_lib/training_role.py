@@ -20,9 +20,11 @@ GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*
 class TrainingRole(Construct):
     """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket,
+                 path: str | None = None) -> None:
         super().__init__(scope, construct_id)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"),
+        # AWS PCS accepts node roles named AWSPCS* or under the path /aws-pcs/.
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"), path=path,
                              description=f"Training nodes ({service}): dataset read, outputs and checkpoints write")
         prefixes = (DATASET_PREFIX, CHECKPOINT_PREFIX, OUTPUT_PREFIX)
         bucket.grant_read(self.role, DATASET_PREFIX + "*")

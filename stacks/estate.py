@@ -42,7 +42,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) ->
                      fsx=plan.training.fsx, shared_home=w.data.shared_home or plan.training.storage == "efs",
                      termination_protection=w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
-                       bucket=data.bucket, key=data.key, **common)
+                       bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
+                       lustre=data.lustre, home=data.home, **common)
     inference = None if "realtime" not in plan.inference else InferenceStack(
         scope, "InferenceStack", description=f"SageMaker inference for {w.name}", realtime=plan.inference["realtime"],
         framework=w.model.framework, model_data_key=w.inference.model_data_key,

@@ -3,10 +3,18 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from constructs_lib.cluster_security import ClusterSecurityGroups
+from constructs_lib.lustre import LustreFileSystem
+from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
+from constructs_lib.node_image import EXAMPLES_ON_NODE, NodeImage
+from constructs_lib.node_launch_template import NodeLaunchTemplate
+from constructs_lib.shared_home import SharedHome
+from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.planner import TrainingPlan
 
@@ -17,10 +25,12 @@ _INPUT_MODE = {"s3-file": "File", "s3-fastfile": "FastFile", "fsx-lustre": "FSxL
 
 class TrainStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, training: TrainingPlan,
-                 bucket: s3.IBucket, key: kms.IKey, **kwargs: Any) -> None:
+                 bucket: s3.IBucket, key: kms.IKey, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
+                 lustre: LustreFileSystem | None, home: SharedHome | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
-        service = "ec2" if training.orchestrator == "slurm" else "sagemaker"
-        self.role = TrainingRole(self, "TrainingRole", service=service, bucket=bucket).role
+        slurm = training.orchestrator == "slurm"
+        self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
+                                 path="/aws-pcs/" if slurm else None).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
         cdk.CfnOutput(self, "Cluster", value=f"{training.instance_count} x {training.instance_type} "
                                              f"({training.orchestrator})")
@@ -28,3 +38,34 @@ class TrainStack(EstateStack):
                       description="How training reads the dataset")
         cdk.CfnOutput(self, "DatasetPrefix", value=DATASET_PREFIX,
                       description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)
+        if slurm:
+            self._slurm(training, subnet, security, lustre, home)
+
+    def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
+               lustre: LustreFileSystem | None, home: SharedHome | None) -> None:
+        kind = "trainium" if t.accelerator_kind == "trainium" else "nvidia-gpu"
+        image = NodeImage(self, "NodeImage", accelerator_kind=kind, subnet=subnet, security_group=security.cluster)
+        mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
+                        lustre_mount_name=lustre.mount_name if lustre else None,
+                        home_file_system_id=home.file_system_id if home else None)
+        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts))
+        placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
+        compute = NodeLaunchTemplate(
+            self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, efa_interfaces=t.efa_interfaces,
+            user_data=user_data, placement_group=placement, capacity_reservation_id=t.capacity_reservation_id,
+            capacity_block_instance_type=t.instance_type if t.capacity_block else None,
+            name_tag=f"{self.stack_name}-compute")
+        login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
+                                   efa_interfaces=0, user_data=user_data, name_tag=f"{self.stack_name}-login")
+        cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
+                               image_id=image.image_id, compute_template=compute, login_template=login,
+                               instance_type=t.instance_type, node_count=t.instance_count,
+                               capacity_block=t.capacity_block)
+        example = "train-trainium.sbatch" if kind == "trainium" else "train-gpu.sbatch"
+        cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
+        cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
+                      description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
+        cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
+                      description="Shell on the login node (SSM Session Manager)")
+        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
+                      description="A data-parallel job on every node (see README: Training on the Slurm cluster)")

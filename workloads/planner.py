@@ -84,6 +84,7 @@ class TrainingPlan:
     storage: str
     tier: str
     accelerator: str
+    accelerator_kind: str | None  # nvidia-gpu | trainium | None (CPU)
     efa_interfaces: int
     efa_max_interfaces: int
     efa_gbps: float  # aggregate EFA bandwidth per node with efa_interfaces attached
@@ -318,7 +319,7 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
         accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
-        efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
+        accelerator_kind=acc.kind if acc else None, efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
         efa_gbps=itype.network_gbps * efa / itype.network_cards if efa else 0.0, network_gbps=itype.network_gbps,
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,

@@ -1,0 +1,70 @@
+"""User data for cluster nodes: mount /fsx (and /home), set the EFA and NCCL or Neuron environment.
+
+AWS PCS merges its own user data with ours, so ours is MIME multi-part; a text/x-shellscript
+part runs after the node registers with PCS and before slurmd starts (PCS user guide,
+"Working with Amazon EC2 user data"). Mount options are the FSx for Lustre user guide's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Fn
+
+BOUNDARY = "==ML-ESTATE-BOUNDARY=="
+# Jobs inherit these from the submitting shell (sbatch exports the environment by default).
+ENVIRONMENT = {
+    "nvidia-gpu": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1",
+                   "NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "^docker,lo,veth"},
+    "trainium": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1",
+                 "MALLOC_ARENA_MAX": "64"},
+}
+
+
+@dataclass(frozen=True)
+class Mounts:
+    lustre_dns: str | None = None  # tokens from the DataStack
+    lustre_mount_name: str | None = None
+    home_file_system_id: str | None = None
+
+
+def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
+    lines = ["#!/bin/bash", "set -euo pipefail"]
+    if mounts.lustre_dns:
+        source = f"{mounts.lustre_dns}@tcp:/{mounts.lustre_mount_name}"
+        lines += [
+            "# /fsx: FSx for Lustre, linked to the dataset bucket",
+            "mkdir -p /fsx",
+            f"grep -q ' /fsx ' /etc/fstab || echo '{source} /fsx lustre defaults,relatime,flock,_netdev,"
+            "x-systemd.automount,x-systemd.requires=network.service 0 0' >> /etc/fstab",
+            f"mountpoint -q /fsx || mount -t lustre -o relatime,flock {source} /fsx",
+            "chmod 1777 /fsx",
+        ]
+    if mounts.home_file_system_id:
+        lines += [
+            "# /home: EFS shared home directories",
+            f"grep -q ' /home ' /etc/fstab || echo '{mounts.home_file_system_id}:/ /home efs _netdev,tls 0 0' >> /etc/fstab",
+            "mountpoint -q /home || mount /home",
+        ]
+    env = ENVIRONMENT.get(accelerator_kind or "", {})
+    if env:
+        lines.append("cat > /etc/profile.d/ml-estate-efa.sh <<'EOF'")
+        lines += [f"export {k}={v}" for k, v in env.items()]
+        lines.append("EOF")
+    return "\n".join(lines) + "\n"
+
+
+def mime_user_data(script: str) -> str:
+    """Base64 MIME multi-part user data holding one shell-script part (tokens allowed in `script`)."""
+    parts = [
+        "MIME-Version: 1.0",
+        f'Content-Type: multipart/mixed; boundary="{BOUNDARY}"',
+        "",
+        f"--{BOUNDARY}",
+        'Content-Type: text/x-shellscript; charset="us-ascii"',
+        "",
+        script,
+        f"--{BOUNDARY}--",
+        "",
+    ]
+    return Fn.base64("\n".join(parts))

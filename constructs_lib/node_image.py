@@ -1,0 +1,133 @@
+"""The cluster's node image: the matching Deep Learning AMI plus what AWS PCS needs, baked once.
+
+AWS PCS runs only on AMIs with its agent and PCS-built Slurm installed (PCS user guide,
+"AMIs for AWS PCS"; aws-hpc-recipes dlami_for_pcs bakes the DLAMI the same way). The parent
+image is the DLAMI's public SSM parameter, so each bake starts from the current DLAMI; the
+first `cdk deploy` waits for the bake (about 30-45 minutes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_imagebuilder as imagebuilder
+from constructs import Construct
+
+from .nag import acknowledge_managed_policies
+
+# DLAMI public SSM parameters (DLAMI developer guide "Find a DLAMI ID"; Neuron SDK "Neuron DLAMI":
+# Ubuntu 22.04 Neuron DLAMIs are retired, new deployments use Ubuntu 24.04).
+PARENT_IMAGES = {
+    "trainium": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
+    "nvidia-gpu": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
+}
+SLURM_VERSION = "25.11"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
+EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
+ML_VENV = "/opt/ml-venv"
+
+_PCS = """set -euxo pipefail
+R={region}
+cd /tmp
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/aws-pcs-agent-v1-latest.tar.gz" -o pcs-agent.tgz
+tar zxf pcs-agent.tgz && (cd aws-pcs-agent && ./installer.sh -y)
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{slurm}-installer-latest.tar.gz" -o slurm.tgz
+tar zxf slurm.tgz && (cd aws-pcs-slurm-{slurm}-installer && ./installer.sh -y)
+echo "/opt/aws/pcs/scheduler/slurm-{slurm}/lib" > /etc/ld.so.conf.d/slurm-{slurm}.conf && ldconfig
+echo 'export PATH=/opt/aws/pcs/scheduler/slurm-{slurm}/bin:$PATH' > /etc/profile.d/slurm.sh
+cat /opt/aws/pcs/version"""
+
+_LUSTRE = """set -euxo pipefail
+if ! modinfo lustre >/dev/null 2>&1; then
+  wget -qO - https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \\
+    | gpg --dearmor > /usr/share/keyrings/fsx-ubuntu-public-key.gpg
+  echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
+    > /etc/apt/sources.list.d/fsxlustreclientrepo.list
+  apt-get update
+  apt-get install -y "lustre-client-modules-$(uname -r)" || apt-get install -y lustre-client-modules-aws
+fi"""
+
+_FRAMEWORKS = {
+    "trainium": f"""set -euxo pipefail
+python3 -m venv {ML_VENV}
+{ML_VENV}/bin/pip install --upgrade pip
+{ML_VENV}/bin/pip install --extra-index-url https://pip.repos.neuron.amazonaws.com \\
+  neuronx-cc torch-neuronx neuronx_distributed torchvision""",
+    "nvidia-gpu": f"""set -euxo pipefail
+python3 -m venv {ML_VENV}
+{ML_VENV}/bin/pip install --upgrade pip
+{ML_VENV}/bin/pip install torch torchvision""",
+}
+
+
+def component_document(*, accelerator_kind: str, region: str) -> str:
+    """The Image Builder component (AWSTOE YAML): PCS agent and Slurm, Lustre client, frameworks, examples."""
+    steps = [
+        ("InstallPcsAgentAndSlurm", _PCS.format(region=region, slurm=SLURM_VERSION)),
+        ("InstallLustreClient", _LUSTRE),
+        ("InstallFrameworks", _FRAMEWORKS[accelerator_kind]),
+    ]
+    lines = ["name: ml-estate-node", "description: AWS PCS agent, Slurm, Lustre client and ML examples",
+             "schemaVersion: 1.0", "phases:", "  - name: build", "    steps:"]
+    for name, script in steps:
+        lines += [f"      - name: {name}", "        action: ExecuteBash", "        inputs:", "          commands:",
+                  "            - |", *(f"              {line}" for line in script.splitlines())]
+    lines += ["      - name: ShipExamples", "        action: CreateFile", "        inputs:"]
+    for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
+        lines += [f"          - path: {EXAMPLES_ON_NODE}/{example.name}", "            permissions: 0755",
+                  "            content: |", *(f"              {line}" for line in example.read_text().splitlines())]
+    return "\n".join(lines) + "\n"
+
+
+class NodeImage(Construct):
+    """Bakes the node AMI in the cluster's private subnet; `image_id` is the result."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, accelerator_kind: str, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, build_instance_type: str = "m5.2xlarge") -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        document = component_document(accelerator_kind=accelerator_kind, region=stack.region)
+        # Image Builder resources are named and immutable: the content hash makes a changed
+        # recipe a new resource, the stack name keeps two teams' images apart.
+        digest = hashlib.sha256(document.encode()).hexdigest()[:10]
+        name = f"{stack.stack_name}-node-{accelerator_kind}-{digest}"
+
+        role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+                        description="Image Builder build instance for the cluster node image",
+                        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in _BUILD_POLICIES])
+        acknowledge_managed_policies(role, _BUILD_POLICIES, reason=(
+            "The AWS-maintained policies Image Builder documents for its build instances (component download, "
+            "logging, SSM Agent); they change with the service and the build instance lives only for the bake."))
+        profile = iam.CfnInstanceProfile(self, "BuildProfile", roles=[role.role_name])
+        component = imagebuilder.CfnComponent(self, "Component", name=name, platform="Linux", version="1.0.0",
+                                              data=document, description="PCS agent, Slurm, Lustre client, frameworks")
+        recipe = imagebuilder.CfnImageRecipe(
+            self, "Recipe", name=name, version="1.0.0",
+            parent_image="ssm:" + PARENT_IMAGES[accelerator_kind],
+            components=[imagebuilder.CfnImageRecipe.ComponentConfigurationProperty(component_arn=component.attr_arn)],
+            block_device_mappings=[imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
+                device_name="/dev/sda1",
+                ebs=imagebuilder.CfnImageRecipe.EbsInstanceBlockDeviceSpecificationProperty(
+                    volume_size=300, volume_type="gp3", encrypted=True, delete_on_termination=True))],
+        )
+        infrastructure = imagebuilder.CfnInfrastructureConfiguration(
+            self, "Infrastructure", name=name, instance_profile_name=profile.ref,
+            instance_types=[build_instance_type], subnet_id=subnet.subnet_id,
+            security_group_ids=[security_group.security_group_id], terminate_instance_on_failure=True,
+            instance_metadata_options=imagebuilder.CfnInfrastructureConfiguration.InstanceMetadataOptionsProperty(
+                http_tokens="required"),
+        )
+        self.image = imagebuilder.CfnImage(
+            self, "Image", image_recipe_arn=recipe.attr_arn,
+            infrastructure_configuration_arn=infrastructure.attr_arn,
+            image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
+        )
+        self.image_id = self.image.attr_image_id
+        self.parent_parameter = PARENT_IMAGES[accelerator_kind]
+
+
+_BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")

@@ -1,0 +1,54 @@
+"""A launch template for cluster nodes, built from the instance catalog.
+
+Multi-card EFA layout (EC2 user guide, "EFA on instances with multiple network cards"; the
+aws-hpc-recipes PCS EFA templates): one EFA interface per network card up to the type's
+maximum, card 0 at device index 0 and every other card at device index 1, all in the
+cluster's private subnet and security group. No public IP: the private subnet assigns none, and
+EC2 refuses AssociatePublicIpAddress on multi-interface launches. IMDSv2 only; encrypted root.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnTag
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+
+class NodeLaunchTemplate(Construct):
+    """`efa_interfaces` 0 gives one ordinary interface (login nodes, single-node jobs)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, efa_interfaces: int, user_data: str,
+                 placement_group: ec2.CfnPlacementGroup | None = None, capacity_reservation_id: str | None = None,
+                 capacity_block_instance_type: str | None = None, name_tag: str) -> None:
+        super().__init__(scope, construct_id)
+        L = ec2.CfnLaunchTemplate
+        interfaces = [
+            L.NetworkInterfaceProperty(
+                network_card_index=card, device_index=0 if card == 0 else 1,
+                interface_type="efa" if efa_interfaces else None,
+                subnet_id=subnet.subnet_id, groups=[security_group.security_group_id], delete_on_termination=True)
+            for card in range(max(efa_interfaces, 1))
+        ]
+        data = L.LaunchTemplateDataProperty(
+            network_interfaces=interfaces,
+            metadata_options=L.MetadataOptionsProperty(http_tokens="required", http_endpoint="enabled",
+                                                       http_put_response_hop_limit=4),
+            block_device_mappings=[L.BlockDeviceMappingProperty(
+                device_name="/dev/sda1",
+                ebs=L.EbsProperty(encrypted=True, volume_type="gp3", delete_on_termination=True))],
+            user_data=user_data,
+            placement=L.PlacementProperty(group_name=placement_group.ref) if placement_group else None,
+            capacity_reservation_specification=L.CapacityReservationSpecificationProperty(
+                capacity_reservation_target=L.CapacityReservationTargetProperty(
+                    capacity_reservation_id=capacity_reservation_id)) if capacity_reservation_id else None,
+            # A Capacity Block is a market type of its own; PCS wants its instance type in the template.
+            instance_market_options=L.InstanceMarketOptionsProperty(market_type="capacity-block")
+            if capacity_block_instance_type else None,
+            instance_type=capacity_block_instance_type,
+            tag_specifications=[L.TagSpecificationProperty(resource_type="instance",
+                                                           tags=[CfnTag(key="Name", value=name_tag)])],
+        )
+        self.template = L(self, "Template", launch_template_data=data)
+        self.template_id = self.template.ref
+        self.version = self.template.attr_latest_version_number

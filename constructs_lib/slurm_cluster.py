@@ -1,0 +1,85 @@
+"""Slurm on AWS Parallel Computing Service: cluster, login node group, compute node group, queue.
+
+The compute group is static (min = max = the plan's node count) on the EFA launch template;
+the login group is one small node reached through SSM Session Manager (no SSH, no public IP).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_pcs as pcs
+from constructs import Construct
+
+from .nag import acknowledge_wildcards
+from .node_launch_template import NodeLaunchTemplate
+
+SLURM_VERSION = "25.11"
+LOGIN_INSTANCE_TYPE = "m5.xlarge"
+# PCS cluster sizes by the nodes they manage (PCS user guide, "Cluster size").
+_SIZES = ((32, "SMALL"), (512, "MEDIUM"), (2048, "LARGE"))
+
+
+def cluster_size(nodes: int) -> str:
+    return next(size for limit, size in _SIZES if nodes <= limit)
+
+
+class SlurmCluster(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, node_role: iam.Role, image_id: str,
+                 compute_template: NodeLaunchTemplate, login_template: NodeLaunchTemplate,
+                 instance_type: str, node_count: int, capacity_block: bool) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster = pcs.CfnCluster(
+            self, "Cluster",
+            scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=SLURM_VERSION),
+            size=cluster_size(node_count + 1),
+            networking=pcs.CfnCluster.NetworkingProperty(subnet_ids=[subnet.subnet_id],
+                                                         security_group_ids=[security_group.security_group_id]),
+        )
+        _allow_pcs_node(node_role, self.cluster)
+        profile = iam.CfnInstanceProfile(self, "NodeProfile", roles=[node_role.role_name], path="/aws-pcs/")
+
+        def node_group(name: str, template: NodeLaunchTemplate, itype: str, count: int, purchase: str):
+            return pcs.CfnComputeNodeGroup(
+                self, name, cluster_id=self.cluster.attr_id, ami_id=image_id,
+                custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
+                    template_id=template.template_id, version=template.version),
+                iam_instance_profile_arn=profile.attr_arn,
+                instance_configs=[pcs.CfnComputeNodeGroup.InstanceConfigProperty(instance_type=itype)],
+                scaling_configuration=pcs.CfnComputeNodeGroup.ScalingConfigurationProperty(
+                    min_instance_count=count, max_instance_count=count),
+                subnet_ids=[subnet.subnet_id], purchase_option=purchase,
+            )
+
+        self.login = node_group("Login", login_template, LOGIN_INSTANCE_TYPE, 1, "ONDEMAND")
+        self.compute = node_group("Compute", compute_template, instance_type, node_count,
+                                  "CAPACITY_BLOCK" if capacity_block else "ONDEMAND")
+        self.queue = pcs.CfnQueue(
+            self, "Queue", cluster_id=self.cluster.attr_id,
+            compute_node_group_configurations=[pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(
+                compute_node_group_id=self.compute.attr_id)],
+        )
+        self.cluster_id = self.cluster.attr_id
+
+
+def _allow_pcs_node(role: iam.Role, cluster: pcs.CfnCluster) -> None:
+    """Register with PCS, and SSM Session Manager for shell access instead of SSH."""
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["pcs:RegisterComputeNodeGroupInstance"],
+                                                     resources=[cluster.attr_arn]))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
+                 "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel", "ec2messages:GetMessages",
+                 "ec2messages:AcknowledgeMessage", "ec2messages:SendReply", "ec2messages:DeleteMessage",
+                 "ec2messages:FailMessage", "ec2messages:GetEndpoint"],
+        resources=["*"]))
+    acknowledge_wildcards(role, resources=["*"], reason=(
+        "SSM Session Manager and message actions have no resource-level permissions (the same actions "
+        "AmazonSSMManagedInstanceCore grants on *); they give the nodes shell access without SSH."))
+
+
+def connect_command(*, region: str, login_group_id: str) -> str:
+    return (f"aws ssm start-session --region {region} --target $(aws ec2 describe-instances --region {region} "
+            f"--filters Name=tag:aws:pcs:compute-node-group-id,Values={login_group_id} "
+            "Name=instance-state-name,Values=running --query 'Reservations[0].Instances[0].InstanceId' --output text)")
+
