@@ -91,3 +91,24 @@ def synth(synth_root):
 @pytest.fixture(scope="session", params=PRESETS)
 def preset_synth(request, synth) -> tuple[str, Synth]:
     return request.param, synth(request.param)
+
+
+# Every variant the quality checks (cfn-lint, cdk-nag) cover: the presets and the cluster types.
+VARIANTS = {
+    "small": ("small", None),
+    "intermediate": ("intermediate", None),
+    "huge": ("huge", None),
+    "huge-p4d": ("huge", {"training.instance_type": "p4d.24xlarge"}),
+    "huge-p5": ("huge", {"training.instance_type": "p5.48xlarge"}),
+    "huge-trn1n": ("huge", {"training.instance_type": "trn1n.32xlarge"}),
+    "huge-capacity-block": ("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+                                     "training.capacity_reservation_az": "us-west-2d",
+                                     "training.capacity_block": "true"}),
+    "huge-shared-home": ("huge", {"data.shared_home": "true"}),
+}
+
+
+@pytest.fixture(scope="session", params=list(VARIANTS))
+def variant_synth(request, synth) -> tuple[str, Synth]:
+    workload, overrides = VARIANTS[request.param]
+    return request.param, synth(workload, overrides)

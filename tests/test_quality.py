@@ -35,15 +35,15 @@ def test_cdk_nag_runs_and_reports_findings(tmp_path):
     assert any("AwsSolutions-S1" in f for f in found) and any("AwsSolutions-S10" in f for f in found), found
 
 
-def test_cdk_nag_aws_solutions_has_no_unacknowledged_finding(preset_synth):
-    _, s = preset_synth
+def test_cdk_nag_aws_solutions_has_no_unacknowledged_finding(variant_synth):
+    _, s = variant_synth
     assert _violations(s.nag_report, "AwsSolutions") == []
     errors = [v for r in s.nag_report["pluginReports"] for v in r.get("violations", []) if v["severity"] == "error"]
     assert errors == []
 
 
-def test_cfn_lint_is_clean(preset_synth):
-    _, s = preset_synth
+def test_cfn_lint_is_clean(variant_synth):
+    _, s = variant_synth
     problems = []
     for stack in s.templates:
         problems += [f"{stack}: {m}" for m in lint_file(s.template_path(stack), LINT_CONFIG)]

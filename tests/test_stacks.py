@@ -99,13 +99,15 @@ def test_generated_names_only(preset_synth):
 
 @pytest.mark.parametrize("workload, principal", [("huge", "ec2.amazonaws.com"), ("intermediate", "sagemaker.amazonaws.com")])
 def test_training_role_trusts_the_orchestrator(synth, workload, principal):
-    role = synth(workload).one("TrainStack", "AWS::IAM::Role")["Properties"]
+    roles = synth(workload).resources("TrainStack", "AWS::IAM::Role")
+    role = next(r for k, r in roles.items() if k.startswith("TrainingRole"))["Properties"]
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": principal}
 
 
 def test_training_role_is_confined_to_its_prefixes(synth):
     s = synth("huge")
-    policy = s.one("TrainStack", "AWS::IAM::Policy")["Properties"]["PolicyDocument"]["Statement"]
+    policies = s.resources("TrainStack", "AWS::IAM::Policy")
+    policy = next(p for k, p in policies.items() if k.startswith("TrainingRole"))["Properties"]["PolicyDocument"]["Statement"]
     s3_resources = [r for st in policy for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])
                     if "Fn::Join" in r]
     suffixes = {r["Fn::Join"][1][-1] for r in s3_resources}

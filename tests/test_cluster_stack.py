@@ -1,0 +1,226 @@
+"""Issue 3: the EFA cluster on Slurm (AWS PCS), FSx for Lustre and the network rules around them,
+for trn1.32xlarge (preset huge) and p4d.24xlarge, p5.48xlarge, trn1n.32xlarge via overrides."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from constructs_lib.node_image import PARENT_IMAGES, SLURM_VERSION
+
+TYPES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "p4d.24xlarge": 4, "p5.48xlarge": 32}
+
+
+@pytest.fixture(scope="module", params=list(TYPES))
+def cluster(request, synth):
+    itype = request.param
+    overrides = None if itype == "trn1.32xlarge" else {"training.instance_type": itype}
+    return itype, synth("huge", overrides)
+
+
+def _by_prefix(s, stack, rtype, prefix):
+    found = {k: v for k, v in s.resources(stack, rtype).items() if k.startswith(prefix)}
+    assert len(found) == 1, (prefix, sorted(s.resources(stack, rtype)))
+    return next(iter(found.values()))["Properties"]
+
+
+def _user_data(template_data: dict) -> str:
+    """The user data with CloudFormation references shown as ${...}."""
+    joined = template_data["UserData"]["Fn::Base64"]
+    if isinstance(joined, str):
+        return joined
+    return "".join(p if isinstance(p, str) else "${" + json.dumps(p) + "}" for p in joined["Fn::Join"][1])
+
+
+def test_one_efa_interface_per_network_card(cluster):
+    itype, s = cluster
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    nics = data["NetworkInterfaces"]
+    assert len(nics) == TYPES[itype]
+    assert [n["NetworkCardIndex"] for n in nics] == list(range(TYPES[itype]))
+    assert [n["DeviceIndex"] for n in nics] == [0] + [1] * (TYPES[itype] - 1)
+    assert all(n["InterfaceType"] == "efa" for n in nics)
+    assert all(not n.get("AssociatePublicIpAddress") for n in nics)
+    assert len({json.dumps(n["Groups"]) for n in nics}) == 1 and len({json.dumps(n["SubnetId"]) for n in nics}) == 1
+
+
+def test_launch_template_hardening(cluster):
+    _, s = cluster
+    for prefix in ("ComputeTemplate", "LoginTemplate"):
+        data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", prefix)["LaunchTemplateData"]
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        root = data["BlockDeviceMappings"][0]
+        assert root["DeviceName"] == "/dev/sda1" and root["Ebs"]["Encrypted"] is True
+
+
+def test_nodes_run_in_the_private_subnet_without_public_addresses(cluster):
+    _, s = cluster
+    subnets = s.resources("NetworkStack", "AWS::EC2::Subnet")
+    private = [k for k in subnets if "private" in k]
+    assert len(private) == 1 and subnets[private[0]]["Properties"]["MapPublicIpOnLaunch"] is False
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    assert private[0] in json.dumps(data["NetworkInterfaces"][0]["SubnetId"])
+
+
+def test_user_data_mounts_fsx_and_sets_the_efa_environment(cluster):
+    itype, s = cluster
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    script = _user_data(data)
+    assert script.startswith("MIME-Version: 1.0") and "text/x-shellscript" in script
+    assert "mount -t lustre -o relatime,flock" in script and " /fsx" in script
+    assert "DNSName" in script and "LustreMountName" in script  # from the DataStack's file system
+    assert "export FI_PROVIDER=efa" in script and "export FI_EFA_USE_DEVICE_RDMA=1" in script
+    if itype.startswith("p"):
+        assert "NCCL_SOCKET_IFNAME" in script
+    else:
+        assert "NCCL" not in script and "MALLOC_ARENA_MAX" in script
+
+
+def test_cluster_placement_group_in_the_template(cluster):
+    _, s = cluster
+    group = s.one("TrainStack", "AWS::EC2::PlacementGroup")["Properties"]
+    assert group["Strategy"] == "cluster"
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    assert data["Placement"]["GroupName"] == {"Ref": "PlacementGroup"}
+
+
+def test_pcs_cluster_static_compute_group_login_and_queue(cluster):
+    itype, s = cluster
+    pcs = s.one("TrainStack", "AWS::PCS::Cluster")["Properties"]
+    assert pcs["Scheduler"] == {"Type": "SLURM", "Version": SLURM_VERSION} and pcs["Size"] == "SMALL"
+    compute = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute")
+    assert compute["InstanceConfigs"] == [{"InstanceType": itype}]
+    assert compute["ScalingConfiguration"] == {"MinInstanceCount": 16, "MaxInstanceCount": 16}
+    assert compute["PurchaseOption"] == "ONDEMAND"
+    assert "ComputeTemplate" in json.dumps(compute["CustomLaunchTemplate"])
+    assert "NodeImage" in json.dumps(compute["AmiId"])
+    login = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmLogin")
+    assert login["ScalingConfiguration"] == {"MinInstanceCount": 1, "MaxInstanceCount": 1}
+    queue = s.one("TrainStack", "AWS::PCS::Queue")["Properties"]
+    assert "SlurmCompute" in json.dumps(queue["ComputeNodeGroupConfigurations"])
+    outputs = s.templates["TrainStack"]["Outputs"]
+    assert {"Connect", "Submit", "PcsClusterId", "NodeImageId"} <= set(outputs)
+    example = "train-trainium.sbatch" if itype.startswith("trn") else "train-gpu.sbatch"
+    assert example in outputs["Submit"]["Value"] and "--nodes=16" in outputs["Submit"]["Value"]
+
+
+def test_node_role_is_least_privilege_for_pcs(cluster):
+    _, s = cluster
+    role = _by_prefix(s, "TrainStack", "AWS::IAM::Role", "TrainingRole")
+    assert role["Path"] == "/aws-pcs/"  # PCS accepts AWSPCS* names or this path
+    assert "ManagedPolicyArns" not in role
+    statements = _by_prefix(s, "TrainStack", "AWS::IAM::Policy", "TrainingRole")["PolicyDocument"]["Statement"]
+    register = [st for st in statements if st["Action"] == "pcs:RegisterComputeNodeGroupInstance"]
+    assert register and "SlurmCluster" in json.dumps(register[0]["Resource"])
+    profile = _by_prefix(s, "TrainStack", "AWS::IAM::InstanceProfile", "SlurmNodeProfile")
+    assert profile["Path"] == "/aws-pcs/"
+
+
+def test_node_image_is_baked_from_the_matching_dlami(cluster):
+    itype, s = cluster
+    kind = "trainium" if itype.startswith("trn") else "nvidia-gpu"
+    recipe = s.one("TrainStack", "AWS::ImageBuilder::ImageRecipe")["Properties"]
+    assert recipe["ParentImage"] == "ssm:" + PARENT_IMAGES[kind]
+    doc = yaml.safe_load(s.one("TrainStack", "AWS::ImageBuilder::Component")["Properties"]["Data"])
+    steps = {step["name"]: step for step in doc["phases"][0]["steps"]}
+    assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFrameworks", "ShipExamples"} <= set(steps)
+    assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
+    shipped = {f["path"].rsplit("/", 1)[1] for f in steps["ShipExamples"]["inputs"]}
+    assert {"train-gpu.sbatch", "train-trainium.sbatch", "ddp_train.py"} <= shipped
+
+
+def test_efa_security_group_rules(cluster):
+    _, s = cluster
+    groups = s.resources("NetworkStack", "AWS::EC2::SecurityGroup")
+    efa_id = next(k for k in groups if k.startswith("SecurityCluster"))
+    ingress = [r["Properties"] for r in s.resources("NetworkStack", "AWS::EC2::SecurityGroupIngress").values()]
+    egress = [r["Properties"] for r in s.resources("NetworkStack", "AWS::EC2::SecurityGroupEgress").values()]
+
+    def to_self(rule, peer_key):
+        return (rule["IpProtocol"] == "-1" and efa_id in json.dumps(rule["GroupId"])
+                and efa_id in json.dumps(rule.get(peer_key, "")))
+    assert any(to_self(r, "SourceSecurityGroupId") for r in ingress), "EFA needs all-protocol ingress from itself"
+    assert any(to_self(r, "DestinationSecurityGroupId") for r in egress), "EFA needs all-protocol egress to itself"
+    lustre_id = next(k for k in groups if k.startswith("SecurityLustre"))
+    lustre_in = {(r["FromPort"], r["ToPort"]) for r in ingress
+                 if lustre_id in json.dumps(r["GroupId"]) and efa_id in json.dumps(r["SourceSecurityGroupId"])}
+    assert lustre_in == {(988, 988), (1018, 1023)}
+    for g in groups.values():
+        assert all(r.get("CidrIp") != "0.0.0.0/0" for r in g["Properties"].get("SecurityGroupIngress", []))
+    assert all(r.get("CidrIp") != "0.0.0.0/0" for r in ingress)
+
+
+def test_fsx_lustre_persistent2_linked_to_the_bucket(cluster):
+    _, s = cluster
+    fs = s.resources("DataStack", "AWS::FSx::FileSystem")
+    assert set(fs) == {"LustreFileSystem4AFDAE78"}
+    res = fs["LustreFileSystem4AFDAE78"]
+    assert res["DeletionPolicy"] == "Retain"
+    props = res["Properties"]
+    lustre = props["LustreConfiguration"]
+    assert lustre["DeploymentType"] == "PERSISTENT_2" and lustre["DataCompressionType"] == "LZ4"
+    assert lustre["PerUnitStorageThroughput"] in (125, 250, 500, 1000)
+    assert props["StorageCapacity"] == 1200 or props["StorageCapacity"] % 2400 == 0
+    assert props["KmsKeyId"] == {"Ref": "DataKey2A0DE9E6"}
+    assert len(props["SubnetIds"]) == 1
+    link = s.one("DataStack", "AWS::FSx::DataRepositoryAssociation")["Properties"]
+    assert link["FileSystemPath"] == "/" and link["BatchImportMetaDataOnCreate"] is True
+    assert link["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert link["S3"]["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert "DatasetsDataset6D2CC711" in json.dumps(link["DataRepositoryPath"])
+
+
+def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
+    ids = [set(synth("huge", o).templates["DataStack"]["Resources"]) for o in
+           (None, {"training.instance_type": "p5.48xlarge"}, {"training.instance_type": "p4d.24xlarge"},
+            {"training.instance_type": "trn1n.32xlarge"})]
+    assert ids[0] == ids[1] == ids[2] == ids[3]
+    assert {"LustreFileSystem4AFDAE78", "DatasetsDataset6D2CC711", "DataKey2A0DE9E6"} <= ids[0]
+
+
+def test_capacity_block_template(synth):
+    s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+                       "training.capacity_reservation_az": "us-west-2d", "training.capacity_block": "true"})
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0123456789abcdef0"}
+    assert data["InstanceType"] == "trn1.32xlarge" and "Placement" not in data
+    assert not s.resources("TrainStack", "AWS::EC2::PlacementGroup")
+    compute = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute")
+    assert compute["PurchaseOption"] == "CAPACITY_BLOCK"
+
+
+def test_on_demand_reservation_template(synth):
+    s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+                       "training.capacity_reservation_az": "us-west-2d"})
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == \
+        "cr-0123456789abcdef0"
+    assert "InstanceMarketOptions" not in data and "Placement" in data
+
+
+def test_sagemaker_jobs_plan_records_the_s3_input_mode(synth):
+    s = synth("intermediate")
+    assert s.templates["TrainStack"]["Outputs"]["InputMode"]["Value"] == "FastFile"
+    assert not s.resources("TrainStack", "AWS::PCS::Cluster") and not s.resources("DataStack", "AWS::FSx::FileSystem")
+
+
+def test_shared_home_on_efs(synth):
+    s = synth("huge", {"data.shared_home": "true"})
+    efs = s.one("DataStack", "AWS::EFS::FileSystem")
+    assert efs["DeletionPolicy"] == "Retain" and efs["Properties"]["Encrypted"] is True
+    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    assert " /home efs _netdev,tls" in _user_data(data)
+
+
+def test_examples_are_valid_scripts():
+    import subprocess
+
+    from .conftest import ROOT
+    for script in ("train-gpu.sbatch", "train-trainium.sbatch"):
+        assert subprocess.run(["bash", "-n", str(ROOT / "examples" / "slurm" / script)]).returncode == 0
+    path = ROOT / "examples" / "slurm" / "ddp_train.py"
+    compile(path.read_text(), str(path), "exec")
