@@ -55,14 +55,19 @@ class LustreFileSystem(Construct):
             ),
         )
         self.link.apply_removal_policy(RemovalPolicy.RETAIN)
-        # FSx reads and writes the KMS-encrypted bucket through its service-linked role.
-        account = Stack.of(self).account
+        # FSx reads and writes the KMS-encrypted bucket through its service-linked role (FSx for Lustre
+        # guide, "Working with server-side encrypted Amazon S3 buckets"). The role's name holds the
+        # file system ID, so it is matched by pattern: naming it would make the key depend on the file system.
+        stack = Stack.of(self)
         key.add_to_resource_policy(iam.PolicyStatement(
             sid="FsxLustreS3DataRepository",
             principals=[iam.AccountRootPrincipal()],
-            actions=["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+            actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
             resources=["*"],
-            conditions={"ArnLike": {"aws:PrincipalArn": f"arn:{Stack.of(self).partition}:iam::{account}:role/{S3_ACCESS_ROLE}"}},
+            conditions={
+                "ArnLike": {"aws:PrincipalArn": f"arn:{stack.partition}:iam::{stack.account}:role/{S3_ACCESS_ROLE}"},
+                "StringEquals": {"kms:CallerAccount": stack.account, "kms:ViaService": f"s3.{stack.region}.amazonaws.com"},
+            },
         ))
         self.file_system_id = self.file_system.ref
         self.dns_name = self.file_system.attr_dns_name
