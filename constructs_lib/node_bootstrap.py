@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from aws_cdk import Fn
 
 BOUNDARY = "==ML-ESTATE-BOUNDARY=="
+EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
 # Jobs inherit these from the submitting shell (sbatch exports the environment by default).
 ENVIRONMENT = {
     "nvidia-gpu": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1",
@@ -25,7 +26,7 @@ ENVIRONMENT = {
 class Mounts:
     lustre_dns: str | None = None  # tokens from the DataStack
     lustre_mount_name: str | None = None
-    home_file_system_id: str | None = None
+    home_dns: str | None = None  # <fs-id>.efs.<region>.amazonaws.com
 
 
 def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
@@ -40,10 +41,11 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
             f"mountpoint -q /fsx || mount -t lustre -o relatime,flock {source} /fsx",
             "chmod 1777 /fsx",
         ]
-    if mounts.home_file_system_id:
+    if mounts.home_dns:
+        # NFSv4.1 with the EFS user guide's recommended options (no efs-utils needed on Ubuntu).
         lines += [
             "# /home: EFS shared home directories",
-            f"grep -q ' /home ' /etc/fstab || echo '{mounts.home_file_system_id}:/ /home efs _netdev,tls 0 0' >> /etc/fstab",
+            f"grep -q ' /home ' /etc/fstab || echo '{mounts.home_dns}:/ /home nfs4 {EFS_OPTIONS} 0 0' >> /etc/fstab",
             "mountpoint -q /home || mount /home",
         ]
     env = ENVIRONMENT.get(accelerator_kind or "", {})

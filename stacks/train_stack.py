@@ -47,7 +47,7 @@ class TrainStack(EstateStack):
         image = NodeImage(self, "NodeImage", accelerator_kind=kind, subnet=subnet, security_group=security.cluster)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
-                        home_file_system_id=home.file_system_id if home else None)
+                        home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
         user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts))
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(

@@ -213,7 +213,8 @@ def test_shared_home_on_efs(synth):
     efs = s.one("DataStack", "AWS::EFS::FileSystem")
     assert efs["DeletionPolicy"] == "Retain" and efs["Properties"]["Encrypted"] is True
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
-    assert " /home efs _netdev,tls" in _user_data(data)
+    script = _user_data(data)
+    assert ".efs.us-west-2.amazonaws.com:/ /home nfs4 nfsvers=4.1" in script and "SharedHome" in script
 
 
 def test_examples_are_valid_scripts():

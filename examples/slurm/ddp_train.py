@@ -46,19 +46,19 @@ def setup(kind: str) -> torch.device:
     return torch.device("cpu")
 
 
-def batches(args: argparse.Namespace, rank: int, world: int):
-    generator = torch.Generator().manual_seed(1234 + rank)
+def batches(args: argparse.Namespace, rank: int):
+    generator = torch.Generator().manual_seed(1234 + rank)  # each rank draws its own samples
     tokens = None
     if args.data:
         import numpy as np
 
-        tokens = torch.from_numpy(np.memmap(args.data, dtype=np.uint16, mode="r").astype("int64"))
+        tokens = np.memmap(args.data, dtype=np.uint16, mode="r")  # read lazily: datasets outgrow memory
     while True:
         if tokens is None:
             yield torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=generator)
-        else:  # each rank reads its own shard of the file
-            starts = torch.randint(0, len(tokens) - args.seq - 1, (args.batch,), generator=generator)
-            yield torch.stack([tokens[s:s + args.seq + 1] for s in starts.tolist()])
+        else:
+            starts = torch.randint(0, len(tokens) - args.seq - 1, (args.batch,), generator=generator).tolist()
+            yield torch.stack([torch.from_numpy(tokens[s:s + args.seq + 1].astype("int64")) for s in starts])
 
 
 def main() -> None:
@@ -70,7 +70,7 @@ def main() -> None:
                           nn.Linear(512, args.vocab)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     loss_fn = nn.CrossEntropyLoss()
-    data = batches(args, rank, world)
+    data = batches(args, rank)
     start = time.time()
     for step in range(1, args.steps + 1):
         batch = next(data).to(device)
