@@ -31,3 +31,16 @@ def allow_sagemaker_basics(role: iam.Role) -> None:
         "SageMaker basics: logs confined to /aws/sagemaker/* log groups; ecr:GetAuthorizationToken and "
         "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace); "
         "AWS Deep Learning Container images live in AWS-owned accounts that vary by region."))
+
+
+def allow_vpc_access(role: iam.Role) -> None:
+    """SageMaker jobs and HyperPod attach network interfaces in our subnet on the role's behalf."""
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                 "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+                 "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                 "ec2:DetachNetworkInterface", "ec2:CreateTags"],
+        resources=["*"]))
+    acknowledge_wildcards(role, resources=["*"], reason=(
+        "VPC mode: SageMaker creates and deletes the job's network interfaces in our private subnet; these EC2 "
+        "actions take no resource ARNs that exist before the job starts (AmazonSageMakerFullAccess grants them on *)."))

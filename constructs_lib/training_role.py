@@ -7,9 +7,10 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .nag import acknowledge_wildcards
-from .sagemaker_access import allow_sagemaker_basics
+from .sagemaker_access import allow_sagemaker_basics, allow_vpc_access
 
 DATASET_PREFIX = "datasets/"
+JOBS_PREFIX = "jobs/"  # job source code uploaded by `python -m workloads submit|process`
 OUTPUT_PREFIX = "output/"
 CHECKPOINT_PREFIX = "checkpoints/"
 # The action groups CDK's bucket and key grants use.
@@ -31,8 +32,11 @@ class TrainingRole(Construct):
         bucket.grant_read_write(self.role, CHECKPOINT_PREFIX + "*")
         bucket.grant_put(self.role, OUTPUT_PREFIX + "*")
         acknowledge_wildcards(
-            self.role, actions=GRANT_ACTIONS, resources=[bucket.arn_for_objects(p + "*") for p in prefixes],
-            reason="Object access is confined to the dataset bucket's datasets/, checkpoints/ and output/ prefixes; "
+            self.role, actions=GRANT_ACTIONS,
+            resources=[bucket.arn_for_objects(p + "*") for p in (*prefixes, JOBS_PREFIX)],
+            reason="Object access is confined to the dataset bucket's datasets/, checkpoints/, output/ and jobs/ prefixes; "
                    "the wildcard actions are CDK's grant action groups on that one bucket and its key.")
         if service == "sagemaker":
+            bucket.grant_read(self.role, JOBS_PREFIX + "*")
             allow_sagemaker_basics(self.role)
+            allow_vpc_access(self.role)

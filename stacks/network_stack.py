@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aws_cdk as cdk
 from constructs import Construct
 
 from constructs_lib.cluster_security import ClusterSecurityGroups
@@ -15,3 +16,6 @@ class NetworkStack(EstateStack):
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.network = OneAzNetwork(self, "Network", availability_zone=availability_zone)
         self.security = ClusterSecurityGroups(self, "Security", vpc=self.network.vpc)
+        cdk.CfnOutput(self, "PrivateSubnetId", value=self.network.private_subnet.subnet_id,
+                      description="The one-AZ private subnet: cluster, FSx, SageMaker jobs and endpoints")
+        cdk.CfnOutput(self, "ClusterSecurityGroupId", value=self.security.cluster.security_group_id)

@@ -51,6 +51,7 @@ def _patch_moto() -> None:
     - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
+    - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
@@ -98,6 +99,18 @@ def _patch_moto() -> None:
 
     parsing.ResourceMap.validate_outputs = validate_outputs_with_skipped
 
+    from moto.sagemaker.responses import SageMakerResponse
+
+    create_processing_job = SageMakerResponse.create_processing_job
+
+    def create_processing_job_with_resources(self):
+        result = create_processing_job(self)
+        job = self.sagemaker_backend.processing_jobs[self._get_param("ProcessingJobName")]
+        job.processing_resources = self._get_param("ProcessingResources")  # described back as ProcessingResources
+        return result
+
+    SageMakerResponse.create_processing_job = create_processing_job_with_resources
+
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
         if props.get("Tags"):
@@ -127,6 +140,8 @@ class Emulator:
             "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
             "AWS_EC2_METADATA_DISABLED": "true",
             "CDK_DISABLE_CLI_TELEMETRY": "true",
+            # The SDK checks roles with IAM policy simulation, which the emulator does not implement.
+            "SAGEMAKER_VALIDATE_ROLE": "false",
             "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         })
         return env

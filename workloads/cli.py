@@ -39,6 +39,23 @@ def _parser() -> argparse.ArgumentParser:
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("catalog", help="list the instance catalog with sources")
+
+    def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
+        jp = sub.add_parser(name, help=help_text)
+        jp.add_argument("workload", help="preset name or path to a .yaml file")
+        jp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+        jp.add_argument("--stage", default="", help="team stage the stacks belong to (stack name prefix)")
+        return jp
+
+    sp = job_parser("submit", "start a SageMaker training job as planned (uses your AWS credentials)")
+    sp.add_argument("--entry-point", required=True, help="training script, relative to --source-dir")
+    sp.add_argument("--source-dir", required=True, help="folder uploaded with the job")
+    pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
+    pp.add_argument("--code", required=True, help="processing script")
+    pp.add_argument("--input", default="datasets/", help="input prefix in the dataset bucket")
+    pp.add_argument("--output", default="processed/", help="output prefix in the dataset bucket")
+    pp.add_argument("--instance-type", default="ml.m5.xlarge")
+    pp.add_argument("--instance-count", type=int, default=4)
     return parser
 
 
@@ -50,10 +67,39 @@ def main(argv: list[str] | None = None) -> int:
             print_catalog(load_catalog())
             return 0
         result = plan(load(args.workload, parse_overrides(args.context)))
+        if args.command in ("submit", "process"):
+            return _run_job(args, result)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _show(result, as_json=args.json)
+    return 0
+
+
+def _run_job(args: argparse.Namespace, result: Plan) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from . import jobs
+
+    try:
+        estate = jobs.read_estate(result, stage=args.stage)
+        if args.command == "submit":
+            job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
+            print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
+                  f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
+        else:
+            if args.instance_count < 1:
+                raise ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range")
+            name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
+                                instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
+            print(f"processing job {name}: {args.instance_count} x {args.instance_type}, "
+                  f"s3://{estate.bucket}/{args.input} sharded by S3 key -> s3://{estate.bucket}/{args.output}")
+    except jobs.EstateNotDeployed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (BotoCoreError, ClientError) as exc:
+        print(f"error: AWS refused the request: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

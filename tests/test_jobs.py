@@ -1,0 +1,135 @@
+"""`python -m workloads submit|process` against the local emulator: the jobs exist with the planned
+parameters (instance, count, distribution, input mode, spot, image per family, VPC)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tools.emulator import running
+from workloads import ConfigError, load, plan
+from workloads import jobs
+
+from .conftest import ROOT
+
+SOURCE = ROOT / "examples" / "slurm"
+
+
+@pytest.fixture(scope="module")
+def emulator(synth):
+    s = synth("intermediate")
+    with running("us-west-2") as emu:
+        emu.bootstrap(quiet=True)
+        emu.deploy("--app", str(s.outdir), quiet=True)
+        saved = dict(os.environ)
+        os.environ.update({k: v for k, v in emu.env().items() if k.startswith(("AWS_", "SAGEMAKER_"))})
+        try:
+            yield emu
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def _job(emu, name: str) -> dict:
+    return emu.client("sagemaker").describe_training_job(TrainingJobName=name)
+
+
+def _submit(overrides=None):
+    p = plan(load("intermediate", overrides))
+    return p, jobs.submit(p, entry_point="ddp_train.py", source_dir=str(SOURCE), estate=jobs.read_estate(p))
+
+
+def test_estate_is_read_from_the_stacks(emulator):
+    estate = jobs.read_estate(plan(load("intermediate")))
+    assert estate.role_arn.startswith("arn:aws:iam::") and estate.bucket
+    assert estate.subnets[0].startswith("subnet-") and estate.security_groups[0].startswith("sg-")
+
+
+def test_submit_runs_the_planned_job(emulator):
+    p, submitted = _submit()
+    job = _job(emulator, submitted.job_name)
+    t = p.training
+    assert job["ResourceConfig"]["InstanceType"] == t.sagemaker_instance_type == "ml.p5.48xlarge"
+    assert job["ResourceConfig"]["InstanceCount"] == t.instance_count
+    assert job["AlgorithmSpecification"]["TrainingImage"].endswith("pytorch-training:2.9-gpu-py312")
+    train = next(c for c in job["InputDataConfig"] if c["ChannelName"] == "train")
+    assert train["InputMode"] == "FastFile" and train["DataSource"]["S3DataSource"]["S3Uri"].endswith("/datasets/")
+    assert job["VpcConfig"]["Subnets"] and job["VpcConfig"]["SecurityGroupIds"]
+    assert job["CheckpointConfig"]["S3Uri"].endswith(f"/checkpoints/{jobs.base_job_name(p, 'train')}/")
+    assert not job.get("EnableManagedSpotTraining")
+    assert "on-demand" in submitted.estimate
+
+
+def test_submit_with_managed_spot(emulator):
+    p, submitted = _submit({"training.spot": "true"})
+    job = _job(emulator, submitted.job_name)
+    assert job["EnableManagedSpotTraining"] is True
+    stop = job["StoppingCondition"]
+    assert stop["MaxWaitTimeInSeconds"] >= stop["MaxRuntimeInSeconds"] >= p.training.estimate.hours * 3600
+    assert "managed spot" in submitted.estimate
+
+
+def test_submit_multi_instance_uses_torchrun(emulator):
+    p, submitted = _submit({"training.instance_count": "2"})
+    job = _job(emulator, submitted.job_name)
+    assert job["ResourceConfig"]["InstanceCount"] == 2
+    drivers = [c for c in job["InputDataConfig"] if c["ChannelName"] == "sm_drivers"]
+    assert drivers, "the SDK ships its torchrun driver as a channel"
+
+
+@pytest.mark.parametrize("itype, image", [
+    ("trn1.32xlarge", "pytorch-training-neuronx:2.1.2-neuronx-py310"),
+    ("p4d.24xlarge", "pytorch-training:2.9-gpu-py312"),
+    ("g5.12xlarge", "pytorch-training:2.9-gpu-py312"),
+])
+def test_submit_image_per_family(emulator, itype, image):
+    _, submitted = _submit({"training.instance_type": itype})
+    job = _job(emulator, submitted.job_name)
+    assert image in job["AlgorithmSpecification"]["TrainingImage"]
+    assert job["ResourceConfig"]["InstanceType"] == f"ml.{itype}"
+
+
+def test_submit_refuses_a_slurm_plan(emulator):
+    p = plan(load("huge"))
+    with pytest.raises(ConfigError, match="submit runs SageMaker training jobs"):
+        jobs.submit(p, entry_point="ddp_train.py", source_dir=str(SOURCE), estate=jobs.read_estate(plan(load("intermediate"))))
+
+
+def test_process_shards_the_input_over_instances(emulator):
+    p = plan(load("intermediate"))
+    name = jobs.process(p, code=str(SOURCE / "ddp_train.py"), input_prefix="datasets/", output_prefix="processed/",
+                        instance_type="ml.m5.xlarge", instance_count=4, estate=jobs.read_estate(p))
+    job = emulator.client("sagemaker").describe_processing_job(ProcessingJobName=name)
+    assert job["ProcessingResources"]["ClusterConfig"]["InstanceCount"] == 4
+    s3_input = next(i for i in job["ProcessingInputs"] if i["InputName"] == "input")["S3Input"]
+    assert s3_input["S3DataDistributionType"] == "ShardedByS3Key" and s3_input["S3Uri"].endswith("/datasets/")
+    assert job["NetworkConfig"]["VpcConfig"]["Subnets"]
+
+
+def test_submit_cli_prints_job_and_cost(emulator):
+    result = subprocess.run([sys.executable, "-m", "workloads", "submit", "intermediate", "--entry-point",
+                             "ddp_train.py", "--source-dir", str(SOURCE)], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("training job intermediate-train-") and "estimated cost $" in result.stdout
+
+
+def test_missing_stacks_are_reported(emulator):
+    result = subprocess.run([sys.executable, "-m", "workloads", "submit", "intermediate", "--stage", "nosuch",
+                             "--entry-point", "x.py", "--source-dir", "."], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "stack nosuch-NetworkStack is not deployed in us-west-2; run: cdk deploy" in result.stderr
+
+
+def test_fsx_plans_read_through_the_file_system():
+    p = plan(load("intermediate", {"data.storage": "fsx-lustre"}))
+    estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::1:role/r", bucket="b", subnets=("subnet-1",),
+                         security_groups=("sg-1",), fsx_file_system_id="fs-0123", fsx_mount_name="abcdef")
+    channel = jobs.input_channel(p, estate)
+    fs = channel.data_source.file_system_data_source
+    assert (fs.file_system_type, fs.file_system_id, fs.directory_path, fs.file_system_access_mode) == \
+        ("FSxLustre", "fs-0123", "/abcdef/datasets", "ro")

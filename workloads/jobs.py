@@ -1,0 +1,214 @@
+"""SageMaker training and processing jobs from the plan (`python -m workloads submit|process`).
+
+The jobs run in what the stacks deployed: the TrainStack's role, the private subnet and the
+cluster security group from NetworkStack, the dataset bucket (and FSx) from DataStack. They
+use the caller's AWS credentials like any AWS tool. boto3 and the sagemaker SDK are imported
+inside the functions: the planner's import path never loads them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .planner import Plan
+
+# Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27).
+_TRAINING_IMAGES = {
+    "pytorch": dict(framework="pytorch", version="2.9", py_version="py312"),
+    "tensorflow": dict(framework="tensorflow", version="2.21", py_version="py312"),
+    "xgboost": dict(framework="xgboost", version="1.7-1"),
+    "scikit-learn": dict(framework="sklearn", version="1.2-1", py_version="py3"),
+}
+# The SDK maps plain "pytorch" on Trainium to a 2022 Neuron image; its HyperPod-recipes entry
+# holds the newest Neuron training container it knows offline (pytorch-training-neuronx 2.1.2).
+_NEURON_TRAINING_IMAGE = dict(framework="hyperpod-recipes-neuron", version="2.1.2", py_version="py310")
+PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
+JOBS_PREFIX = "jobs"  # source code uploads: s3://<bucket>/jobs/...
+MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
+DEFAULT_RUNTIME_S = 24 * 3600
+
+
+class EstateNotDeployed(Exception):
+    """The stacks a job runs in are missing; the message says which command deploys them."""
+
+
+@dataclass(frozen=True)
+class Estate:
+    region: str
+    role_arn: str
+    bucket: str
+    subnets: tuple[str, ...]
+    security_groups: tuple[str, ...]
+    fsx_file_system_id: str | None = None
+    fsx_mount_name: str | None = None
+    home_file_system_id: str | None = None
+
+
+def stack_name(stage: str, stack: str) -> str:
+    return f"{stage}-{stack}" if stage else stack
+
+
+def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
+    """The deployed stacks' outputs, read with CloudFormation DescribeStacks."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    region = plan.workload.region
+    cf = cloudformation or boto3.client("cloudformation", region_name=region)
+    outputs: dict[str, str] = {}
+    for stack in ("NetworkStack", "DataStack", "TrainStack"):
+        name = stack_name(stage, stack)
+        try:
+            described = cf.describe_stacks(StackName=name)["Stacks"][0]
+        except ClientError:
+            raise EstateNotDeployed(f"stack {name} is not deployed in {region}; run: cdk deploy {name} "
+                                    f"-c workload={plan.workload.name}") from None
+        outputs.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
+    mount = outputs.get("FsxMount", "")
+    return Estate(
+        region=region, role_arn=outputs["TrainingRoleArn"], bucket=outputs["DatasetBucketName"],
+        subnets=(outputs["PrivateSubnetId"],), security_groups=(outputs["ClusterSecurityGroupId"],),
+        fsx_file_system_id=outputs.get("FsxFileSystemId"), fsx_mount_name=mount.rsplit(":/", 1)[-1] or None,
+        home_file_system_id=outputs.get("SharedHomeFileSystemId"),
+    )
+
+
+def training_image(plan: Plan) -> str:
+    from sagemaker.core import image_uris
+
+    region, t = plan.workload.region, plan.training
+    if t.accelerator_kind == "trainium":
+        return image_uris.retrieve(region=region, image_scope="training", **_NEURON_TRAINING_IMAGE)
+    args = dict(_TRAINING_IMAGES[plan.workload.model.framework])
+    if plan.workload.model.framework in ("pytorch", "tensorflow"):
+        args.update(instance_type=t.sagemaker_instance_type)
+    return image_uris.retrieve(region=region, image_scope="training", **args)
+
+
+def input_channel(plan: Plan, estate: Estate):
+    """The `train` channel: S3 File or FastFile, or the FSx for Lustre / EFS file system, as planned."""
+    from sagemaker.core.shapes import Channel, DataSource, FileSystemDataSource, S3DataSource
+
+    storage = plan.training.storage
+    if storage in ("s3-file", "s3-fastfile"):
+        source = DataSource(s3_data_source=S3DataSource(
+            s3_data_type="S3Prefix", s3_uri=f"s3://{estate.bucket}/datasets/",
+            s3_data_distribution_type="FullyReplicated"))
+        return Channel(channel_name="train", data_source=source,
+                       input_mode="File" if storage == "s3-file" else "FastFile")
+    if storage == "fsx-lustre":
+        if not estate.fsx_file_system_id or not estate.fsx_mount_name:
+            raise EstateNotDeployed("the plan reads from FSx for Lustre but DataStack has none; redeploy DataStack")
+        fs = FileSystemDataSource(file_system_id=estate.fsx_file_system_id, file_system_type="FSxLustre",
+                                  file_system_access_mode="ro", directory_path=f"/{estate.fsx_mount_name}/datasets")
+    else:
+        if not estate.home_file_system_id:
+            raise EstateNotDeployed("the plan reads from EFS but DataStack has none; redeploy DataStack")
+        fs = FileSystemDataSource(file_system_id=estate.home_file_system_id, file_system_type="EFS",
+                                  file_system_access_mode="ro", directory_path="/datasets")
+    return Channel(channel_name="train", data_source=DataSource(file_system_data_source=fs), input_mode="File")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_name: str
+    instance_type: str
+    instance_count: int
+    input: str
+    spot: bool
+    estimate: str
+
+
+def _runtime_seconds(plan: Plan) -> int:
+    hours = plan.training.estimate.hours
+    if hours is None:
+        return DEFAULT_RUNTIME_S
+    return min(MAX_RUNTIME_S, max(3600, math.ceil(hours * 1.5 * 3600)))  # 50% headroom over the estimate
+
+
+def _session(estate: Estate):
+    import boto3
+    from sagemaker.core.helper.session_helper import Session
+
+    return Session(boto_session=boto3.Session(region_name=estate.region), default_bucket=estate.bucket,
+                   default_bucket_prefix=JOBS_PREFIX)
+
+
+def base_job_name(plan: Plan, kind: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9-]", "-", f"{plan.workload.name}-{kind}")[:40]
+
+
+def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> Submitted:
+    """Start a SageMaker training job exactly as planned; returns without waiting."""
+    from sagemaker.core.training.configs import (CheckpointConfig, Compute, Networking, OutputDataConfig,
+                                                 SourceCode, StoppingCondition)
+    from sagemaker.train import ModelTrainer
+    from sagemaker.train.distributed import Torchrun
+
+    t, w = plan.training, plan.workload
+    if t.orchestrator != "sagemaker-jobs":
+        raise ConfigError("training.orchestrator", t.orchestrator, "sagemaker-jobs (for slurm: sbatch on the "
+                          "cluster; for hyperpod: the HyperPod cluster)", reason="submit runs SageMaker training jobs")
+    runtime = _runtime_seconds(plan)
+    name = base_job_name(plan, "train")
+    trainer = ModelTrainer(
+        sagemaker_session=_session(estate), role=estate.role_arn, base_job_name=name,
+        training_image=training_image(plan),
+        source_code=SourceCode(source_dir=source_dir, entry_script=entry_point),
+        # Multi-device or multi-node: one process per GPU or NeuronCore, launched by torchrun.
+        distributed=Torchrun() if w.model.framework == "pytorch" and (t.instance_count > 1 or t.accelerator_kind)
+        else None,
+        compute=Compute(instance_type=t.sagemaker_instance_type, instance_count=t.instance_count,
+                        enable_managed_spot_training=w.training.spot),
+        stopping_condition=StoppingCondition(max_runtime_in_seconds=runtime,
+                                             max_wait_time_in_seconds=min(MAX_RUNTIME_S, 2 * runtime)
+                                             if w.training.spot else None),
+        # Spot interruptions resume from here; on-demand jobs keep them too.
+        checkpoint_config=CheckpointConfig(s3_uri=f"s3://{estate.bucket}/checkpoints/{name}/"),
+        networking=Networking(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups)),
+        output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/output/"),
+    )
+    channel = input_channel(plan, estate)
+    trainer.train(input_data_config=[channel], wait=False, logs=False)
+    job = trainer._latest_training_job  # the SDK keeps the job it just created
+    e = t.estimate
+    cost = f"{_money(e.usd_total)} on-demand" if e.usd_total is not None else f"{_money(e.usd_per_hour)}/h"
+    if w.training.spot and e.spot_usd_total is not None:
+        cost += f", about {_money(e.spot_usd_total)} with managed spot"
+    return Submitted(job.training_job_name, t.sagemaker_instance_type, t.instance_count,
+                     f"{t.storage} ({channel.input_mode})", w.training.spot, cost)
+
+
+def process(plan: Plan, *, code: str, input_prefix: str, output_prefix: str, instance_type: str,
+            instance_count: int, estate: Estate) -> str:
+    """A Processing job over several small instances, each given its shard of the input (ShardedByS3Key)."""
+    from sagemaker.core import image_uris
+    from sagemaker.core.network import NetworkConfig
+    from sagemaker.core.processing import ScriptProcessor
+    from sagemaker.core.shapes import ProcessingInput, ProcessingOutput, ProcessingS3Input, ProcessingS3Output
+
+    processor = ScriptProcessor(
+        role=estate.role_arn, image_uri=image_uris.retrieve(region=estate.region, image_scope="training",
+                                                            **PROCESSING_IMAGE),
+        command=["python3"], instance_count=instance_count, instance_type=instance_type,
+        base_job_name=base_job_name(plan, "process"), sagemaker_session=_session(estate),
+        network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups)),
+    )
+    processor.run(
+        code=code,
+        inputs=[ProcessingInput(input_name="input", s3_input=ProcessingS3Input(
+            s3_uri=f"s3://{estate.bucket}/{input_prefix}", local_path="/opt/ml/processing/input",
+            s3_data_type="S3Prefix", s3_input_mode="File", s3_data_distribution_type="ShardedByS3Key"))],
+        outputs=[ProcessingOutput(output_name="output", s3_output=ProcessingS3Output(
+            s3_uri=f"s3://{estate.bucket}/{output_prefix}", local_path="/opt/ml/processing/output",
+            s3_upload_mode="EndOfJob"))],
+        wait=False, logs=False,
+    )
+    return processor.latest_job.processing_job_name
+
+
+def _money(value: float) -> str:
+    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
