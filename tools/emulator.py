@@ -183,6 +183,10 @@ def running(region: str) -> Iterator[Emulator]:
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    # moto keeps its state per process: every emulator starts empty (the emulator is create-only).
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
     try:
         yield Emulator(endpoint=f"http://localhost:{port}", region=region)
     finally:
