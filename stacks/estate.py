@@ -43,7 +43,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) ->
                      termination_protection=w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
                        bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
-                       lustre=data.lustre, home=data.home, **common)
+                       lustre=data.lustre, home=data.home, notebook=w.notebook,
+                       training_plan_arn=w.training.training_plan_arn, **common)
     inference = None if "realtime" not in plan.inference else InferenceStack(
         scope, "InferenceStack", description=f"SageMaker inference for {w.name}", realtime=plan.inference["realtime"],
         framework=w.model.framework, model_data_key=w.inference.model_data_key,

@@ -9,14 +9,17 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from constructs_lib.cluster_security import ClusterSecurityGroups
+from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
 from constructs_lib.node_image import EXAMPLES_ON_NODE, NodeImage
 from constructs_lib.node_launch_template import NodeLaunchTemplate
+from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.planner import TrainingPlan
+from workloads.schema import Notebook
 
 from .base import EstateStack
 
@@ -26,7 +29,8 @@ _INPUT_MODE = {"s3-file": "File", "s3-fastfile": "FastFile", "fsx-lustre": "FSxL
 class TrainStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, training: TrainingPlan,
                  bucket: s3.IBucket, key: kms.IKey, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
-                 lustre: LustreFileSystem | None, home: SharedHome | None, **kwargs: Any) -> None:
+                 lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
+                 training_plan_arn: str | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         slurm = training.orchestrator == "slurm"
         self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
@@ -40,6 +44,22 @@ class TrainStack(EstateStack):
                       description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)
         if slurm:
             self._slurm(training, subnet, security, lustre, home)
+        elif training.orchestrator == "hyperpod":
+            hyperpod = HyperPodCluster(
+                self, "HyperPod", role=self.role, bucket=bucket, subnet=subnet, security_group=security.cluster,
+                instance_type=training.sagemaker_instance_type, instance_count=training.instance_count,
+                accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn)
+            cdk.CfnOutput(self, "HyperPodClusterName", value=hyperpod.cluster_name)
+            cdk.CfnOutput(self, "Connect", description="Shell on the login node (SSM Session Manager)",
+                          value=f"aws sagemaker list-cluster-nodes --cluster-name {hyperpod.cluster_name} "
+                                "--instance-group-name-contains login; then aws ssm start-session --target "
+                                f"sagemaker-cluster:<cluster-id>_login-<instance-id>")
+        if notebook is not None:
+            nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
+                                      idle_minutes=notebook.idle_minutes, subnet=subnet,
+                                      security_group=security.cluster, key=key)
+            cdk.CfnOutput(self, "NotebookName", value=nb.notebook.attr_notebook_instance_name,
+                          description=f"Stops itself after {notebook.idle_minutes} idle minutes")
 
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
                lustre: LustreFileSystem | None, home: SharedHome | None) -> None:

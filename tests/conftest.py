@@ -105,6 +105,7 @@ VARIANTS = {
                                      "training.capacity_reservation_az": "us-west-2d",
                                      "training.capacity_block": "true"}),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
+    "huge-hyperpod": ("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"}),
 }
 
 

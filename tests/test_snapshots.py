@@ -34,3 +34,8 @@ def test_template_snapshot(synth, snapshot_json, preset, stack):
     if stack not in s.templates:
         pytest.skip(f"{preset} has no {stack}")
     assert _mask(s.templates[stack]) == snapshot_json
+
+
+def test_hyperpod_train_stack_snapshot(synth, snapshot_json):
+    s = synth("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"})
+    assert _mask(s.templates["TrainStack"]) == snapshot_json

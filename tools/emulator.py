@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
+LAMBDA_BACKED = ("Custom::CDKBucketDeployment",)
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -51,6 +52,8 @@ def _patch_moto() -> None:
     - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
+    - Lambda-backed custom resources (CDK's BucketDeployment) would wait forever for a Lambda the
+      emulator cannot run (no Docker); they are skipped like the types moto has no model for.
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
@@ -110,6 +113,15 @@ def _patch_moto() -> None:
         return result
 
     SageMakerResponse.create_processing_job = create_processing_job_with_resources
+
+    parse_and_create = parsing.parse_and_create_resource
+
+    def parse_and_create_without_lambda(logical_id, resource_json, resources_map, account_id, region_name):
+        if resource_json.get("Type", "").startswith(LAMBDA_BACKED):
+            return None
+        return parse_and_create(logical_id, resource_json, resources_map, account_id, region_name)
+
+    parsing.parse_and_create_resource = parse_and_create_without_lambda
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})

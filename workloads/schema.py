@@ -52,6 +52,9 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
+    # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
+    training_plan_arn: str | None = Field(
+        default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
 
     @field_validator("instance_type")
     @classmethod
@@ -99,6 +102,13 @@ class Inference(_Frozen):
     batch: Batch | None = None
 
 
+class Notebook(_Frozen):
+    """A small notebook that stops itself when idle (the seeds' cost guardrail)."""
+
+    instance_type: str = "ml.t3.medium"
+    idle_minutes: int = Field(default=60, ge=5, le=1440)
+
+
 class Workload(_Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     region: str
@@ -107,3 +117,4 @@ class Workload(_Frozen):
     data: Data
     training: Training = Training()
     inference: Inference = Inference()
+    notebook: Notebook | None = None

@@ -116,6 +116,18 @@ def orchestrator_supports_type(w: Workload, cat: Catalog) -> None:
                           reason=f"SageMaker does not offer ml.{itype.name}")
 
 
+def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
+    if w.training.training_plan_arn and w.training.orchestrator != "hyperpod":
+        raise ConfigError("training.orchestrator", w.training.orchestrator, "hyperpod",
+                          reason="a training plan reserves capacity for a HyperPod worker group")
+
+
+def notebook_type_is_known(w: Workload, cat: Catalog) -> None:
+    if w.notebook is not None:
+        itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True)
+        _offered_in_region("notebook.instance_type", itype, w)
+
+
 def inference_types_are_known(w: Workload, cat: Catalog) -> None:
     inf = w.inference
     for kind, section in (("realtime", inf.realtime), ("async", inf.async_), ("batch", inf.batch)):
@@ -147,6 +159,8 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     capacity_reservation_is_complete,
     capacity_reservation_in_cluster_az,
     orchestrator_supports_type,
+    training_plan_needs_hyperpod,
+    notebook_type_is_known,
     scikit_learn_is_single_node,
     inference_types_are_known,
     serverless_holds_the_model,

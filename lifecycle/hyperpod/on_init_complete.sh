@@ -1,0 +1,34 @@
+#!/bin/bash
+# HyperPod lifecycle script (extended mode): runs on every node after HyperPod has configured
+# Slurm (API-driven Slurm orchestrator) and mounted FSx for Lustre at /fsx.
+# It checks the mount, sets the EFA environment for jobs, and ships the example jobs.
+set -euxo pipefail
+exec > >(tee -a /var/log/ml-estate-lifecycle.log) 2>&1
+HERE="$(cd "$(dirname "$0")" && pwd)"
+
+# /fsx: wait for the FSx for Lustre mount HyperPod makes from the cluster's storage config.
+for _ in $(seq 1 60); do
+  mountpoint -q /fsx && break
+  sleep 5
+done
+if mountpoint -q /fsx; then
+  chmod 1777 /fsx
+  mkdir -p /fsx/checkpoints /fsx/neuron-cache && chmod 1777 /fsx/checkpoints /fsx/neuron-cache
+else
+  echo "warning: /fsx is not mounted; jobs fall back to S3" >&2
+fi
+
+# EFA for NCCL and the Neuron collectives; jobs inherit it from the submitting shell.
+cat > /etc/profile.d/ml-estate-efa.sh <<'ENV'
+export FI_PROVIDER=efa
+export FI_EFA_USE_DEVICE_RDMA=1
+export FI_EFA_FORK_SAFE=1
+ENV
+
+# The example jobs, as on the PCS cluster.
+mkdir -p /opt/ml-estate/examples
+cp "$HERE"/examples/* /opt/ml-estate/examples/ 2>/dev/null || true
+chmod 755 /opt/ml-estate/examples/*
+
+# Slurm is HyperPod's: show what this node sees.
+command -v sinfo && sinfo || true

@@ -1,0 +1,123 @@
+"""Issue 4: SageMaker HyperPod with the Slurm orchestrator, and the idle-stopping notebook."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from constructs_lib.hyperpod_cluster import LIFECYCLE, LIFECYCLE_PREFIX, LIFECYCLE_SCRIPT
+from constructs_lib.notebook import autostop_script
+
+PLAN_ARN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/reserved-trn1"
+HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"}
+
+
+@pytest.fixture(scope="module", params=["trn1.32xlarge", "p5.48xlarge"])
+def hyperpod(request, synth):
+    return request.param, synth("huge", {**HYPERPOD, "training.instance_type": request.param,
+                                         "training.training_plan_arn": PLAN_ARN})
+
+
+def _groups(s) -> dict[str, dict]:
+    cluster = s.one("TrainStack", "AWS::SageMaker::Cluster")["Properties"]
+    return {g["InstanceGroupName"]: g for g in cluster["InstanceGroups"]}
+
+
+def test_cluster_uses_the_slurm_orchestrator_in_the_private_subnet(hyperpod):
+    _, s = hyperpod
+    cluster = s.one("TrainStack", "AWS::SageMaker::Cluster")["Properties"]
+    assert cluster["Orchestrator"] == {"Slurm": {"SlurmConfigStrategy": "Managed"}}
+    assert cluster["NodeRecovery"] == "Automatic"
+    vpc = cluster["VpcConfig"]
+    assert "privateSubnet" in json.dumps(vpc["Subnets"]) and "SecurityCluster" in json.dumps(vpc["SecurityGroupIds"])
+    assert not s.resources("TrainStack", "AWS::PCS::Cluster")
+
+
+def test_controller_login_and_worker_groups(hyperpod):
+    itype, s = hyperpod
+    groups = _groups(s)
+    assert set(groups) == {"controller", "login", "workers"}
+    assert (groups["controller"]["SlurmConfig"]["NodeType"], groups["controller"]["InstanceCount"]) == ("Controller", 1)
+    assert groups["login"]["SlurmConfig"]["NodeType"] == "Login"
+    workers = groups["workers"]
+    assert (workers["InstanceType"], workers["InstanceCount"]) == (f"ml.{itype}", 16)
+    assert workers["SlurmConfig"] == {"NodeType": "Compute", "PartitionNames": ["train"]}
+    assert workers["TrainingPlanArn"] == PLAN_ARN
+    assert all(g["ThreadsPerCore"] == 1 for g in groups.values())
+
+
+def test_deep_health_checks_on_accelerated_workers_only(hyperpod):
+    itype, s = hyperpod
+    groups = _groups(s)
+    expected = ["InstanceStress", "InstanceConnectivity"] if itype.startswith("p") else ["InstanceStress"]
+    assert groups["workers"]["OnStartDeepHealthChecks"] == expected
+    assert "OnStartDeepHealthChecks" not in groups["controller"] and "OnStartDeepHealthChecks" not in groups["login"]
+
+
+def test_fsx_mounted_at_fsx_on_every_group(hyperpod):
+    _, s = hyperpod
+    for group in _groups(s).values():
+        fsx = group["InstanceStorageConfigs"][0]["FsxLustreConfig"]
+        assert fsx["MountPath"] == "/fsx" and "DNSName" in json.dumps(fsx["DnsName"])
+        assert "LustreMountName" in json.dumps(fsx["MountName"])
+
+
+def test_lifecycle_scripts_are_an_asset_unpacked_into_the_bucket(hyperpod):
+    _, s = hyperpod
+    deployment = s.one("TrainStack", "Custom::CDKBucketDeployment")["Properties"]
+    assert deployment["DestinationBucketKeyPrefix"] == LIFECYCLE_PREFIX
+    assert deployment["SourceObjectKeys"][0].endswith(".zip")  # the project's folder, as a CDK asset
+    for group in _groups(s).values():
+        life = group["LifeCycleConfig"]
+        assert life["OnInitComplete"] == LIFECYCLE_SCRIPT and LIFECYCLE_PREFIX in json.dumps(life["SourceS3Uri"])
+    assert (LIFECYCLE / LIFECYCLE_SCRIPT).is_file()
+    assert (LIFECYCLE / "examples" / "train-trainium.sbatch").is_file()
+
+
+def test_execution_role_is_least_privilege(hyperpod):
+    _, s = hyperpod
+    role = next(r for k, r in s.resources("TrainStack", "AWS::IAM::Role").items() if k.startswith("TrainingRole"))
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert "ManagedPolicyArns" not in role["Properties"]
+    policy = next(p for k, p in s.resources("TrainStack", "AWS::IAM::Policy").items() if k.startswith("TrainingRole"))
+    text = json.dumps(policy["Properties"]["PolicyDocument"])
+    for needed in ("ec2:CreateNetworkInterface", "ssmmessages:OpenDataChannel", "/lifecycle/hyperpod/*", "/datasets/*"):
+        assert needed in text
+
+
+def test_notebook_stops_itself_when_idle(hyperpod):
+    _, s = hyperpod
+    nb = s.one("TrainStack", "AWS::SageMaker::NotebookInstance")["Properties"]
+    assert nb["InstanceType"] == "ml.t3.medium" and nb["DirectInternetAccess"] == "Disabled"
+    assert nb["RootAccess"] == "Disabled" and "KmsKeyId" in nb and "SubnetId" in nb
+    config = s.one("TrainStack", "AWS::SageMaker::NotebookInstanceLifecycleConfig")["Properties"]
+    script = config["OnStart"][0]["Content"]["Fn::Base64"]
+    assert "IDLE_SECONDS=1800" in script and "stop_notebook_instance" in script and "crontab" in script
+    policy = s.resources("TrainStack", "AWS::IAM::Policy")
+    stop = [st for p in policy.values() for st in p["Properties"]["PolicyDocument"]["Statement"]
+            if st["Action"] == ["sagemaker:DescribeNotebookInstance", "sagemaker:StopNotebookInstance"]
+            or st["Action"] == ["sagemaker:StopNotebookInstance", "sagemaker:DescribeNotebookInstance"]]
+    assert stop and "aws:ResourceTag/ml-estate:notebook" in json.dumps(stop[0]["Condition"])
+
+
+def test_autostop_script_is_valid_bash_and_python():
+    import subprocess
+
+    script = autostop_script(45)
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    python = script.split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    compile(python, "autostop.py", "exec")
+    assert len(base64.b64encode(script.encode())) < 16384  # SageMaker's lifecycle-config limit
+
+
+def test_no_notebook_unless_asked(synth):
+    assert not synth("huge").resources("TrainStack", "AWS::SageMaker::NotebookInstance")
+
+
+def test_training_plan_needs_hyperpod():
+    from workloads import ConfigError, load
+
+    with pytest.raises(ConfigError, match="training.orchestrator = 'slurm': a training plan reserves capacity"):
+        load("huge", {"training.training_plan_arn": PLAN_ARN})
