@@ -22,6 +22,7 @@ from constructs import Construct
 
 from .lustre import LustreFileSystem
 from .nag import acknowledge, acknowledge_managed_policies, acknowledge_wildcards
+from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
 LIFECYCLE_SCRIPT = "on_init_complete.sh"
@@ -57,10 +58,7 @@ class HyperPodCluster(Construct):
         bucket.grant_read(role, LIFECYCLE_PREFIX + "*")
         acknowledge_wildcards(role, resources=[bucket.arn_for_objects(LIFECYCLE_PREFIX + "*")],
                               reason="Read-only on the lifecycle scripts' prefix of the dataset bucket.")
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
-                     "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"],
-            resources=["*"]))  # SSM sessions to the nodes (AmazonSageMakerClusterInstanceRolePolicy grants the same)
+        allow_ssm_sessions(role, agent=False)  # as AmazonSageMakerClusterInstanceRolePolicy grants
         storage = [C.ClusterInstanceStorageConfigProperty(fsx_lustre_config=C.ClusterFsxLustreConfigProperty(
             dns_name=lustre.dns_name, mount_name=lustre.mount_name, mount_path="/fsx"))] if lustre else None
         lifecycle = C.ClusterLifeCycleConfigProperty(source_s3_uri=f"s3://{bucket.bucket_name}/{LIFECYCLE_PREFIX}",

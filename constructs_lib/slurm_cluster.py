@@ -11,8 +11,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from .nag import acknowledge_wildcards
 from .node_launch_template import NodeLaunchTemplate
+from .ssm_access import allow_ssm_sessions
 
 SLURM_VERSION = "25.11"
 LOGIN_INSTANCE_TYPE = "m5.xlarge"
@@ -67,15 +67,7 @@ def _allow_pcs_node(role: iam.Role, cluster: pcs.CfnCluster) -> None:
     """Register with PCS, and SSM Session Manager for shell access instead of SSH."""
     role.add_to_principal_policy(iam.PolicyStatement(actions=["pcs:RegisterComputeNodeGroupInstance"],
                                                      resources=[cluster.attr_arn]))
-    role.add_to_principal_policy(iam.PolicyStatement(
-        actions=["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
-                 "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel", "ec2messages:GetMessages",
-                 "ec2messages:AcknowledgeMessage", "ec2messages:SendReply", "ec2messages:DeleteMessage",
-                 "ec2messages:FailMessage", "ec2messages:GetEndpoint"],
-        resources=["*"]))
-    acknowledge_wildcards(role, resources=["*"], reason=(
-        "SSM Session Manager and message actions have no resource-level permissions (the same actions "
-        "AmazonSSMManagedInstanceCore grants on *); they give the nodes shell access without SSH."))
+    allow_ssm_sessions(role, agent=True)
 
 
 def connect_command(*, region: str, login_group_id: str) -> str:
