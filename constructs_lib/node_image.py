@@ -47,8 +47,10 @@ if ! modinfo lustre >/dev/null 2>&1; then
     | gpg --dearmor > /usr/share/keyrings/fsx-ubuntu-public-key.gpg
   echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
     > /etc/apt/sources.list.d/fsxlustreclientrepo.list
-  apt-get update
-  apt-get install -y "lustre-client-modules-$(uname -r)" || apt-get install -y lustre-client-modules-aws
+  # Ubuntu's unattended upgrades hold the dpkg lock for a while after boot.
+  apt-get -o DPkg::Lock::Timeout=900 update
+  apt-get -o DPkg::Lock::Timeout=900 install -y "lustre-client-modules-$(uname -r)" \
+    || apt-get -o DPkg::Lock::Timeout=900 install -y lustre-client-modules-aws
 fi"""
 
 _FRAMEWORKS = {
