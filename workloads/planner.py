@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
 from .errors import ConfigError
-from .schema import CLASSIC_ML, Workload
+from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from .storage import FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -113,6 +113,15 @@ class InferencePlan:
     max_concurrency: int | None = None
     schedule: str | None = None
     invocations_per_instance: int | None = None  # real-time scaling target, per minute
+    why_kind: str = ""
+    requests_per_second_per_instance: float | None = None  # the throughput the $/million assumes
+    usd_per_million: float | None = None
+    instances_needed_at_peak: int | None = None
+    data_capture_percent: int = 0
+    provisioned_concurrency: int | None = None
+    max_concurrent_invocations_per_instance: int | None = None
+    max_payload_mb: int | None = None
+    max_concurrent_transforms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -442,12 +451,50 @@ def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, s
                       reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
 
 
+KINDS = ("realtime", "serverless", "async", "batch")
+
+
+def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
+    """The kinds to deploy: those the config lists, or the seeds' choice from the traffic."""
+    inf = w.inference
+    listed = {k: s for k, s in zip(KINDS, (inf.realtime, inf.serverless, inf.async_, inf.batch)) if s is not None}
+    if listed:
+        return {k: (s, "listed in the config") for k, s in listed.items()}
+    if inf.traffic == "periodic":
+        return {"batch": (Batch(), "periodic work on large datasets: batch transform (seeds)")}
+    if inf.payload_mb > 6 or inf.processing_seconds > 60:
+        return {"async": (Async(), f"{inf.payload_mb:g} MB / {inf.processing_seconds:g} s is past real-time's "
+                                   "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (seeds)")}
+    memory = _serverless_memory_mb(w)
+    cold_starts_ok = inf.latency_ms is None or inf.latency_ms >= 1000
+    if inf.traffic in ("spiky", "rare") and inf.payload_mb <= 4 and memory and cold_starts_ok:
+        return {"serverless": (Serverless(memory_mb=memory), f"{inf.traffic} traffic, cold starts tolerated: "
+                                                            "serverless scales to zero (seeds)")}
+    if inf.traffic == "rare":
+        return {"async": (Async(), "rare requests: asynchronous scales to zero between them (seeds)")}
+    return {"realtime": (Realtime(), "steady traffic with a latency need: real-time (seeds)")}
+
+
+def _serverless_memory_mb(w: Workload) -> int | None:
+    """The smallest serverless memory step that holds the model's fp32 weights, if any does."""
+    for mb in range(1024, 6144 + 1, 1024):
+        if est.serving_fits(w.model.parameters_billion, mb / 1024, est.CPU_BYTES_PER_PARAM):
+            return mb
+    return None
+
+
 def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     inf = w.inference
+    classic = w.model.framework in CLASSIC_ML
     out: dict[str, InferencePlan] = {}
-    sized = (("realtime", inf.realtime), ("async", inf.async_), ("batch", inf.batch))
-    for kind, section in sized:
-        if section is None:
+    for kind, (section, why_kind) in choose_kinds(w).items():
+        if kind == "serverless":
+            per_million = est.serverless_usd_per_million(section.memory_mb, inf.processing_seconds)
+            out[kind] = InferencePlan(
+                kind, None, 0, section.max_concurrency, 0.0, None,
+                "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
+                max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
+                provisioned_concurrency=section.provisioned_concurrency)
             continue
         if section.instance_type:
             itype, reason = cat.get(section.instance_type), "set by the config"
@@ -455,20 +502,24 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             itype, reason = _serving_type(kind, w, cat)
         assert itype is not None
         hourly = itype.price(w.region, sagemaker=True).usd_per_hour
+        rps = est.requests_per_second(itype, w.model.parameters_billion, classic=classic)
+        needed = max(1, math.ceil(inf.requests_per_second / rps))
         if kind == "realtime":
             lo, hi = section.min_instances, section.max_instances
         elif kind == "async":
             lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
         else:
             lo = hi = section.instance_count
-        out[kind] = InferencePlan(kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4),
-                                  reason, local_nvme=itype.local_nvme,
-                                  accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
-                                  schedule=getattr(section, "schedule", None),
-                                  invocations_per_instance=getattr(section, "invocations_per_instance", None))
-    if inf.serverless is not None:
-        s = inf.serverless
-        out["serverless"] = InferencePlan("serverless", None, 0, s.max_concurrency, 0.0, None,
-                                          "unpredictable traffic, cold starts tolerated, CPU only, scales to zero",
-                                          memory_mb=s.memory_mb, max_concurrency=s.max_concurrency)
-    return dict(sorted(out.items(), key=lambda kv: ("realtime", "serverless", "async", "batch").index(kv[0])))
+        out[kind] = InferencePlan(
+            kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4), reason,
+            local_nvme=itype.local_nvme, accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
+            schedule=getattr(section, "schedule", None),
+            invocations_per_instance=getattr(section, "invocations_per_instance", None),
+            why_kind=why_kind, requests_per_second_per_instance=round(rps, 2),
+            usd_per_million=round(est.usd_per_million(hourly, rps), 2), instances_needed_at_peak=needed,
+            data_capture_percent=getattr(section, "data_capture_percent", 0),
+            max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
+            max_payload_mb=getattr(section, "max_payload_mb", None),
+            max_concurrent_transforms=getattr(section, "max_concurrent_transforms", None),
+        )
+    return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))

@@ -7,6 +7,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from . import estimates as est
 from .catalog import Catalog
 from .planner import Plan
 
@@ -71,22 +72,34 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     console.print(table)
 
     table = Table(title="Inference", title_justify="left")
-    for col in ("kind", "instance", "min-max", "$/h at min", "$/h at max", "why"):
+    for col in ("kind", "instance", "min-max", "$/h at min", "$/h at max", "$ per million requests", "why"):
         table.add_column(col)
+    peak = p.workload.inference.requests_per_second
     for ip in p.inference.values():
+        why = f"{ip.why_kind}; {ip.reason}"
         if ip.kind == "serverless":
+            per_million = f"{money(ip.usd_per_million)} at {p.workload.inference.processing_seconds:g} s/request"
             table.add_row(ip.kind, f"{ip.memory_mb} MB", f"0-{ip.max_concurrency} concurrent", "$0", "per GB-second",
-                          ip.reason)
-        else:
-            extra = f" ({ip.schedule})" if ip.schedule else ""
-            table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
-                          money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), ip.reason + extra)
+                          per_million, why)
+            continue
+        per_million = f"{money(ip.usd_per_million)} at {ip.requests_per_second_per_instance:,.1f} req/s/instance"
+        if ip.instances_needed_at_peak and ip.instances_needed_at_peak > ip.max_instances and ip.kind == "realtime":
+            why += f"; note: {peak:g} req/s at peak needs {ip.instances_needed_at_peak} instances"
+        if ip.schedule:
+            why += f" ({ip.schedule})"
+        table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
+                      money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     console.print(table)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:
         console.print(f"  - {a}")
     for c in p.calibration:
         console.print(f"  - {c}")
+    if p.inference:
+        console.print(f"  - serving throughput: {est.SERVE_TOKENS_PER_REQUEST}-token requests at "
+                      f"{est.SERVE_UTILISATION:.0%} of accelerator peak; CPU {est.CPU_GFLOPS_PER_VCPU} GFLOPS/vCPU; "
+                      f"classic ML {est.CLASSIC_MS_PER_REQUEST} ms per prediction per vCPU; serverless "
+                      f"${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
 
 
 def print_catalog(cat: Catalog, console: Console | None = None) -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
+Traffic = Literal["steady", "spiky", "rare", "periodic"]
 
 CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
@@ -69,6 +70,8 @@ class Realtime(_Frozen):
     max_instances: int = Field(default=2, ge=1, le=100)
     # Scaling target: invocations per instance per minute.
     invocations_per_instance: int = Field(default=100, ge=1, le=100_000)
+    # Share of requests and responses captured to S3 (0: off).
+    data_capture_percent: int = Field(default=0, ge=0, le=100)
 
     @model_validator(mode="after")
     def _max_at_least_min(self) -> "Realtime":
@@ -80,22 +83,46 @@ class Realtime(_Frozen):
 class Serverless(_Frozen):
     memory_mb: int = Field(default=2048, ge=1024, le=6144, multiple_of=1024)
     max_concurrency: int = Field(default=20, ge=1, le=200)
+    provisioned_concurrency: int | None = Field(default=None, ge=1, le=200)
+
+    @model_validator(mode="after")
+    def _provisioned_within_max(self) -> "Serverless":
+        if self.provisioned_concurrency and self.provisioned_concurrency > self.max_concurrency:
+            raise ValueError(f"provisioned_concurrency {self.provisioned_concurrency} exceeds max_concurrency "
+                             f"{self.max_concurrency}")
+        return self
 
 
 class Async(_Frozen):
     instance_type: str | None = None
     max_instances: int = Field(default=2, ge=1, le=100)
+    max_concurrent_invocations_per_instance: int = Field(default=4, ge=1, le=1000)
 
 
 class Batch(_Frozen):
     instance_type: str | None = None
     instance_count: int = Field(default=1, ge=1, le=100)
     schedule: str = Field(default="cron(0 2 * * ? *)", pattern=r"^(cron\(.+\)|rate\(.+\))$")
+    max_payload_mb: int = Field(default=6, ge=1, le=100)
+    max_concurrent_transforms: int = Field(default=1, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _payload_times_concurrency(self) -> "Batch":
+        if self.max_payload_mb * self.max_concurrent_transforms > 100:
+            raise ValueError(f"max_concurrent_transforms x max_payload_mb = "
+                             f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds 100 MB")
+        return self
 
 
 class Inference(_Frozen):
     # The model artifact's key in the dataset bucket (upload it before deploying).
     model_data_key: str = Field(default="models/model.tar.gz", pattern=r"^[A-Za-z0-9._\-/]+\.tar\.gz$")
+    # What the traffic looks like; the planner picks the kinds from it when no kind is listed.
+    traffic: Traffic = "steady"
+    payload_mb: float = Field(default=0.1, gt=0, le=1024)  # a typical request
+    processing_seconds: float = Field(default=0.5, gt=0, le=3600)  # time to serve one request
+    latency_ms: int | None = Field(default=None, ge=1)  # p95 target; absent: not latency-sensitive
+    requests_per_second: float = Field(default=10, gt=0, le=1_000_000)  # at peak
     realtime: Realtime | None = None
     serverless: Serverless | None = None
     async_: Async | None = Field(default=None, alias="async")

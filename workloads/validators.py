@@ -149,6 +149,27 @@ def serverless_holds_the_model(w: Workload, cat: Catalog) -> None:
                           reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit in serverless memory")
 
 
+# SageMaker inference limits (SageMaker developer guide: real-time 6 MB / 60 s; serverless
+# 4 MB / 60 s; asynchronous 1 GB / 1 hour; batch transform 100 MB per request).
+LIMITS = {"realtime": (6, 60), "serverless": (4, 60), "async": (1024, 3600)}
+_ALTERNATIVE = {"realtime": "use async (up to 1 GB, 1 hour)", "serverless": "use real-time or async",
+                "async": "use batch transform for datasets"}
+
+
+def inference_limits(w: Workload, cat: Catalog) -> None:
+    inf = w.inference
+    for kind, section in (("realtime", inf.realtime), ("serverless", inf.serverless), ("async", inf.async_)):
+        if section is None:
+            continue
+        max_mb, max_s = LIMITS[kind]
+        if inf.payload_mb > max_mb:
+            raise ConfigError("inference.payload_mb", inf.payload_mb, f"at most {max_mb} MB for {kind}; {_ALTERNATIVE[kind]}",
+                              reason=f"over the {kind} payload limit")
+        if inf.processing_seconds > max_s:
+            raise ConfigError("inference.processing_seconds", inf.processing_seconds,
+                              f"at most {max_s} s for {kind}; {_ALTERNATIVE[kind]}", reason=f"over the {kind} time limit")
+
+
 RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     region_is_known,
     zone_is_in_region,
@@ -164,6 +185,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     scikit_learn_is_single_node,
     inference_types_are_known,
     serverless_holds_the_model,
+    inference_limits,
 )
 
 
