@@ -21,7 +21,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .lustre import LustreFileSystem
-from .nag import acknowledge, acknowledge_managed_policies, acknowledge_wildcards
+from .nag import acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
 from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
@@ -105,8 +105,7 @@ def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:
                                             "s3:Abort*", "kms:GenerateDataKey*", "kms:ReEncrypt*"),
                           resources=[bucket.arn_for_objects("*"), _assets_bucket_objects(stack)], reason=reason)
     acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
-    # aws-cdk-lib adds an explicit DependsOn on the handler's role next to the GetAtt.
-    handler.node.default_child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
 
 
 def _assets_bucket_objects(stack: Stack) -> str:

@@ -22,6 +22,11 @@ def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=rule, reason=reason))
 
 
+def ignore_cfn_lint(scope: IConstruct, rule: str, reason: str) -> None:
+    """Tell cfn-lint to skip one rule on the resource behind `scope` (reason kept in the template)."""
+    scope.node.default_child.add_metadata("cfn-lint", {"config": {"ignore_checks": [rule]}, "reason": reason})
+
+
 def acknowledge_wildcards(scope: IConstruct, *, actions: Sequence[str] = (), resources: Sequence[str] = (),
                           reason: str) -> None:
     """Acknowledge exactly these wildcard actions and resources (ARN tokens allowed) on `scope`."""

@@ -22,7 +22,7 @@ class Estate:
     network: NetworkStack
     data: DataStack
     train: TrainStack
-    inference: InferenceStack | None  # only when the plan has an endpoint to deploy
+    inference: InferenceStack | None  # only when the plan serves the model
 
     @property
     def stacks(self) -> tuple[cdk.Stack, ...]:
@@ -45,8 +45,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None) ->
                        bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, **common)
-    inference = None if "realtime" not in plan.inference else InferenceStack(
-        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", realtime=plan.inference["realtime"],
+    inference = None if not plan.inference else InferenceStack(
+        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", inference=plan.inference,
         framework=w.model.framework, model_data_key=w.inference.model_data_key,
         vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
         bucket=data.bucket, key=data.key, **common)

@@ -8,32 +8,83 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from constructs_lib.endpoints.async_endpoint import AsyncEndpoint
+from constructs_lib.endpoints.batch_transform import ScheduledBatchTransform
 from constructs_lib.endpoints.model import ServingModel
 from constructs_lib.endpoints.realtime import RealtimeEndpoint
+from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.images import serving_image
 from workloads.planner import InferencePlan
 
 from .base import EstateStack
 
+# Prefixes in the dataset bucket the endpoints read and write.
+CAPTURE_PREFIX = "inference/capture/"
+ASYNC_INPUT_PREFIX = "inference/async/input/"
+ASYNC_OUTPUT_PREFIX = "inference/async/output/"
+ASYNC_FAILURE_PREFIX = "inference/async/failure/"
+BATCH_INPUT_PREFIX = "inference/batch/input/"
+BATCH_OUTPUT_PREFIX = "inference/batch/output/"
+SERVERLESS_IMAGE_TYPE = "ml.m5.large"  # serverless runs on CPU: the framework's CPU image
+
 
 class InferenceStack(EstateStack):
-    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, realtime: InferencePlan,
-                 framework: str, model_data_key: str, vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
-                 bucket: s3.IBucket, key: kms.IKey, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
+                 inference: dict[str, InferencePlan], framework: str, model_data_key: str, vpc: ec2.IVpc,
+                 subnets: list[ec2.ISubnet], bucket: s3.IBucket, key: kms.IKey, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
-        assert realtime.instance_type and realtime.invocations_per_instance
-        image = serving_image(framework=framework, region=self.region, instance_type=realtime.instance_type,
-                              accelerator_kind=realtime.accelerator_kind)
-        model = ServingModel(self, "RealtimeModel", image_uri=image, bucket=bucket, model_data_key=model_data_key,
-                             vpc=vpc, subnets=subnets)
+        self._framework, self._bucket, self._key = framework, bucket, key
+        self._model_data_key, self._vpc, self._subnets = model_data_key, vpc, subnets
+        for kind, plan in inference.items():
+            getattr(self, f"_{kind}")(plan)
+
+    def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
+        image = serving_image(framework=self._framework, region=self.region,
+                              instance_type=plan.instance_type or SERVERLESS_IMAGE_TYPE,
+                              accelerator_kind=plan.accelerator_kind)
+        return ServingModel(self, construct_id, image_uri=image, bucket=self._bucket,
+                            model_data_key=self._model_data_key, vpc=self._vpc if in_vpc else None,
+                            subnets=self._subnets)
+
+    def _volume_key(self, plan: InferencePlan) -> kms.IKey | None:
+        # SageMaker refuses KmsKeyId on instance types with local NVMe storage.
+        return None if plan.local_nvme else self._key
+
+    def _uri(self, prefix: str) -> str:
+        return self._bucket.s3_url_for_object(prefix)
+
+    def _realtime(self, p: InferencePlan) -> None:
         endpoint = RealtimeEndpoint(
-            self, "Realtime", model_name=model.model_name, instance_type=realtime.instance_type,
-            min_instances=realtime.min_instances, max_instances=realtime.max_instances,
-            invocations_per_instance=realtime.invocations_per_instance,
-            # SageMaker refuses KmsKeyId on instance types with local NVMe storage.
-            kms_key=None if realtime.local_nvme else key,
-        )
+            self, "Realtime", model_name=self._model("RealtimeModel", p).model_name, instance_type=p.instance_type,
+            min_instances=p.min_instances, max_instances=p.max_instances,
+            invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p),
+            capture_percent=p.data_capture_percent, capture_uri=self._uri(CAPTURE_PREFIX))
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
-        cdk.CfnOutput(self, "RealtimeInstanceType", value=realtime.instance_type)
-        cdk.CfnOutput(self, "ModelDataKey", value=model_data_key,
+        cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
+        cdk.CfnOutput(self, "ModelDataKey", value=self._model_data_key,
                       description="The model artifact's key in DataStack.DatasetBucketName; upload it before deploying")
+
+    def _serverless(self, p: InferencePlan) -> None:
+        endpoint = ServerlessEndpoint(
+            self, "Serverless", model_name=self._model("ServerlessModel", p, in_vpc=False).model_name, memory_mb=p.memory_mb,
+            max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency)
+        cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)
+
+    def _async(self, p: InferencePlan) -> None:
+        endpoint = AsyncEndpoint(
+            self, "Async", model_name=self._model("AsyncModel", p).model_name, instance_type=p.instance_type,
+            max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
+            output_uri=self._uri(ASYNC_OUTPUT_PREFIX), failure_uri=self._uri(ASYNC_FAILURE_PREFIX),
+            key=self._key, volume_key=self._volume_key(p))
+        cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
+        cdk.CfnOutput(self, "AsyncInputPrefix", value=ASYNC_INPUT_PREFIX)
+
+    def _batch(self, p: InferencePlan) -> None:
+        model = self._model("BatchModel", p)
+        batch = ScheduledBatchTransform(
+            self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
+            instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
+            max_concurrent_transforms=p.max_concurrent_transforms, input_uri=self._uri(BATCH_INPUT_PREFIX),
+            output_uri=self._uri(BATCH_OUTPUT_PREFIX), schedule=p.schedule, key=self._key,
+            volume_key=self._volume_key(p))
+        cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)

@@ -12,7 +12,8 @@ KNOWN_SKIPPED = {"AWS::S3::BucketPolicy", "AWS::EC2::SecurityGroupEgress", "AWS:
                  "AWS::ImageBuilder::InfrastructureConfiguration", "AWS::PCS::ComputeNodeGroup", "AWS::ApplicationAutoScaling::ScalableTarget",
                  "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::EC2::PlacementGroup", "AWS::FSx::FileSystem",
                  "AWS::FSx::DataRepositoryAssociation", "AWS::PCS::Cluster", "AWS::PCS::ComputeNodeGroup",
-                 "AWS::PCS::Queue"}
+                 "AWS::PCS::Queue", "AWS::CloudWatch::Alarm", "AWS::SNS::TopicPolicy", "AWS::Scheduler::Schedule",
+                 "AWS::SageMaker::Cluster", "Custom::CDKBucketDeployment"}
 
 
 def test_emulator_refuses_a_real_endpoint():

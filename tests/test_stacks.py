@@ -114,39 +114,47 @@ def test_training_role_is_confined_to_its_prefixes(synth):
     assert suffixes == {"/datasets/*", "/checkpoints/*", "/output/*"}
 
 
+def _one(s, rtype: str, prefix: str) -> dict:
+    found = [v for k, v in s.resources("InferenceStack", rtype).items() if k.startswith(prefix)]
+    assert len(found) == 1, (rtype, prefix, sorted(s.resources("InferenceStack", rtype)))
+    return found[0]["Properties"]
+
+
 def test_realtime_endpoint_matches_the_plan(synth):
     s = synth("huge")
-    model = s.one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
     assert model["EnableNetworkIsolation"] is True and model["VpcConfig"]["Subnets"]
     assert "-inf2-" in model["PrimaryContainer"]["Image"] and "us-west-2" in model["PrimaryContainer"]["Image"]
-    config = s.one("InferenceStack", "AWS::SageMaker::EndpointConfig")["Properties"]
+    config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     variant = config["ProductionVariants"][0]
     assert variant["InstanceType"] == "ml.inf2.24xlarge" and variant["InitialInstanceCount"] == 1
     assert "KmsKeyId" in config  # inf2 has no local NVMe
-    target = s.one("InferenceStack", "AWS::ApplicationAutoScaling::ScalableTarget")["Properties"]
+    target = _one(s, "AWS::ApplicationAutoScaling::ScalableTarget", "RealtimeScaling")
     assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
-    policy = s.one("InferenceStack", "AWS::ApplicationAutoScaling::ScalingPolicy")["Properties"]
+    policy = _one(s, "AWS::ApplicationAutoScaling::ScalingPolicy", "RealtimeScaling")
     spec = policy["TargetTrackingScalingPolicyConfiguration"]
     assert spec["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
 
 
 def test_no_kms_key_on_local_nvme_instances(synth):
     s = synth("huge", {"inference.realtime.instance_type": "ml.g5.xlarge"})
-    config = s.one("InferenceStack", "AWS::SageMaker::EndpointConfig")["Properties"]
+    config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
     assert "KmsKeyId" not in config
-    model = s.one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
     assert "pytorch-inference" in model["PrimaryContainer"]["Image"] and "gpu" in model["PrimaryContainer"]["Image"]
 
 
 def test_classic_ml_serves_from_its_framework_image(synth):
-    model = synth("small").one("InferenceStack", "AWS::SageMaker::Model")["Properties"]
+    model = _one(synth("small"), "AWS::SageMaker::Model", "RealtimeModel")
     assert "sagemaker-xgboost" in model["PrimaryContainer"]["Image"] and "us-east-1" in model["PrimaryContainer"]["Image"]
 
 
-def test_no_realtime_section_means_no_inference_stack(synth):
+def test_only_the_planned_kinds_are_deployed(synth):
     s = synth("small", {"inference.realtime": "null"})
-    assert "InferenceStack" not in s.templates and {"NetworkStack", "DataStack", "TrainStack"} <= set(s.templates)
+    configs = set(s.resources("InferenceStack", "AWS::SageMaker::EndpointConfig"))
+    assert any(k.startswith("ServerlessConfig") for k in configs)
+    assert not any(k.startswith("RealtimeConfig") for k in configs)
 
 
 def test_workload_tag_on_taggable_resources(synth):

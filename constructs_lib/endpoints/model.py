@@ -8,13 +8,15 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..nag import acknowledge_wildcards
+from ..nag import acknowledge, acknowledge_wildcards
 from ..sagemaker_access import allow_sagemaker_basics
 
 
 class ServingModel(Construct):
+    """`vpc` None is for serverless endpoints, which support neither VPC config nor network isolation."""
+
     def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, bucket: s3.IBucket,
-                 model_data_key: str, vpc: ec2.IVpc, subnets: list[ec2.ISubnet]) -> None:
+                 model_data_key: str, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet]) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="SageMaker model: reads its artifact and pulls its container")
@@ -22,20 +24,27 @@ class ServingModel(Construct):
         allow_sagemaker_basics(self.role)
         acknowledge_wildcards(self.role, actions=("s3:GetObject*", "s3:GetBucket*", "s3:List*"),
                               reason="CDK's read action groups, confined to the one model artifact object.")
-        # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
-        self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
-                                                description="SageMaker model containers: HTTPS out only")
-        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
+        vpc_config = None
+        if vpc is not None:
+            # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
+            self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
+                                                    description="SageMaker model containers: HTTPS out only")
+            self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
+            vpc_config = sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[self.security_group.security_group_id], subnets=[s.subnet_id for s in subnets])
         self.model = sagemaker.CfnModel(
             self, "Model",
             execution_role_arn=self.role.role_arn,
-            enable_network_isolation=True,
+            enable_network_isolation=vpc is not None,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=image_uri, model_data_url=bucket.s3_url_for_object(model_data_key)),
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                security_group_ids=[self.security_group.security_group_id],
-                subnets=[s.subnet_id for s in subnets]),
+            vpc_config=vpc_config,
         )
+        if vpc is None:
+            reason = "Serverless Inference supports neither VPC configuration nor network isolation (SageMaker " \
+                     "serverless feature exclusions); this model serves only the serverless endpoint."
+            acknowledge(self.model, "AwsSolutions-SM1", reason)
+            acknowledge(self.model, "AwsSolutions-SM3", reason)
         # SageMaker checks the role's permissions when the model is created.
         self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
         self.model_name = self.model.attr_model_name

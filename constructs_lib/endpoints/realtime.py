@@ -17,7 +17,7 @@ class RealtimeEndpoint(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, instance_type: str,
                  min_instances: int, max_instances: int, invocations_per_instance: int,
-                 kms_key: kms.IKey | None) -> None:
+                 kms_key: kms.IKey | None, capture_percent: int = 0, capture_uri: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config",
@@ -25,6 +25,11 @@ class RealtimeEndpoint(Construct):
             production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                 variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
                 initial_instance_count=min_instances, initial_variant_weight=1.0)],
+            data_capture_config=sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
+                enable_capture=True, initial_sampling_percentage=capture_percent, destination_s3_uri=capture_uri,
+                kms_key_id=kms_key.key_arn if kms_key else None,
+                capture_options=[sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode=m)
+                                 for m in ("Input", "Output")]) if capture_percent else None,
         )
         if kms_key is None:
             acknowledge(self.config, "AwsSolutions-SM2",

@@ -1,0 +1,75 @@
+"""An asynchronous endpoint: requests queue in S3, results and failures land in S3 with SNS
+notices, and it scales to zero (SageMaker developer guide, "Autoscale an asynchronous endpoint"):
+
+- target tracking on ApproximateBacklogSizePerInstance keeps the queue short per instance;
+- a step policy on HasBacklogWithoutCapacity starts the first instance when requests arrive
+  while none runs (target tracking alone never scales out from zero).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from ..nag import acknowledge
+
+VARIANT = "AllTraffic"
+BACKLOG_PER_INSTANCE = 5  # queued requests per instance the scaling aims for
+
+
+class AsyncEndpoint(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, instance_type: str,
+                 max_instances: int, max_concurrent_invocations: int, output_uri: str, failure_uri: str,
+                 key: kms.IKey, volume_key: kms.IKey | None) -> None:
+        super().__init__(scope, construct_id)
+        # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
+        self.success_topic = sns.Topic(self, "Success", master_key=key, enforce_ssl=True)
+        self.error_topic = sns.Topic(self, "Error", master_key=key, enforce_ssl=True)
+        C = sagemaker.CfnEndpointConfig
+        self.config = C(
+            self, "Config",
+            kms_key_id=volume_key.key_arn if volume_key else None,
+            production_variants=[C.ProductionVariantProperty(
+                variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
+                initial_instance_count=1, initial_variant_weight=1.0)],
+            async_inference_config=C.AsyncInferenceConfigProperty(
+                client_config=C.AsyncInferenceClientConfigProperty(
+                    max_concurrent_invocations_per_instance=max_concurrent_invocations),
+                output_config=C.AsyncInferenceOutputConfigProperty(
+                    s3_output_path=output_uri, s3_failure_path=failure_uri, kms_key_id=key.key_arn,
+                    notification_config=C.AsyncInferenceNotificationConfigProperty(
+                        success_topic=self.success_topic.topic_arn, error_topic=self.error_topic.topic_arn))),
+        )
+        if volume_key is None:
+            acknowledge(self.config, "AwsSolutions-SM2",
+                        f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
+                        "module and for which it refuses KmsKeyId. Outputs are still KMS-encrypted in S3.")
+        self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
+        self.endpoint_name = self.endpoint.attr_endpoint_name
+
+        target = appscaling.ScalableTarget(
+            self, "Scaling", service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount", min_capacity=0, max_capacity=max_instances,
+        )
+        dimensions = {"EndpointName": self.endpoint_name}
+        target.scale_to_track_metric(
+            "Backlog", target_value=BACKLOG_PER_INSTANCE,
+            custom_metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="ApproximateBacklogSizePerInstance",
+                                            dimensions_map=dimensions, statistic="Average", period=Duration.minutes(1)),
+            scale_in_cooldown=Duration.minutes(10), scale_out_cooldown=Duration.minutes(2),
+        )
+        target.scale_on_metric(
+            "WakeFromZero",
+            metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="HasBacklogWithoutCapacity",
+                                     dimensions_map=dimensions, statistic="Average", period=Duration.minutes(1)),
+            scaling_steps=[appscaling.ScalingInterval(upper=0.5, change=0),
+                           appscaling.ScalingInterval(lower=0.5, change=1)],
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY, cooldown=Duration.minutes(2),
+            evaluation_periods=1,
+        )

@@ -1,0 +1,65 @@
+"""Batch transform on a schedule. Transform jobs have no CloudFormation resource, so a Step
+Functions state machine runs one to completion (.sync) under a unique job name per execution,
+and an EventBridge Scheduler schedule starts the state machine."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Size, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from ..nag import acknowledge_wildcards, ignore_cfn_lint
+
+JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is unique per state machine
+
+
+class ScheduledBatchTransform(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
+                 instance_type: str,
+                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, input_uri: str,
+                 output_uri: str, schedule: str, key: kms.IKey, volume_key: kms.IKey | None) -> None:
+        super().__init__(scope, construct_id)
+        transform = tasks.SageMakerCreateTransformJob(
+            self, "Transform",
+            transform_job_name=sfn.JsonPath.format("{}-{}", JOB_PREFIX, sfn.JsonPath.string_at("$$.Execution.Name")),
+            model_name=model_name,
+            role=model_role,  # otherwise the task makes a role with AmazonSageMakerFullAccess
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            transform_input=tasks.TransformInput(transform_data_source=tasks.TransformDataSource(
+                s3_data_source=tasks.TransformS3DataSource(s3_uri=input_uri, s3_data_type=tasks.S3DataType.S3_PREFIX))),
+            transform_output=tasks.TransformOutput(s3_output_path=output_uri, encryption_key=key),
+            transform_resources=tasks.TransformResources(
+                instance_count=instance_count, instance_type=ec2.InstanceType(instance_type.removeprefix("ml.")),
+                volume_encryption_key=volume_key),
+            max_payload=Size.mebibytes(max_payload_mb),
+            max_concurrent_transforms=max_concurrent_transforms,
+            batch_strategy=tasks.BatchStrategy.MULTI_RECORD,
+        )
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
+        self.state_machine = sfn.StateMachine(
+            self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(transform),
+            timeout=Duration.hours(24), tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL),
+        )
+        ignore_cfn_lint(self.state_machine, "W3005", "aws-cdk-lib adds a DependsOn on the role next to the GetAtt")
+        stack = Stack.of(self)
+        acknowledge_wildcards(self.state_machine.role, resources=[
+            stack.format_arn(service="sagemaker", resource="transform-job", resource_name="*"), "*"], reason=(
+            "Transform job names are made per execution (batch-<execution name>), so the job ARN is a prefix "
+            "wildcard in this account and region; the '*' statements are CloudWatch Logs delivery, X-Ray and "
+            "sagemaker:ListTags, which Step Functions needs for logging and tracing and which take no resource ARN."))
+        self.schedule_role = iam.Role(self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+                                      description="Starts the batch transform state machine on its schedule")
+        self.state_machine.grant_start_execution(self.schedule_role)
+        self.schedule = scheduler.CfnSchedule(
+            self, "Schedule", schedule_expression=schedule,
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+            target=scheduler.CfnSchedule.TargetProperty(arn=self.state_machine.state_machine_arn,
+                                                        role_arn=self.schedule_role.role_arn, input="{}"),
+        )
