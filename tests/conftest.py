@@ -106,6 +106,8 @@ VARIANTS = {
                                      "training.capacity_block": "true"}),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
     "huge-hyperpod": ("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"}),
+    "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
+                                  "inference.serverless.provisioned_concurrency": "2"}),
 }
 
 

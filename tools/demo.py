@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from workloads import ConfigError, load, plan
+from workloads.invoke import INVOCABLE, default_kind, invoke
 from workloads.report import print_plan
 
 from .emulator import ROOT, NotLocalError, deployed_resources, running
@@ -41,6 +42,7 @@ def main() -> int:
             emulator.bootstrap(quiet=True)
             emulator.deploy("-c", f"workload={workload}")
             reports = deployed_resources(emulator, ROOT / "cdk.out")
+            answer = _one_call(emulator, the_plan)
     except NotLocalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -49,9 +51,22 @@ def main() -> int:
               file=sys.stderr)
         return 1
     _print_reports(console, reports)
+    if answer is not None:
+        console.print(f"\n[bold]One call[/bold] (python -m workloads invoke {workload} --kind {answer.kind}): "
+                      f"{answer.endpoint} answered {answer.body.decode(errors='replace')[:200]} "
+                      "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
     console.print(f"\nDeployed {len(reports)} stacks to the emulator in {time.perf_counter() - started:.0f} s; "
                   "the emulator has been stopped. For a real account: cdk deploy TrainStack -c workload=" + workload)
     return 0
+
+
+def _one_call(emulator, the_plan):
+    """Send one request the way `python -m workloads invoke` does, to the emulator."""
+    os.environ.update({k: v for k, v in emulator.env().items() if k.startswith("AWS_")})
+    if not any(k in the_plan.inference for k in INVOCABLE):
+        return None
+    return invoke(the_plan, kind=default_kind(the_plan), body=b'{"inputs": "hello"}', content_type="application/json",
+                  timeout_s=30, poll_s=0.5)
 
 
 def _print_reports(console: Console, reports) -> None:

@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--output", default="processed/", help="output prefix in the dataset bucket")
     pp.add_argument("--instance-type", default="ml.m5.xlarge")
     pp.add_argument("--instance-count", type=int, default=4)
+    ip = job_parser("invoke", "send one request to a deployed real-time, serverless or async endpoint")
+    ip.add_argument("--kind", choices=("realtime", "serverless", "async"), help="default: the first the plan has")
+    body = ip.add_mutually_exclusive_group()
+    body.add_argument("--data", default='{"inputs": "hello"}', help="request body (default: a small JSON)")
+    body.add_argument("--body", help="file with the request body")
+    ip.add_argument("--content-type", default="application/json")
+    ip.add_argument("--timeout", type=float, default=600, help="seconds to wait for an async result")
     return parser
 
 
@@ -69,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         result = plan(load(args.workload, parse_overrides(args.context)))
         if args.command in ("submit", "process"):
             return _run_job(args, result)
+        if args.command == "invoke":
+            return _invoke(args, result)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -110,3 +119,29 @@ def _show(result: Plan, *, as_json: bool) -> None:
         return
     from .report import print_plan
     print_plan(result)
+
+
+def _invoke(args: argparse.Namespace, result: Plan) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .invoke import default_kind, invoke
+    from .jobs import EstateNotDeployed
+
+    try:
+        body = open(args.body, "rb").read() if args.body else args.data.encode()
+    except OSError as exc:
+        raise ConfigError("--body", args.body, "a readable file", reason=type(exc).__name__) from None
+    try:
+        kind = args.kind or default_kind(result)
+        answer = invoke(result, kind=kind, body=body, content_type=args.content_type, stage=args.stage,
+                        timeout_s=args.timeout)
+    except (EstateNotDeployed, TimeoutError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (BotoCoreError, ClientError) as exc:
+        print(f"error: AWS refused the request: {exc}", file=sys.stderr)
+        return 1
+    where = f" (from {answer.location})" if answer.location else ""
+    print(f"{answer.kind} endpoint {answer.endpoint}{where}:")
+    print(answer.body.decode(errors="replace"))
+    return 0

@@ -51,15 +51,15 @@ def stack_name(stage: str, stack: str) -> str:
     return f"{stage}-{stack}" if stage else stack
 
 
-def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
-    """The deployed stacks' outputs, read with CloudFormation DescribeStacks."""
+def stack_outputs(plan: Plan, stacks: tuple[str, ...], *, stage: str = "", cloudformation=None) -> dict[str, str]:
+    """The outputs of deployed stacks, read with CloudFormation DescribeStacks."""
     import boto3
     from botocore.exceptions import ClientError
 
     region = plan.workload.region
     cf = cloudformation or boto3.client("cloudformation", region_name=region)
     outputs: dict[str, str] = {}
-    for stack in ("NetworkStack", "DataStack", "TrainStack"):
+    for stack in stacks:
         name = stack_name(stage, stack)
         try:
             described = cf.describe_stacks(StackName=name)["Stacks"][0]
@@ -67,9 +67,16 @@ def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
             raise EstateNotDeployed(f"stack {name} is not deployed in {region}; run: cdk deploy {name} "
                                     f"-c workload={plan.workload.name}") from None
         outputs.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
+    return outputs
+
+
+def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
+    """What a job runs in: the Network, Data and Train stacks' outputs."""
+    outputs = stack_outputs(plan, ("NetworkStack", "DataStack", "TrainStack"), stage=stage,
+                            cloudformation=cloudformation)
     mount = outputs.get("FsxMount", "")
     return Estate(
-        region=region, role_arn=outputs["TrainingRoleArn"], bucket=outputs["DatasetBucketName"],
+        region=plan.workload.region, role_arn=outputs["TrainingRoleArn"], bucket=outputs["DatasetBucketName"],
         subnets=(outputs["PrivateSubnetId"],), security_groups=(outputs["ClusterSecurityGroupId"],),
         fsx_file_system_id=outputs.get("FsxFileSystemId"), fsx_mount_name=mount.rsplit(":/", 1)[-1] or None,
         home_file_system_id=outputs.get("SharedHomeFileSystemId"),
