@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 WORKLOAD ?= huge
+TEAM ?=
 
 # Our Node.js (inside the venv) and the pinned CDK CLI come first; the system Node 20 is end of life.
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
@@ -32,7 +33,7 @@ node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	@touch $@
 
 demo: setup
-	@WORKLOAD=$(WORKLOAD) $(PY) -m tools.demo
+	@WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 test: setup
 	@$(PY) -m pytest

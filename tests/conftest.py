@@ -65,7 +65,7 @@ def synthesize(outroot: Path, workload: str, overrides: dict[str, str] | None = 
 
     outdir = outroot / ("-".join([workload, *(f"{k}={v}" for k, v in key[1])]).replace("/", "_"))
     app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "workload": workload, **(overrides or {})})
-    estate = build_from_context(app)
+    estate = build_from_context(app)[0]
     assembly = app.synth()
     templates = {s.stack_name: assembly.get_stack_by_name(s.stack_name).template for s in estate.stacks}
     report_path = outdir / "validation-report.json"
@@ -115,3 +115,45 @@ VARIANTS = {
 def variant_synth(request, synth) -> tuple[str, Synth]:
     workload, overrides = VARIANTS[request.param]
     return request.param, synth(workload, overrides)
+
+
+TEAMS_FILE = ROOT / "config" / "teams.yaml"
+
+
+@dataclass(frozen=True)
+class TeamsSynth:
+    """The example teams file synthesized once: templates by team, then stack id."""
+
+    outdir: Path
+    templates: dict[str, dict[str, dict]]
+    artifacts: dict[str, dict[str, dict]]
+    paths: dict[str, dict[str, Path]]
+
+
+@pytest.fixture(scope="session")
+def teams_synth(synth_root) -> TeamsSynth:
+    import aws_cdk as cdk
+
+    from stacks.estate import build_from_context
+
+    outdir = synth_root / "teams"
+    app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "teams": str(TEAMS_FILE)})
+    build_from_context(app)
+    app.synth()  # cdk-nag runs here: a finding fails the synthesis
+    templates, artifacts, paths = {}, {}, {}
+    top = json.loads((outdir / "manifest.json").read_text())
+    for art in top["artifacts"].values():
+        if art["type"] != "cdk:cloud-assembly":
+            continue
+        nested = outdir / art["properties"]["directoryName"]
+        manifest = json.loads((nested / "manifest.json").read_text())
+        team = art["properties"]["directoryName"].removeprefix("assembly-")
+        for stack in manifest["artifacts"].values():
+            if stack["type"] != "aws:cloudformation:stack":
+                continue
+            sid = stack["displayName"].split("/")[-1]
+            path = nested / stack["properties"]["templateFile"]
+            templates.setdefault(team, {})[sid] = json.loads(path.read_text())
+            artifacts.setdefault(team, {})[sid] = stack
+            paths.setdefault(team, {})[sid] = path
+    return TeamsSynth(outdir, templates, artifacts, paths)

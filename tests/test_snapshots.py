@@ -39,3 +39,9 @@ def test_template_snapshot(synth, snapshot_json, preset, stack):
 def test_hyperpod_train_stack_snapshot(synth, snapshot_json):
     s = synth("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"})
     assert _mask(s.templates["TrainStack"]) == snapshot_json
+
+
+@pytest.mark.parametrize("stack", ["GuardrailsStack", *STACKS])
+@pytest.mark.parametrize("team", ["vision", "language", "tabular"])
+def test_team_template_snapshot(teams_synth, snapshot_json, team, stack):
+    assert _mask(teams_synth.templates[team][stack]) == snapshot_json

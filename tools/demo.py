@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from workloads import ConfigError, load, plan
+from workloads.teams import load_teams
 from workloads.invoke import INVOCABLE, default_kind, invoke
 from workloads.report import print_plan
 
@@ -28,8 +29,15 @@ from .emulator import ROOT, NotLocalError, deployed_resources, running
 def main() -> int:
     console = Console(width=150) if not sys.stdout.isatty() else Console()
     workload = os.environ.get("WORKLOAD") or "huge"
+    team = os.environ.get("TEAM") or None
+    teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
     try:
-        the_plan = plan(load(workload))
+        if team:
+            the_plan = load_teams(teams_file, only=team)[0].plan
+            app_args, stacks = ["-c", f"teams={teams_file}", "-c", f"team={team}"], f"{team}/*"
+        else:
+            the_plan = plan(load(workload))
+            app_args, stacks = ["-c", f"workload={workload}"], "--all"
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -40,9 +48,9 @@ def main() -> int:
         with running(region) as emulator:
             console.print(f"\n[bold]Local AWS emulator[/bold] at {emulator.endpoint} ({region}); bootstrapping...")
             emulator.bootstrap(quiet=True)
-            emulator.deploy("-c", f"workload={workload}")
+            emulator.deploy(*app_args, stacks=stacks)
             reports = deployed_resources(emulator, ROOT / "cdk.out")
-            answer = _one_call(emulator, the_plan)
+            answer = _one_call(emulator, the_plan, stage=team or "")
     except NotLocalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -52,21 +60,22 @@ def main() -> int:
         return 1
     _print_reports(console, reports)
     if answer is not None:
-        console.print(f"\n[bold]One call[/bold] (python -m workloads invoke {workload} --kind {answer.kind}): "
-                      f"{answer.endpoint} answered {answer.body.decode(errors='replace')[:200]} "
+        console.print(f"\n[bold]One call[/bold], as `python -m workloads invoke` makes it, to the {answer.kind} endpoint "
+                      f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]} "
                       "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
+    real = f"cdk deploy '{team}/*' -c teams={teams_file}" if team else f"cdk deploy TrainStack -c workload={workload}"
     console.print(f"\nDeployed {len(reports)} stacks to the emulator in {time.perf_counter() - started:.0f} s; "
-                  "the emulator has been stopped. For a real account: cdk deploy TrainStack -c workload=" + workload)
+                  f"the emulator has been stopped. For a real account: {real}")
     return 0
 
 
-def _one_call(emulator, the_plan):
+def _one_call(emulator, the_plan, *, stage: str):
     """Send one request the way `python -m workloads invoke` does, to the emulator."""
     os.environ.update({k: v for k, v in emulator.env().items() if k.startswith("AWS_")})
     if not any(k in the_plan.inference for k in INVOCABLE):
         return None
     return invoke(the_plan, kind=default_kind(the_plan), body=b'{"inputs": "hello"}', content_type="application/json",
-                  timeout_s=30, poll_s=0.5)
+                  stage=stage, timeout_s=30, poll_s=0.5)
 
 
 def _print_reports(console: Console, reports) -> None:

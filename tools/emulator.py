@@ -177,9 +177,9 @@ class Emulator:
     def bootstrap(self, *, quiet: bool = False) -> None:
         self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet)
 
-    def deploy(self, *app_args: str, quiet: bool = False) -> None:
+    def deploy(self, *app_args: str, stacks: str = "--all", quiet: bool = False) -> None:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
-        self.cdk("deploy", "--all", "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+        self.cdk("deploy", stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
 
 
 @contextmanager
@@ -220,11 +220,18 @@ def deployed_resources(emulator: Emulator, assembly: Path) -> list[StackReport]:
     manifest = json.loads((assembly / "manifest.json").read_text())
     reports = []
     for artifact_id, artifact in manifest["artifacts"].items():
+        if artifact["type"] == "cdk:cloud-assembly":  # a Stage (one team): its stacks live in a nested assembly
+            nested = assembly / artifact["properties"]["directoryName"]
+            reports += [r for r in deployed_resources(emulator, nested) if r.status != "NOT_DEPLOYED"]
+            continue
         if artifact["type"] != "aws:cloudformation:stack":
             continue
         name = artifact.get("displayName") or artifact_id
         stack_name = artifact["properties"].get("stackName", artifact_id)
         template = json.loads((assembly / artifact["properties"]["templateFile"]).read_text())
+        if not any(s["StackName"] == stack_name for s in cf.list_stacks()["StackSummaries"]):
+            reports.append(StackReport(name, "NOT_DEPLOYED", {}, {}, {}))
+            continue
         wanted = {lid: r["Type"] for lid, r in template.get("Resources", {}).items() if r["Type"] != "AWS::CDK::Metadata"}
         created = {}
         for page in cf.get_paginator("list_stack_resources").paginate(StackName=stack_name):

@@ -1,0 +1,28 @@
+"""One team's stamped estate: TEAM/NetworkStack, TEAM/DataStack, ... and TEAM/GuardrailsStack."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from workloads.teams import StampedTeam
+
+from .estate import Estate, build_estate
+from .guardrails_stack import GuardrailsStack
+
+
+class TeamStage(cdk.Stage):
+    def __init__(self, scope: Construct, *, stamped: StampedTeam) -> None:
+        team, plan = stamped.team, stamped.plan
+        super().__init__(scope, team.name, env=cdk.Environment(account=team.account, region=team.region))
+        prod = team.stage == "prod"
+        self.guardrails = GuardrailsStack(self, "GuardrailsStack", team=team, termination_protection=prod,
+                                          env=cdk.Environment(account=team.account, region=team.region),
+                                          description=f"Guardrails and budget of team {team.name}")
+        self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod)
+        # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
+        iam.PermissionsBoundary.of(self).apply(self.guardrails.guardrails.boundary)
+        for key, value in (("team", team.name), ("cost-center", team.cost_center),
+                           ("workload", plan.workload.name), ("stage", team.stage)):
+            cdk.Tags.of(self).add(key, value)

@@ -1,0 +1,197 @@
+"""Issue 6: one stamped estate per team, tags, guardrails, budgets, validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from cfnlint.api import lint_file
+from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+from workloads import ConfigError
+from workloads.teams import load_teams
+
+from .conftest import ROOT, TEAMS_FILE
+from .test_quality import LINT_CONFIG
+
+TEAMS = yaml.safe_load(TEAMS_FILE.read_text())["teams"]
+STACK_IDS = {"GuardrailsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack"}
+
+
+def test_one_stage_per_team_with_prefixed_stacks(teams_synth):
+    assert set(teams_synth.templates) == {t["name"] for t in TEAMS}
+    for team, stacks in teams_synth.artifacts.items():
+        assert set(stacks) == STACK_IDS
+        for sid, artifact in stacks.items():
+            assert artifact["displayName"] == f"{team}/{sid}"  # cdk deploy 'team/*'
+            assert artifact["properties"]["stackName"] == f"{team}-{sid}"
+
+
+def test_teams_deploy_to_their_own_account_and_region(teams_synth):
+    for t in TEAMS:
+        for artifact in teams_synth.artifacts[t["name"]].values():
+            assert artifact["environment"] == f"aws://{t.get('account', 'unknown-account')}/{t['region']}"
+
+
+def _taggable(rtype: str, region: str) -> bool:
+    try:
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, rtype).schema
+    except Exception:
+        return False
+    return "Tags" in schema.get("properties", {})
+
+
+def _tag_map(tags) -> dict:
+    if isinstance(tags, dict):  # some types take a plain map
+        return tags
+    return {t.get("Key", t.get("key")): t.get("Value", t.get("value")) for t in tags}
+
+
+def test_every_taggable_resource_carries_the_cost_tags(teams_synth):
+    for t in TEAMS:
+        expected = {"team": t["name"], "cost-center": t["cost_center"], "stage": t["stage"]}
+        for sid, template in teams_synth.templates[t["name"]].items():
+            for lid, res in template["Resources"].items():
+                if res["Type"].startswith("Custom::") or not _taggable(res["Type"], t["region"]):
+                    continue
+                tags = _tag_map(res.get("Properties", {}).get("Tags", []))
+                missing = {k: v for k, v in expected.items() if tags.get(k) != v}
+                assert not missing and tags.get("workload"), f"{t['name']}/{sid} {lid} ({res['Type']}) lacks {missing}"
+
+
+def test_every_role_has_the_team_boundary(teams_synth):
+    for team, stacks in teams_synth.templates.items():
+        for sid, template in stacks.items():
+            for lid, res in template["Resources"].items():
+                if res["Type"] == "AWS::IAM::Role":
+                    boundary = json.dumps(res["Properties"].get("PermissionsBoundary"))
+                    assert "GuardrailsBoundary" in boundary, f"{team}/{sid} {lid} has no boundary"
+
+
+def _guardrail(teams_synth, team: str, prefix: str) -> dict:
+    res = teams_synth.templates[team]["GuardrailsStack"]["Resources"]
+    return next(v["Properties"] for k, v in res.items() if k.startswith(prefix))
+
+
+def test_users_may_create_only_allowed_instance_types_with_the_team_tag(teams_synth):
+    for t in TEAMS:
+        statements = _guardrail(teams_synth, t["name"], "GuardrailsMlUsers")["PolicyDocument"]["Statement"]
+        create = next(s for s in statements if s["Sid"] == "CreateOnAllowedInstanceTypes")
+        assert "sagemaker:CreateTrainingJob" in create["Action"] and "sagemaker:CreateEndpointConfig" in create["Action"]
+        assert create["Condition"]["ForAllValues:StringLike"]["sagemaker:InstanceTypes"] == \
+            [f"ml.{f}.*" for f in t["allowed_instance_families"]]
+        assert create["Condition"]["Null"] == {"sagemaker:InstanceTypes": "false"}
+        assert create["Condition"]["StringEquals"] == {"aws:RequestTag/team": t["name"]}
+
+
+def test_boundary_denies_iam_changes_and_other_instance_types(teams_synth):
+    statements = _guardrail(teams_synth, "vision", "GuardrailsBoundary")["PolicyDocument"]["Statement"]
+    by_sid = {s["Sid"]: s for s in statements}
+    assert by_sid["NoIamChanges"]["Effect"] == "Deny"
+    assert by_sid["OnlyAllowedSageMakerTypes"]["Condition"]["ForAnyValue:StringNotLike"]["sagemaker:InstanceTypes"][0] \
+        == "ml.g5.*"
+    assert by_sid["OnlyAllowedEc2Types"]["Condition"]["StringNotLike"]["ec2:InstanceType"][0] == "g5.*"
+
+
+def test_budget_alerts_at_80_actual_and_100_forecast(teams_synth):
+    for t in TEAMS:
+        budget = _guardrail(teams_synth, t["name"], "GuardrailsBudget")
+        assert budget["Budget"]["BudgetLimit"] == {"Amount": t["budget"]["monthly_usd"], "Unit": "USD"}
+        assert budget["Budget"]["CostFilters"] == {"TagKeyValue": [f"user:team${t['name']}"]}
+        alerts = {(n["Notification"]["NotificationType"], n["Notification"]["Threshold"]) for n in
+                  budget["NotificationsWithSubscribers"]}
+        assert alerts == {("ACTUAL", 80), ("FORECASTED", 100)}
+        emails = {s["Address"] for n in budget["NotificationsWithSubscribers"] for s in n["Subscribers"]}
+        assert emails == set(t["budget"]["alert_emails"])
+
+
+def test_prod_stacks_are_termination_protected(teams_synth):
+    for t in TEAMS:
+        for artifact in teams_synth.artifacts[t["name"]].values():
+            assert bool(artifact["properties"].get("terminationProtection")) == (t["stage"] == "prod")
+
+
+def test_two_teams_in_one_account_do_not_collide(teams_synth):
+    same = [t["name"] for t in TEAMS if (t.get("account"), t["region"]) == ("123456789012", "us-west-2")]
+    assert len(same) >= 2
+    names: dict[str, str] = {}
+    keys = 0
+    for team in same:
+        for sid, template in teams_synth.templates[team].items():
+            for lid, res in template["Resources"].items():
+                keys += res["Type"] == "AWS::KMS::Key"
+                props = res.get("Properties", {})
+                for prop in ("BucketName", "RoleName", "ClusterName", "Name", "TopicName", "EndpointName",
+                             "ManagedPolicyName", "FileSystemName", "StateMachineName"):
+                    value = props.get(prop)
+                    if isinstance(value, str):  # physical names are unique per resource type
+                        key = f"{res['Type']} {value}"
+                        assert key not in names, f"{key} used by {names.get(key)} and {team}/{sid}/{lid}"
+                        names[key] = f"{team}/{sid}/{lid}"
+    assert keys == len(same)  # each team its own data key
+
+
+def test_team_templates_are_cfn_lint_clean(teams_synth):
+    problems = [f"{team}/{sid}: {m}" for team, paths in teams_synth.paths.items() for sid, path in paths.items()
+                for m in lint_file(path, LINT_CONFIG)]
+    assert not problems, "\n".join(problems)
+
+
+def test_one_team_only(synth_root):
+    import aws_cdk as cdk
+
+    from stacks.estate import build_from_context
+
+    from .conftest import cdk_json_context
+    app = cdk.App(outdir=str(synth_root / "one-team"),
+                  context={**cdk_json_context(), "teams": str(TEAMS_FILE), "team": "tabular"})
+    estates = build_from_context(app)
+    assert len(estates) == 1 and estates[0].network.stack_name == "tabular-NetworkStack"
+
+
+def _team_file(tmp_path, change) -> str:
+    data = yaml.safe_load(TEAMS_FILE.read_text())
+    change(data["teams"])
+    path = tmp_path / "teams.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("change, field, fragment", [
+    (lambda ts: ts.append(dict(ts[0])), "teams[vision].name", "duplicate team name"),
+    (lambda ts: ts[0].update(name="Vision_Team"), "teams[Vision_Team].name", "not usable in stack names"),
+    (lambda ts: ts[1].update(allowed_instance_families=["p5", "inf2", "g5", "m5", "c5"]),
+     "teams[language].allowed_instance_families", "excludes instance families the workload needs"),
+    (lambda ts: ts[1].pop("account"), "teams[language].account", "a prod team must name its account"),
+    (lambda ts: ts[2].update(availability_zone="us-west-2a"), "teams[tabular].availability_zone",
+     "not a zone of region us-east-1"),
+    (lambda ts: ts[0]["budget"].pop("alert_emails"), "teams[vision].budget.alert_emails", "required"),
+])
+def test_bad_teams_files_are_refused(tmp_path, change, field, fragment):
+    path = _team_file(tmp_path, change)
+    with pytest.raises(ConfigError) as err:
+        load_teams(path)
+    assert str(err.value).startswith(f"{field} = ") and fragment in str(err.value), str(err.value)
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"teams": path}), "CDK_OUTDIR": str(tmp_path / "out")}
+    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [f"error: {err.value}"]
+
+
+def test_team_stage_deploys_to_the_emulator(teams_synth):
+    from tools.emulator import deployed_resources, running
+
+    with running("us-west-2") as emu:
+        emu.bootstrap(quiet=True)
+        emu.deploy("--app", str(teams_synth.outdir), stacks="vision/*", quiet=True)
+        reports = {r.name: r for r in deployed_resources(emu, teams_synth.outdir)}
+        iam = emu.client("iam")
+        roles = [iam.get_role(RoleName=r["RoleName"])["Role"] for r in iam.list_roles()["Roles"]
+                 if r["RoleName"].startswith("vision-")]
+    assert set(reports) == {f"vision/{sid}" for sid in STACK_IDS}  # only the one team
+    assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
+    assert roles and all("PermissionsBoundary" in r for r in roles)

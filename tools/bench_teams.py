@@ -1,0 +1,52 @@
+"""Synthesis wall time for 1, 10 and 50 teams (a benchmark to run by hand, not a test).
+
+    python -m tools.bench_teams [1 10 50]
+
+Each team is a copy of the example `vision` team with its own name; every run synthesizes
+the whole app in a fresh process, as `cdk synth -c teams=...` does, cdk-nag included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def teams_file(n: int, folder: Path) -> Path:
+    template = next(t for t in yaml.safe_load((ROOT / "config" / "teams.yaml").read_text())["teams"]
+                    if t["name"] == "vision")
+    teams = [{**template, "name": f"team{i:03d}"} for i in range(n)]
+    path = folder / f"teams-{n}.yaml"
+    path.write_text(yaml.safe_dump({"teams": teams}))
+    return path
+
+
+def synth_seconds(path: Path, outdir: Path) -> float:
+    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], "teams": str(path)}
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir),
+           "JSII_NODE": str(ROOT / ".venv" / "bin" / "node")}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main(counts: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        print(f"{'teams':>6} {'stacks':>7} {'synth s':>8} {'s/team':>7}")
+        for n in counts:
+            seconds = synth_seconds(teams_file(n, folder), folder / f"out-{n}")
+            print(f"{n:>6} {n * 5:>7} {seconds:>8.1f} {seconds / n:>7.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [1, 10, 50])
