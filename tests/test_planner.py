@@ -151,7 +151,7 @@ def test_plan_table_is_readable_and_fast():
 
 
 def test_planner_path_never_imports_cdk_or_sagemaker():
-    code = ("import sys, workloads, workloads.cli, workloads.report; "
+    code = ("import sys, workloads, workloads.cli, workloads.report, workloads.teams; "
             "workloads.plan(workloads.load('huge')); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'sagemaker', 'jsii')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

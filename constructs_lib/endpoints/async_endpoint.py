@@ -17,8 +17,8 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ..nag import acknowledge
+from .scaling import VARIANT, variant_instances
 
-VARIANT = "AllTraffic"
 BACKLOG_PER_INSTANCE = 5  # queued requests per instance the scaling aims for
 
 
@@ -52,11 +52,8 @@ class AsyncEndpoint(Construct):
         self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
         self.endpoint_name = self.endpoint.attr_endpoint_name
 
-        target = appscaling.ScalableTarget(
-            self, "Scaling", service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
-            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
-            scalable_dimension="sagemaker:variant:DesiredInstanceCount", min_capacity=0, max_capacity=max_instances,
-        )
+        target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=0,
+                                   max_capacity=max_instances)
         dimensions = {"EndpointName": self.endpoint_name}
         target.scale_to_track_metric(
             "Backlog", target_value=BACKLOG_PER_INSTANCE,

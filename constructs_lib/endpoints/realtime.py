@@ -8,8 +8,8 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..nag import acknowledge
+from .scaling import VARIANT, variant_instances
 
-VARIANT = "AllTraffic"
 
 
 class RealtimeEndpoint(Construct):
@@ -38,13 +38,8 @@ class RealtimeEndpoint(Construct):
         self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
         self.endpoint_name = self.endpoint.attr_endpoint_name
 
-        target = appscaling.ScalableTarget(
-            self, "Scaling",
-            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
-            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
-            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            min_capacity=min_instances, max_capacity=max_instances,
-        )
+        target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=min_instances,
+                                   max_capacity=max_instances)
         target.scale_to_track_metric(
             "Invocations",
             target_value=invocations_per_instance,
