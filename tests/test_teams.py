@@ -52,6 +52,7 @@ def _tag_map(tags) -> dict:
 
 
 def test_every_taggable_resource_carries_the_cost_tags(teams_synth):
+    checked = 0
     for t in TEAMS:
         expected = {"team": t["name"], "cost-center": t["cost_center"], "stage": t["stage"]}
         for sid, template in teams_synth.templates[t["name"]].items():
@@ -61,15 +62,20 @@ def test_every_taggable_resource_carries_the_cost_tags(teams_synth):
                 tags = _tag_map(res.get("Properties", {}).get("Tags", []))
                 missing = {k: v for k, v in expected.items() if tags.get(k) != v}
                 assert not missing and tags.get("workload"), f"{t['name']}/{sid} {lid} ({res['Type']}) lacks {missing}"
+                checked += 1
+    assert checked > 100  # the check reached the estates' resources
 
 
 def test_every_role_has_the_team_boundary(teams_synth):
+    roles = 0
     for team, stacks in teams_synth.templates.items():
         for sid, template in stacks.items():
             for lid, res in template["Resources"].items():
                 if res["Type"] == "AWS::IAM::Role":
                     boundary = json.dumps(res["Properties"].get("PermissionsBoundary"))
                     assert "GuardrailsBoundary" in boundary, f"{team}/{sid} {lid} has no boundary"
+                    roles += 1
+    assert roles >= 3 * 5  # training, model, flow-log, notebook, handler roles ... in every team
 
 
 def _guardrail(teams_synth, team: str, prefix: str) -> dict:
