@@ -9,10 +9,12 @@ from constructs import Construct
 from .nag import acknowledge_wildcards
 from .sagemaker_access import allow_sagemaker_basics, allow_vpc_access
 
-DATASET_PREFIX = "datasets/"
-JOBS_PREFIX = "jobs/"  # job source code uploaded by `python -m workloads submit|process`
-OUTPUT_PREFIX = "output/"
-CHECKPOINT_PREFIX = "checkpoints/"
+from workloads import layout
+
+DATASET_PREFIX = layout.DATASETS
+JOBS_PREFIX = layout.JOBS
+OUTPUT_PREFIX = layout.OUTPUT
+CHECKPOINT_PREFIX = layout.CHECKPOINTS
 # The action groups CDK's bucket and key grants use.
 GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
                  "kms:GenerateDataKey*", "kms:ReEncrypt*")

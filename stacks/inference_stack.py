@@ -14,17 +14,11 @@ from constructs_lib.endpoints.model import ServingModel
 from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.images import serving_image
+from workloads import layout
 from workloads.planner import InferencePlan
 
 from .base import EstateStack
 
-# Prefixes in the dataset bucket the endpoints read and write.
-CAPTURE_PREFIX = "inference/capture/"
-ASYNC_INPUT_PREFIX = "inference/async/input/"
-ASYNC_OUTPUT_PREFIX = "inference/async/output/"
-ASYNC_FAILURE_PREFIX = "inference/async/failure/"
-BATCH_INPUT_PREFIX = "inference/batch/input/"
-BATCH_OUTPUT_PREFIX = "inference/batch/output/"
 SERVERLESS_IMAGE_TYPE = "ml.m5.large"  # serverless runs on CPU: the framework's CPU image
 
 
@@ -58,7 +52,7 @@ class InferenceStack(EstateStack):
             self, "Realtime", model_name=self._model("RealtimeModel", p).model_name, instance_type=p.instance_type,
             min_instances=p.min_instances, max_instances=p.max_instances,
             invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p),
-            capture_percent=p.data_capture_percent, capture_uri=self._uri(CAPTURE_PREFIX))
+            capture_percent=p.data_capture_percent, capture_uri=self._uri(layout.CAPTURE))
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
         cdk.CfnOutput(self, "ModelDataKey", value=self._model_data_key,
@@ -74,17 +68,17 @@ class InferenceStack(EstateStack):
         endpoint = AsyncEndpoint(
             self, "Async", model_name=self._model("AsyncModel", p).model_name, instance_type=p.instance_type,
             max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
-            output_uri=self._uri(ASYNC_OUTPUT_PREFIX), failure_uri=self._uri(ASYNC_FAILURE_PREFIX),
+            output_uri=self._uri(layout.ASYNC_OUTPUT), failure_uri=self._uri(layout.ASYNC_FAILURE),
             key=self._key, volume_key=self._volume_key(p))
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
-        cdk.CfnOutput(self, "AsyncInputPrefix", value=ASYNC_INPUT_PREFIX)
+        cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)
 
     def _batch(self, p: InferencePlan) -> None:
         model = self._model("BatchModel", p)
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
-            max_concurrent_transforms=p.max_concurrent_transforms, input_uri=self._uri(BATCH_INPUT_PREFIX),
-            output_uri=self._uri(BATCH_OUTPUT_PREFIX), schedule=p.schedule, key=self._key,
+            max_concurrent_transforms=p.max_concurrent_transforms, input_uri=self._uri(layout.BATCH_INPUT),
+            output_uri=self._uri(layout.BATCH_OUTPUT), schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p))
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)

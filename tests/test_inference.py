@@ -151,13 +151,8 @@ def serving(synth):
     with running("us-east-1") as emu:
         emu.bootstrap(quiet=True)
         emu.deploy("--app", str(s.outdir), quiet=True)
-        saved = dict(os.environ)
-        os.environ.update({k: v for k, v in emu.env().items() if k.startswith("AWS_")})
-        try:
+        with emu.in_process():
             yield plan(load("small", overrides))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
 
 
 @pytest.mark.parametrize("kind", ["realtime", "serverless", "async"])

@@ -24,13 +24,8 @@ def emulator(synth):
     with running("us-west-2") as emu:
         emu.bootstrap(quiet=True)
         emu.deploy("--app", str(s.outdir), quiet=True)
-        saved = dict(os.environ)
-        os.environ.update({k: v for k, v in emu.env().items() if k.startswith(("AWS_", "SAGEMAKER_"))})
-        try:
+        with emu.in_process():
             yield emu
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
 
 
 def _job(emu, name: str) -> dict:

@@ -71,11 +71,11 @@ def main() -> int:
 
 def _one_call(emulator, the_plan, *, stage: str):
     """Send one request the way `python -m workloads invoke` does, to the emulator."""
-    os.environ.update({k: v for k, v in emulator.env().items() if k.startswith("AWS_")})
     if not any(k in the_plan.inference for k in INVOCABLE):
         return None
-    return invoke(the_plan, kind=default_kind(the_plan), body=b'{"inputs": "hello"}', content_type="application/json",
-                  stage=stage, timeout_s=30, poll_s=0.5)
+    with emulator.in_process():
+        return invoke(the_plan, kind=default_kind(the_plan), body=b'{"inputs": "hello"}',
+                      content_type="application/json", stage=stage, timeout_s=30, poll_s=0.5)
 
 
 def _print_reports(console: Console, reports) -> None:

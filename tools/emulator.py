@@ -158,6 +158,17 @@ class Emulator:
         })
         return env
 
+    @contextmanager
+    def in_process(self) -> Iterator[None]:
+        """Point this process's boto3 and sagemaker SDK at the emulator for the block."""
+        saved = dict(os.environ)
+        os.environ.update({k: v for k, v in self.env().items() if k.startswith(("AWS_", "SAGEMAKER_"))})
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
     def client(self, service: str):
         import boto3
 

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from . import layout
 from .catalog import load_catalog
 from .errors import ConfigError
 from .loader import DEFAULT_WORKLOAD, load
@@ -52,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--source-dir", required=True, help="folder uploaded with the job")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
     pp.add_argument("--code", required=True, help="processing script")
-    pp.add_argument("--input", default="datasets/", help="input prefix in the dataset bucket")
-    pp.add_argument("--output", default="processed/", help="output prefix in the dataset bucket")
+    pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket")
+    pp.add_argument("--output", default=layout.PROCESSED, help="output prefix in the dataset bucket")
     pp.add_argument("--instance-type", default="ml.m5.xlarge")
     pp.add_argument("--instance-count", type=int, default=4)
     ip = job_parser("invoke", "send one request to a deployed real-time, serverless or async endpoint")

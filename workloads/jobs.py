@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from . import layout
 from .errors import ConfigError
 from .planner import Plan
 
@@ -26,7 +27,6 @@ _TRAINING_IMAGES = {
 # holds the newest Neuron training container it knows offline (pytorch-training-neuronx 2.1.2).
 _NEURON_TRAINING_IMAGE = dict(framework="hyperpod-recipes-neuron", version="2.1.2", py_version="py310")
 PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
-JOBS_PREFIX = "jobs"  # source code uploads: s3://<bucket>/jobs/...
 MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
 
@@ -102,7 +102,7 @@ def input_channel(plan: Plan, estate: Estate):
     storage = plan.training.storage
     if storage in ("s3-file", "s3-fastfile"):
         source = DataSource(s3_data_source=S3DataSource(
-            s3_data_type="S3Prefix", s3_uri=f"s3://{estate.bucket}/datasets/",
+            s3_data_type="S3Prefix", s3_uri=f"s3://{estate.bucket}/{layout.DATASETS}",
             s3_data_distribution_type="FullyReplicated"))
         return Channel(channel_name="train", data_source=source,
                        input_mode="File" if storage == "s3-file" else "FastFile")
@@ -110,12 +110,12 @@ def input_channel(plan: Plan, estate: Estate):
         if not estate.fsx_file_system_id or not estate.fsx_mount_name:
             raise EstateNotDeployed("the plan reads from FSx for Lustre but DataStack has none; redeploy DataStack")
         fs = FileSystemDataSource(file_system_id=estate.fsx_file_system_id, file_system_type="FSxLustre",
-                                  file_system_access_mode="ro", directory_path=f"/{estate.fsx_mount_name}/datasets")
+                                  file_system_access_mode="ro", directory_path=f"/{estate.fsx_mount_name}/{layout.DATASETS.rstrip('/')}")
     else:
         if not estate.home_file_system_id:
             raise EstateNotDeployed("the plan reads from EFS but DataStack has none; redeploy DataStack")
         fs = FileSystemDataSource(file_system_id=estate.home_file_system_id, file_system_type="EFS",
-                                  file_system_access_mode="ro", directory_path="/datasets")
+                                  file_system_access_mode="ro", directory_path="/" + layout.DATASETS.rstrip("/"))
     return Channel(channel_name="train", data_source=DataSource(file_system_data_source=fs), input_mode="File")
 
 
@@ -141,7 +141,7 @@ def _session(estate: Estate):
     from sagemaker.core.helper.session_helper import Session
 
     return Session(boto_session=boto3.Session(region_name=estate.region), default_bucket=estate.bucket,
-                   default_bucket_prefix=JOBS_PREFIX)
+                   default_bucket_prefix=layout.JOBS.rstrip("/"))
 
 
 def base_job_name(plan: Plan, kind: str) -> str:
@@ -174,9 +174,9 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
                                              max_wait_time_in_seconds=min(MAX_RUNTIME_S, 2 * runtime)
                                              if w.training.spot else None),
         # Spot interruptions resume from here; on-demand jobs keep them too.
-        checkpoint_config=CheckpointConfig(s3_uri=f"s3://{estate.bucket}/checkpoints/{name}/"),
+        checkpoint_config=CheckpointConfig(s3_uri=f"s3://{estate.bucket}/{layout.CHECKPOINTS}{name}/"),
         networking=Networking(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups)),
-        output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/output/"),
+        output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/{layout.OUTPUT}"),
     )
     channel = input_channel(plan, estate)
     trainer.train(input_data_config=[channel], wait=False, logs=False)
