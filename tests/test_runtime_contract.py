@@ -1,0 +1,148 @@
+"""Run-time contracts: every call an AWS service or node makes with one of our roles is allowed by the
+synthesized identity policy, permissions boundary, bucket, topic and key policies, and a call outside
+the role's purpose is denied. The calls and their documents are in contract_calls.py; the evaluation
+of the statements is contract_policy.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import VARIANTS
+from .contract_calls import FSX_S3_ROLE, Contract, contracts
+from .contract_policy import FAKE_ACCOUNT, Call, Principal, Stack, World, evaluate, metadata_paths
+
+# The variants that between them create every role the toolkit makes.
+CONTRACT_VARIANTS = ("small-all-kinds", "intermediate", "huge", "huge-hyperpod")
+EXPECTED_ROLES = {
+    "small-all-kinds": {"real-time model role", "serverless model role", "async model role", "batch model role",
+                        "batch state machine role", "batch schedule role", "training job role"},
+    "intermediate": {"real-time model role", "async model role", "batch model role", "batch state machine role",
+                     "batch schedule role", "training job role"},
+    "huge": {"real-time model role", "async model role", "batch model role", "batch state machine role",
+             "batch schedule role", "PCS node role", "FSx S3 service-linked role (key policy)"},
+    "huge-hyperpod": {"real-time model role", "async model role", "batch model role", "batch state machine role",
+                      "batch schedule role", "HyperPod instance role", "notebook role",
+                      "FSx S3 service-linked role (key policy)"},
+}
+
+
+def world_of(synth) -> World:
+    stacks = []
+    for name, template in synth.templates.items():
+        env = synth.artifact(name)["environment"].removeprefix("aws://")
+        account, region = env.split("/")
+        paths = metadata_paths(synth.outdir / synth.artifact(name)["additionalMetadataFile"])
+        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
+    return World(stacks)
+
+
+def teams_world(teams_synth) -> World:
+    stacks = []
+    for team, by_id in teams_synth.templates.items():
+        for sid, template in by_id.items():
+            art = teams_synth.artifacts[team][sid]
+            account, region = art["environment"].removeprefix("aws://").split("/")
+            paths = metadata_paths(teams_synth.paths[team][sid].parent / art["additionalMetadataFile"])
+            stacks.append(Stack(art["properties"].get("stackName", f"{team}-{sid}"), template, region,
+                                FAKE_ACCOUNT if account == "unknown-account" else account, paths))
+    return World(stacks)
+
+
+def _problems(contract: Contract, world: World) -> list[str]:
+    out = []
+    for call in contract.allowed:
+        d = evaluate(contract.principal, call, world)
+        if not d.allowed:
+            out.append(f"{contract.name}: {call} is refused ({d.reason}); needed per {call.source[:90]}...")
+    for call in contract.denied:
+        d = evaluate(contract.principal, call, world)
+        if d.allowed:
+            out.append(f"{contract.name}: {call} is allowed ({d.reason}) but is outside the role's purpose")
+    return out
+
+
+@pytest.fixture(scope="module", params=CONTRACT_VARIANTS)
+def variant_world(request, synth) -> tuple[str, World]:
+    workload, overrides = VARIANTS[request.param]
+    return request.param, world_of(synth(workload, overrides))
+
+
+def test_every_role_is_covered(variant_world):
+    name, world = variant_world
+    assert {c.name for c in contracts(world)} == EXPECTED_ROLES[name]
+
+
+def test_every_role_can_do_what_its_service_does_and_nothing_else(variant_world):
+    name, world = variant_world
+    problems = [p for c in contracts(world) for p in _problems(c, world)]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_call_names_its_source(variant_world):
+    _, world = variant_world
+    for c in contracts(world):
+        for call in [*c.allowed, *c.denied]:
+            assert "https://" in call.source or "API Reference" in call.source, call
+
+
+def test_team_roles_work_inside_their_boundary(teams_synth):
+    world = teams_world(teams_synth)
+    problems = []
+    for team in teams_synth.templates:
+        found = contracts(world, scope=f"{team}/")
+        assert found, team
+        for c in found:
+            if c.principal.arn.endswith(FSX_S3_ROLE.rsplit("/", 1)[-1]):
+                continue
+            assert c.principal.boundary is not None, f"{team}: {c.name} has no permissions boundary"
+            problems += [f"{team}: {p}" for p in _problems(c, world)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_team_role_cannot_read_another_teams_bucket(teams_synth):
+    world = teams_world(teams_synth)
+    vision = {c.name: c for c in contracts(world, scope="vision/")}
+    language_bucket = world.arn("language/DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+    language_key = world.arn("language/DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
+    for name in ("batch model role", "async model role", "training job role"):
+        role = vision[name].principal
+        read = Call("s3:GetObject", f"{language_bucket}/datasets/train/part-0000", "cross-team isolation")
+        assert not evaluate(role, read, world).allowed, name
+        decrypt = Call("kms:Decrypt", language_key, "cross-team isolation",
+                       context={"kms:ViaService": "s3.us-west-2.amazonaws.com", "kms:CallerAccount": "123456789012"})
+        assert not evaluate(role, decrypt, world).allowed, name
+
+
+# ---- the evaluator itself: it must tell allowed from refused, or the tests above prove nothing
+
+
+def _world_with_key(key_policy: dict) -> World:
+    template = {"Resources": {"Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": key_policy}}}}
+    return World([Stack("S", template, "us-west-2", FAKE_ACCOUNT)])
+
+
+def test_account_root_in_a_key_policy_only_delegates_to_iam():
+    root = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{FAKE_ACCOUNT}:root"},
+                           "Action": "kms:*", "Resource": "*"}]}
+    world = _world_with_key(root)
+    key = world.get_att(world.stacks["S"], "Key", "Arn")
+    nobody = Principal(arn=f"arn:aws:iam::{FAKE_ACCOUNT}:role/r", account=FAKE_ACCOUNT, identity=[])
+    granted = Principal(arn=nobody.arn, account=FAKE_ACCOUNT,
+                        identity=[{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key}])
+    assert not evaluate(nobody, Call("kms:Decrypt", key, "t"), world).allowed
+    assert evaluate(granted, Call("kms:Decrypt", key, "t"), world).allowed
+
+
+def test_conditions_and_boundaries_are_enforced():
+    world = World([Stack("S", {"Resources": {}}, "us-west-2", FAKE_ACCOUNT)])
+    allow = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/data/*",
+             "Condition": {"StringEquals": {"aws:ResourceTag/team": "a"}}}
+    role = Principal(arn=f"arn:aws:iam::{FAKE_ACCOUNT}:role/r", account=FAKE_ACCOUNT, identity=[allow])
+    call = Call("s3:GetObject", "arn:aws:s3:::b/data/x", "t", context={"aws:ResourceTag/team": "a"})
+    assert evaluate(role, call, world).allowed
+    assert not evaluate(role, Call(call.action, call.resource, "t", {"aws:ResourceTag/team": "b"}), world).allowed
+    assert not evaluate(role, Call(call.action, "arn:aws:s3:::b/models/x", "t", call.context), world).allowed
+    capped = Principal(arn=role.arn, account=FAKE_ACCOUNT, identity=[allow],
+                       boundary=[{"Effect": "Allow", "Action": "*", "Resource": "*"},
+                                 {"Effect": "Deny", "Action": "s3:*", "Resource": "*"}])
+    assert not evaluate(capped, call, world).allowed
