@@ -21,7 +21,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .lustre import LustreFileSystem
-from .nag import acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
+from .nag import GRANT_ACTIONS, acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
 from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
@@ -101,8 +101,7 @@ def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:
     reason = ("CDK's BucketDeployment handler: runs only during deployment to copy the lifecycle scripts; its "
               "role and runtime are managed by aws-cdk-lib.")
     acknowledge(handler, "AwsSolutions-L1", reason + " The runtime is the one aws-cdk-lib pins for it.")
-    acknowledge_wildcards(handler, actions=("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*",
-                                            "s3:Abort*", "kms:GenerateDataKey*", "kms:ReEncrypt*"),
+    acknowledge_wildcards(handler, actions=GRANT_ACTIONS,
                           resources=[bucket.arn_for_objects("*"), _assets_bucket_objects(stack)], reason=reason)
     acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
     ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")

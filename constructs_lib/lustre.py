@@ -55,13 +55,17 @@ class LustreFileSystem(Construct):
             ),
         )
         self.link.apply_removal_policy(RemovalPolicy.RETAIN)
-        # FSx reads and writes the KMS-encrypted bucket through its service-linked role (FSx for Lustre
-        # guide, "Working with server-side encrypted Amazon S3 buckets"). The role's name holds the
-        # file system ID, so it is matched by pattern: naming it would make the key depend on the file system.
+        # FSx reads and writes the KMS-encrypted bucket as its S3 service-linked role, whose own policy
+        # (AWSFSxS3AccessServiceRolePolicy) grants no KMS: the key policy itself must grant the role (FSx for
+        # Lustre guide, "Working with server-side encrypted Amazon S3 buckets"). An account-root principal would
+        # only delegate to IAM and so grant it nothing. The role's name holds the file-system ID, and naming it
+        # would make the key depend on the file system that depends on the key; so the principal is `*`, narrowed
+        # to that role by aws:PrincipalArn, to this account by kms:CallerAccount and to requests S3 makes for it
+        # by kms:ViaService.
         stack = Stack.of(self)
         key.add_to_resource_policy(iam.PolicyStatement(
             sid="FsxLustreS3DataRepository",
-            principals=[iam.AccountRootPrincipal()],
+            principals=[iam.AnyPrincipal()],
             actions=["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
             resources=["*"],
             conditions={

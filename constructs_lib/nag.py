@@ -36,6 +36,17 @@ def acknowledge_wildcards(scope: IConstruct, *, actions: Sequence[str] = (), res
         scope.node.add_validation(_Deferred(scope, "AwsSolutions-IAM5[Resource::{}]", list(resources), reason))
 
 
+# The wildcard action groups CDK's bucket and key grants use.
+GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
+                 "kms:GenerateDataKey*", "kms:ReEncrypt*")
+
+
+def acknowledge_prefix_grants(scope: IConstruct, *, bucket: Any, prefixes: Sequence[str], reason: str) -> None:
+    """Acknowledge CDK's bucket-grant action groups on exactly these prefixes of `bucket` (an s3.IBucket)."""
+    acknowledge_wildcards(scope, actions=GRANT_ACTIONS, resources=[bucket.arn_for_objects(p + "*") for p in prefixes],
+                          reason=reason)
+
+
 def acknowledge_managed_policies(scope: IConstruct, names: Sequence[str], reason: str) -> None:
     """Acknowledge AwsSolutions-IAM4 for exactly these AWS managed policies on `scope`."""
     from aws_cdk import aws_iam as iam

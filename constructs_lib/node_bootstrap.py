@@ -36,8 +36,9 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
         lines += [
             "# /fsx: FSx for Lustre, linked to the dataset bucket",
             "mkdir -p /fsx",
+            # Ubuntu 24.04 has no network.service: wait for the network-online target (systemd.special).
             f"grep -q ' /fsx ' /etc/fstab || echo '{source} /fsx lustre defaults,relatime,flock,_netdev,"
-            "x-systemd.automount,x-systemd.requires=network.service 0 0' >> /etc/fstab",
+            "x-systemd.automount,x-systemd.requires=network-online.target 0 0' >> /etc/fstab",
             f"mountpoint -q /fsx || mount -t lustre -o relatime,flock {source} /fsx",
             "chmod 1777 /fsx",
         ]

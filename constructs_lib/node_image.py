@@ -9,6 +9,7 @@ first `cdk deploy` waits for the bake (about 30-45 minutes).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Stack
@@ -30,54 +31,74 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
 ML_VENV = "/opt/ml-venv"
 
-_PCS = """set -euxo pipefail
+APT = "apt-get -o DPkg::Lock::Timeout=900"  # Ubuntu's unattended upgrades hold the dpkg lock after boot
+
+
+@dataclass(frozen=True)
+class BakeStep:
+    """One AWSTOE ExecuteBash step of the bake. A failed bake costs the user 30-45 minutes, so every
+    step is either required, with a `check` that proves it did its job (a failing check aborts the
+    bake with the step's name), or optional, allowed to fail (AWSTOE onFailure: Continue)."""
+
+    name: str
+    script: str
+    check: str | None  # None: optional
+
+    def commands(self) -> str:
+        lines = ["set -euxo pipefail", self.script.strip()]
+        if self.check:
+            lines += [f"# check: {self.name} did its job", self.check]
+        return "\n".join(lines)
+
+
+def bake_steps(*, accelerator_kind: str, region: str) -> list[BakeStep]:
+    slurm_bin = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/bin"
+    pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
 curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/aws-pcs-agent-v1-latest.tar.gz" -o pcs-agent.tgz
 tar zxf pcs-agent.tgz && (cd aws-pcs-agent && ./installer.sh -y)
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{slurm}-installer-latest.tar.gz" -o slurm.tgz
-tar zxf slurm.tgz && (cd aws-pcs-slurm-{slurm}-installer && ./installer.sh -y)
-echo "/opt/aws/pcs/scheduler/slurm-{slurm}/lib" > /etc/ld.so.conf.d/slurm-{slurm}.conf && ldconfig
-echo 'export PATH=/opt/aws/pcs/scheduler/slurm-{slurm}/bin:$PATH' > /etc/profile.d/slurm.sh
-cat /opt/aws/pcs/version"""
-
-_LUSTRE = """set -euxo pipefail
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{SLURM_VERSION}-installer-latest.tar.gz" -o slurm.tgz
+tar zxf slurm.tgz && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
+echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
+echo 'export PATH={slurm_bin}:$PATH' > /etc/profile.d/slurm.sh""",
+                   check=f"test -s /opt/aws/pcs/version && {slurm_bin}/sinfo --version")
+    lustre = BakeStep("InstallLustreClient", f"""
 if ! modinfo lustre >/dev/null 2>&1; then
   wget -qO - https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \\
-    | gpg --dearmor > /usr/share/keyrings/fsx-ubuntu-public-key.gpg
+    | gpg --dearmor --yes -o /usr/share/keyrings/fsx-ubuntu-public-key.gpg
   echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
     > /etc/apt/sources.list.d/fsxlustreclientrepo.list
-  # Ubuntu's unattended upgrades hold the dpkg lock for a while after boot.
-  apt-get -o DPkg::Lock::Timeout=900 update
-  apt-get -o DPkg::Lock::Timeout=900 install -y "lustre-client-modules-$(uname -r)" \
-    || apt-get -o DPkg::Lock::Timeout=900 install -y lustre-client-modules-aws
-fi"""
-
-_FRAMEWORKS = {
-    "trainium": f"""set -euxo pipefail
-python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install --upgrade pip
+  {APT} update
+  {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
+fi""", check="modinfo lustre")
+    # The DLAMI's python3 has no ensurepip until python3-venv is installed: `python3 -m venv` fails without it.
+    venv = f"""
+{APT} update
+{APT} install -y python3-venv python3-pip
+python3 -m venv {ML_VENV}"""
+    frameworks = {
+        "trainium": BakeStep("InstallFrameworks", venv + f"""
 {ML_VENV}/bin/pip install --extra-index-url https://pip.repos.neuron.amazonaws.com \\
   neuronx-cc torch-neuronx neuronx_distributed torchvision""",
-    "nvidia-gpu": f"""set -euxo pipefail
-python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install --upgrade pip
+                             check=f"{ML_VENV}/bin/python -c 'import torch, torch_neuronx; print(torch.__version__)'"),
+        "nvidia-gpu": BakeStep("InstallFrameworks", venv + f"""
 {ML_VENV}/bin/pip install torch torchvision""",
-}
+                               check=f"{ML_VENV}/bin/python -c 'import torch; print(torch.__version__)'"),
+    }
+    return [pcs, lustre, frameworks[accelerator_kind]]
 
 
 def component_document(*, accelerator_kind: str, region: str) -> str:
     """The Image Builder component (AWSTOE YAML): PCS agent and Slurm, Lustre client, frameworks, examples."""
-    steps = [
-        ("InstallPcsAgentAndSlurm", _PCS.format(region=region, slurm=SLURM_VERSION)),
-        ("InstallLustreClient", _LUSTRE),
-        ("InstallFrameworks", _FRAMEWORKS[accelerator_kind]),
-    ]
     lines = ["name: ml-estate-node", "description: AWS PCS agent, Slurm, Lustre client and ML examples",
              "schemaVersion: 1.0", "phases:", "  - name: build", "    steps:"]
-    for name, script in steps:
-        lines += [f"      - name: {name}", "        action: ExecuteBash", "        inputs:", "          commands:",
-                  "            - |", *(f"              {line}" for line in script.splitlines())]
+    for step in bake_steps(accelerator_kind=accelerator_kind, region=region):
+        lines += [f"      - name: {step.name}", "        action: ExecuteBash"]
+        if step.check is None:
+            lines.append("        onFailure: Continue")
+        lines += ["        inputs:", "          commands:", "            - |",
+                  *(f"              {line}" for line in step.commands().splitlines())]
     lines += ["      - name: ShipExamples", "        action: CreateFile", "        inputs:"]
     for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
         lines += [f"          - path: {EXAMPLES_ON_NODE}/{example.name}", "            permissions: 0755",

@@ -8,7 +8,7 @@ notebook needs no internet access to fetch it).
 
 from __future__ import annotations
 
-from aws_cdk import CfnTag, Fn, Names, Stack
+from aws_cdk import ArnFormat, CfnTag, Fn, Names, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -73,6 +73,14 @@ class IdleStoppingNotebook(Construct):
         self.role.add_to_principal_policy(iam.PolicyStatement(
             actions=["sagemaker:StopNotebookInstance", "sagemaker:DescribeNotebookInstance"],
             resources=[notebooks], conditions={"StringEquals": {f"aws:ResourceTag/{TAG}": identity}}))
-        acknowledge_wildcards(self.role, resources=[notebooks], reason=(
+        # The lifecycle script's output goes to CloudWatch Logs as this role ("Customize a notebook instance
+        # using a lifecycle configuration script"); without it a failing autostop leaves no trace.
+        logs = Stack.of(self).format_arn(service="logs", resource="log-group",
+                                         resource_name="/aws/sagemaker/NotebookInstances:log-stream:*",
+                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"], resources=[logs]))
+        acknowledge_wildcards(self.role, resources=[notebooks, logs], reason=(
             "Stop/Describe are limited by the aws:ResourceTag condition to the one notebook tagged with this "
-            "construct's unique ID."))
+            "construct's unique ID; log streams are created per notebook and hook under the one log group "
+            "/aws/sagemaker/NotebookInstances."))

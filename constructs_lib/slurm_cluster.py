@@ -55,6 +55,9 @@ class SlurmCluster(Construct):
         self.login = node_group("Login", login_template, LOGIN_INSTANCE_TYPE, 1, "ONDEMAND")
         self.compute = node_group("Compute", compute_template, instance_type, node_count,
                                   "CAPACITY_BLOCK" if capacity_block else "ONDEMAND")
+        # Nodes register with PCS as soon as they boot: the grant must exist before any node group starts one.
+        for group in (self.login, self.compute):
+            group.node.add_dependency(node_role.node.find_child("DefaultPolicy"))
         self.queue = pcs.CfnQueue(
             self, "Queue", cluster_id=self.cluster.attr_id,
             compute_node_group_configurations=[pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(

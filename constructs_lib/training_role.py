@@ -6,7 +6,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .nag import acknowledge_wildcards
+from .nag import acknowledge_prefix_grants
 from .sagemaker_access import allow_sagemaker_basics, allow_vpc_access
 
 from workloads import layout
@@ -15,9 +15,6 @@ DATASET_PREFIX = layout.DATASETS
 JOBS_PREFIX = layout.JOBS
 OUTPUT_PREFIX = layout.OUTPUT
 CHECKPOINT_PREFIX = layout.CHECKPOINTS
-# The action groups CDK's bucket and key grants use.
-GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
-                 "kms:GenerateDataKey*", "kms:ReEncrypt*")
 
 
 class TrainingRole(Construct):
@@ -33,9 +30,8 @@ class TrainingRole(Construct):
         bucket.grant_read(self.role, DATASET_PREFIX + "*")
         bucket.grant_read_write(self.role, CHECKPOINT_PREFIX + "*")
         bucket.grant_put(self.role, OUTPUT_PREFIX + "*")
-        acknowledge_wildcards(
-            self.role, actions=GRANT_ACTIONS,
-            resources=[bucket.arn_for_objects(p + "*") for p in (*prefixes, JOBS_PREFIX)],
+        acknowledge_prefix_grants(
+            self.role, bucket=bucket, prefixes=(*prefixes, JOBS_PREFIX),
             reason="Object access is confined to the dataset bucket's datasets/, checkpoints/, output/ and jobs/ prefixes; "
                    "the wildcard actions are CDK's grant action groups on that one bucket and its key.")
         if service == "sagemaker":

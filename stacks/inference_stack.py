@@ -44,15 +44,13 @@ class InferenceStack(EstateStack):
         # SageMaker refuses KmsKeyId on instance types with local NVMe storage.
         return None if plan.local_nvme else self._key
 
-    def _uri(self, prefix: str) -> str:
-        return self._bucket.s3_url_for_object(prefix)
-
     def _realtime(self, p: InferencePlan) -> None:
+        model = self._model("RealtimeModel", p)
         endpoint = RealtimeEndpoint(
-            self, "Realtime", model_name=self._model("RealtimeModel", p).model_name, instance_type=p.instance_type,
+            self, "Realtime", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             min_instances=p.min_instances, max_instances=p.max_instances,
-            invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p),
-            capture_percent=p.data_capture_percent, capture_uri=self._uri(layout.CAPTURE))
+            invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), bucket=self._bucket,
+            capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
         cdk.CfnOutput(self, "ModelDataKey", value=self._model_data_key,
@@ -65,11 +63,12 @@ class InferenceStack(EstateStack):
         cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)
 
     def _async(self, p: InferencePlan) -> None:
+        model = self._model("AsyncModel", p)
         endpoint = AsyncEndpoint(
-            self, "Async", model_name=self._model("AsyncModel", p).model_name, instance_type=p.instance_type,
+            self, "Async", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
-            output_uri=self._uri(layout.ASYNC_OUTPUT), failure_uri=self._uri(layout.ASYNC_FAILURE),
-            key=self._key, volume_key=self._volume_key(p))
+            bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
+            failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p))
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)
 
@@ -78,7 +77,7 @@ class InferenceStack(EstateStack):
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
-            max_concurrent_transforms=p.max_concurrent_transforms, input_uri=self._uri(layout.BATCH_INPUT),
-            output_uri=self._uri(layout.BATCH_OUTPUT), schedule=p.schedule, key=self._key,
+            max_concurrent_transforms=p.max_concurrent_transforms, bucket=self._bucket,
+            input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p))
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)

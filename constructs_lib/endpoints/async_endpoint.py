@@ -4,6 +4,10 @@ notices, and it scales to zero (SageMaker developer guide, "Autoscale an asynchr
 - target tracking on ApproximateBacklogSizePerInstance keeps the queue short per instance;
 - a step policy on HasBacklogWithoutCapacity starts the first instance when requests arrive
   while none runs (target tracking alone never scales out from zero).
+
+SageMaker does the queue's work as the model's role ("Complete the prerequisites"): it reads each
+request from the input prefix, writes the output and failure objects encrypted with the output
+key, and publishes to the two topics. The role gets exactly that.
 """
 
 from __future__ import annotations
@@ -11,25 +15,36 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ..nag import acknowledge
+from ..nag import acknowledge, acknowledge_prefix_grants
 from .scaling import VARIANT, variant_instances
 
 BACKLOG_PER_INSTANCE = 5  # queued requests per instance the scaling aims for
 
 
 class AsyncEndpoint(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, instance_type: str,
-                 max_instances: int, max_concurrent_invocations: int, output_uri: str, failure_uri: str,
-                 key: kms.IKey, volume_key: kms.IKey | None) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
+                 instance_type: str, max_instances: int, max_concurrent_invocations: int, bucket: s3.IBucket,
+                 input_prefix: str, output_prefix: str, failure_prefix: str, key: kms.IKey,
+                 volume_key: kms.IKey | None) -> None:
         super().__init__(scope, construct_id)
         # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
         self.success_topic = sns.Topic(self, "Success", master_key=key, enforce_ssl=True)
         self.error_topic = sns.Topic(self, "Error", master_key=key, enforce_ssl=True)
+        bucket.grant_read(model_role, input_prefix + "*")
+        bucket.grant_put(model_role, output_prefix + "*")
+        bucket.grant_put(model_role, failure_prefix + "*")
+        acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[input_prefix, output_prefix, failure_prefix], reason=(
+            "Asynchronous inference: SageMaker reads requests from the input prefix and writes outputs and failures as the model's role, on those three prefixes only."))
+        for topic in (self.success_topic, self.error_topic):
+            topic.grant_publish(model_role)
+        output_uri, failure_uri = bucket.s3_url_for_object(output_prefix), bucket.s3_url_for_object(failure_prefix)
         C = sagemaker.CfnEndpointConfig
         self.config = C(
             self, "Config",

@@ -1,6 +1,11 @@
 """Batch transform on a schedule. Transform jobs have no CloudFormation resource, so a Step
 Functions state machine runs one to completion (.sync) under a unique job name per execution,
-and an EventBridge Scheduler schedule starts the state machine."""
+and an EventBridge Scheduler schedule starts the state machine.
+
+The transform job runs as the model's role (SageMaker API Reference, CreateModel): it lists and
+reads the input prefix and writes the output prefix encrypted with the output key
+(TransformOutput.KmsKeyId), so the role gets exactly that.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from ..nag import acknowledge_wildcards, ignore_cfn_lint
+from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
 
 JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is unique per state machine
 
@@ -22,9 +28,15 @@ JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is u
 class ScheduledBatchTransform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
                  instance_type: str,
-                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, input_uri: str,
-                 output_uri: str, schedule: str, key: kms.IKey, volume_key: kms.IKey | None) -> None:
+                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, bucket: s3.IBucket,
+                 input_prefix: str, output_prefix: str, schedule: str, key: kms.IKey,
+                 volume_key: kms.IKey | None) -> None:
         super().__init__(scope, construct_id)
+        bucket.grant_read(model_role, input_prefix + "*")
+        bucket.grant_put(model_role, output_prefix + "*")
+        acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[input_prefix, output_prefix], reason=(
+            "Batch transform: the job reads the input prefix and writes the output prefix as the model's role, on those two prefixes only."))
+        input_uri, output_uri = bucket.s3_url_for_object(input_prefix), bucket.s3_url_for_object(output_prefix)
         transform = tasks.SageMakerCreateTransformJob(
             self, "Transform",
             transform_job_name=sfn.JsonPath.format("{}-{}", JOB_PREFIX, sfn.JsonPath.string_at("$$.Execution.Name")),

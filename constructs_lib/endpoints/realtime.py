@@ -1,24 +1,35 @@
-"""A real-time endpoint that scales between min and max instances on invocations per instance."""
+"""A real-time endpoint that scales between min and max instances on invocations per instance.
+
+With data capture on, SageMaker writes the captured requests and responses to S3 as the model's
+role (SageMaker Developer Guide, "Capture data from real-time endpoint"), so the role may put
+objects under the capture prefix and nowhere else.
+"""
 
 from __future__ import annotations
 
 from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..nag import acknowledge
+from ..nag import acknowledge, acknowledge_prefix_grants
 from .scaling import VARIANT, variant_instances
-
 
 
 class RealtimeEndpoint(Construct):
     """`kms_key` is None for instance types with local NVMe: SageMaker refuses KmsKeyId there."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, instance_type: str,
-                 min_instances: int, max_instances: int, invocations_per_instance: int,
-                 kms_key: kms.IKey | None, capture_percent: int = 0, capture_uri: str | None = None) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
+                 instance_type: str, min_instances: int, max_instances: int, invocations_per_instance: int,
+                 kms_key: kms.IKey | None, bucket: s3.IBucket, capture_prefix: str, capture_percent: int = 0) -> None:
         super().__init__(scope, construct_id)
+        capture_uri = bucket.s3_url_for_object(capture_prefix)
+        if capture_percent:
+            bucket.grant_put(model_role, capture_prefix + "*")
+            acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[capture_prefix], reason=(
+                "Data capture: SageMaker writes captured requests and responses as the model's role, only under the capture prefix."))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config",
             kms_key_id=kms_key.key_arn if kms_key else None,

@@ -1,0 +1,84 @@
+"""Node boot contract: what runs on a node or a bake instance must run there. A failed image bake costs
+the user 30-45 minutes, a node that cannot mount /fsx a failed job, so every script is linted with
+shellcheck and every bake step is either required and checked, or allowed to fail."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from constructs_lib.node_bootstrap import Mounts, node_script
+from constructs_lib.node_image import bake_steps, component_document
+
+from .conftest import ROOT
+
+KINDS = ("nvidia-gpu", "trainium")
+SHELLCHECK = shutil.which("shellcheck") or str(ROOT / ".venv" / "bin" / "shellcheck")
+
+
+def shellcheck(script: str) -> str:
+    """shellcheck's findings (warnings and errors) for a bash script, '' when clean."""
+    done = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=warning", "--format=gcc", "-"], input=script,
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def test_shellcheck_is_live():
+    assert "SC2045" in shellcheck('#!/bin/bash\nfor f in $(ls); do echo "$f"; done\n')
+    assert shellcheck('#!/bin/bash\necho "ok"\n') == ""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_bake_step_is_required_and_checked_or_allowed_to_fail(kind):
+    document = yaml.safe_load(component_document(accelerator_kind=kind, region="us-west-2"))
+    steps = {s.name: s for s in bake_steps(accelerator_kind=kind, region="us-west-2")}
+    for entry in document["phases"][0]["steps"]:
+        if entry["action"] != "ExecuteBash":
+            continue
+        step, script = steps[entry["name"]], entry["inputs"]["commands"][0]
+        assert script.startswith("set -euxo pipefail"), entry["name"]
+        if step.check is None:
+            assert entry.get("onFailure") == "Continue", f"{step.name}: optional steps may fail"
+        else:
+            assert "onFailure" not in entry, f"{step.name}: a required step aborts the bake"
+            assert script.rstrip().endswith(step.check), f"{step.name}: the check runs last"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bake_scripts_pass_shellcheck(kind):
+    for step in bake_steps(accelerator_kind=kind, region="us-west-2"):
+        findings = shellcheck("#!/bin/bash\n" + step.commands() + "\n")
+        assert not findings, f"{step.name}:\n{findings}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bake_installs_what_it_then_uses(kind):
+    """`python3 -m venv` needs python3-venv (the DLAMI's python3 has no ensurepip); apt waits for the dpkg lock."""
+    script = "\n".join(s.commands() for s in bake_steps(accelerator_kind=kind, region="us-west-2"))
+    venv_at = script.index("python3 -m venv")
+    assert re.search(r"install -y[^\n]*\bpython3-venv\b", script[:venv_at])
+    for line in script.splitlines():
+        if re.search(r"\bapt-get\b.*\b(install|update)\b", line):
+            assert "DPkg::Lock::Timeout" in line, line
+    assert "pip install --upgrade pip" not in script
+
+
+def test_fsx_mount_waits_for_the_network_that_ubuntu_24_has():
+    script = node_script(accelerator_kind="nvidia-gpu",
+                         mounts=Mounts(lustre_dns="fs-1.fsx.us-west-2.amazonaws.com", lustre_mount_name="abcd",
+                                       home_dns="fs-2.efs.us-west-2.amazonaws.com"))
+    fstab = next(line for line in script.splitlines() if " /fsx lustre " in line)
+    assert "network.service" not in script  # Ubuntu 24.04 has no such unit: the mount never starts
+    assert "x-systemd.requires=network-online.target" in fstab and "_netdev" in fstab
+    assert not shellcheck(script), shellcheck(script)
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in [
+    *(ROOT / "lifecycle" / "hyperpod").glob("*.sh"), *(ROOT / "examples" / "slurm").glob("*.sbatch")]))
+def test_shipped_scripts_pass_shellcheck(path):
+    findings = shellcheck((ROOT / path).read_text())
+    assert not findings, findings
