@@ -8,12 +8,21 @@ from aws_cdk import aws_iam as iam
 from .nag import acknowledge_wildcards
 
 
-def allow_sagemaker_basics(role: iam.Role) -> None:
+def image_repository_arn(image_uri: str, *, partition: str) -> str:
+    """The ECR repository of an image URI (ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPO:TAG)."""
+    registry, _, rest = image_uri.partition("/")
+    account, region = registry.split(".")[0], registry.split(".")[3]
+    return f"arn:{partition}:ecr:{region}:{account}:repository/{rest.split(':')[0].split('@')[0]}"
+
+
+def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None = None) -> None:
+    """`image_uri`: the one image the role pulls (its repository only); None: any AWS DLC in the region."""
     stack = Stack.of(role)
     log_groups = stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)
     # AWS Deep Learning Containers live in AWS-owned accounts that differ by region and framework.
-    aws_images = f"arn:{stack.partition}:ecr:{stack.region}:*:repository/*"
+    images = image_repository_arn(image_uri, partition=stack.partition) if image_uri \
+        else f"arn:{stack.partition}:ecr:{stack.region}:*:repository/*"
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
         resources=[log_groups],
@@ -21,16 +30,18 @@ def allow_sagemaker_basics(role: iam.Role) -> None:
     role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-        resources=[aws_images],
+        resources=[images],
     ))
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["cloudwatch:PutMetricData"], resources=["*"],
         conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
     ))
-    acknowledge_wildcards(role, resources=[log_groups, aws_images, "*"], reason=(
+    wildcards = [log_groups, "*"] + ([] if image_uri else [images])
+    acknowledge_wildcards(role, resources=wildcards, reason=(
         "SageMaker basics: logs confined to /aws/sagemaker/* log groups; ecr:GetAuthorizationToken and "
-        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace); "
-        "AWS Deep Learning Container images live in AWS-owned accounts that vary by region."))
+        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace)"
+        + ("." if image_uri else "; AWS Deep Learning Container images live in AWS-owned accounts that vary by "
+           "region and framework, and the job's image is chosen at submission.")))
 
 
 def allow_vpc_access(role: iam.Role) -> None:

@@ -49,7 +49,6 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        training_plan_arn=w.training.training_plan_arn, **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", description=f"SageMaker inference for {w.name}", inference=plan.inference,
-        framework=w.model.framework, model_data_key=w.inference.model_data_key,
         vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
         bucket=data.bucket, key=data.key, **common, **protect)
     estate = Estate(network, data, train, inference)

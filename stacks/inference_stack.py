@@ -19,26 +19,24 @@ from workloads.planner import InferencePlan
 
 from .base import EstateStack
 
-SERVERLESS_IMAGE_TYPE = "ml.m5.large"  # serverless runs on CPU: the framework's CPU image
-
 
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
-                 inference: dict[str, InferencePlan], framework: str, model_data_key: str, vpc: ec2.IVpc,
-                 subnets: list[ec2.ISubnet], bucket: s3.IBucket, key: kms.IKey, **kwargs: Any) -> None:
+                 inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
+                 key: kms.IKey, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
-        self._framework, self._bucket, self._key = framework, bucket, key
-        self._model_data_key, self._vpc, self._subnets = model_data_key, vpc, subnets
+        self._bucket, self._key, self._vpc, self._subnets = bucket, key, vpc, subnets
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
-        image = serving_image(framework=self._framework, region=self.region,
-                              instance_type=plan.instance_type or SERVERLESS_IMAGE_TYPE,
-                              accelerator_kind=plan.accelerator_kind)
-        return ServingModel(self, construct_id, image_uri=image, bucket=self._bucket,
-                            model_data_key=self._model_data_key, vpc=self._vpc if in_vpc else None,
-                            subnets=self._subnets)
+        assert plan.serving is not None
+        image = serving_image(container=plan.serving.container, region=self.region, instance_type=plan.instance_type)
+        model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
+                             vpc=self._vpc if in_vpc else None, subnets=self._subnets)
+        cdk.CfnOutput(self, f"{construct_id}Artifact", value=plan.serving.artifact_key,
+                      description=f"Upload before deploying, in DataStack.DatasetBucketName: {plan.serving.artifact_layout}")
+        return model
 
     def _volume_key(self, plan: InferencePlan) -> kms.IKey | None:
         # SageMaker refuses KmsKeyId on instance types with local NVMe storage.
@@ -53,8 +51,6 @@ class InferenceStack(EstateStack):
             capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
-        cdk.CfnOutput(self, "ModelDataKey", value=self._model_data_key,
-                      description="The model artifact's key in DataStack.DatasetBucketName; upload it before deploying")
 
     def _serverless(self, p: InferencePlan) -> None:
         endpoint = ServerlessEndpoint(
@@ -77,7 +73,8 @@ class InferenceStack(EstateStack):
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
-            max_concurrent_transforms=p.max_concurrent_transforms, bucket=self._bucket,
+            max_concurrent_transforms=p.max_concurrent_transforms, single_record=p.serving.batch_strategy == "SingleRecord",
+            bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p))
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)

@@ -36,11 +36,11 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     assert set(reports) == set(s.templates)
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert reports["DataStack"].outputs["DatasetBucketName"]
-    assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == "ml.inf2.24xlarge"
+    assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == "ml.inf2.48xlarge"
     assert reports["TrainStack"].outputs["Cluster"] == "16 x trn1.32xlarge (slurm)"
     skipped = {t for r in reports.values() for t in r.skipped.values()}
     assert skipped <= KNOWN_SKIPPED, skipped - KNOWN_SKIPPED
     assert "AWS::SageMaker::Endpoint" in {t for r in reports.values() for t in r.created.values()}
     ours = [sn for sn in subnets if not sn.get("DefaultForAz")]
     assert len(ours) == 2 and {sn["AvailabilityZone"] for sn in ours} == {"us-west-2d"}
-    assert config["ProductionVariants"][0]["InstanceType"] == "ml.inf2.24xlarge"
+    assert config["ProductionVariants"][0]["InstanceType"] == "ml.inf2.48xlarge"

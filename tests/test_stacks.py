@@ -127,7 +127,9 @@ def test_realtime_endpoint_matches_the_plan(synth):
     assert "-inf2-" in model["PrimaryContainer"]["Image"] and "us-west-2" in model["PrimaryContainer"]["Image"]
     config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     variant = config["ProductionVariants"][0]
-    assert variant["InstanceType"] == "ml.inf2.24xlarge" and variant["InitialInstanceCount"] == 1
+    # 64 heads: the largest tensor-parallel degree up to inf2.24xlarge's 12 NeuronCores is 8 (128 GiB, too small
+    # for 70B fp16 weights); inf2.48xlarge runs degree 16.
+    assert variant["InstanceType"] == "ml.inf2.48xlarge" and variant["InitialInstanceCount"] == 1
     assert "KmsKeyId" in config  # inf2 has no local NVMe
     target = _one(s, "AWS::ApplicationAutoScaling::ScalableTarget", "RealtimeScaling")
     assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
@@ -137,12 +139,12 @@ def test_realtime_endpoint_matches_the_plan(synth):
 
 
 def test_no_kms_key_on_local_nvme_instances(synth):
-    s = synth("huge", {"inference.realtime.instance_type": "ml.g5.xlarge"})
+    s = synth("intermediate", {"inference.realtime.instance_type": "ml.g5.xlarge"})
     config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
     assert "KmsKeyId" not in config
     model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
-    assert "pytorch-inference" in model["PrimaryContainer"]["Image"] and "gpu" in model["PrimaryContainer"]["Image"]
+    assert "tgi" in model["PrimaryContainer"]["Image"] and "gpu" in model["PrimaryContainer"]["Image"]
 
 
 def test_classic_ml_serves_from_its_framework_image(synth):

@@ -9,12 +9,14 @@ Every choice carries the reason the plan prints.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
+from .serving import ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_parallel
 from .storage import FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -122,6 +124,7 @@ class InferencePlan:
     max_concurrent_invocations_per_instance: int | None = None
     max_payload_mb: int | None = None
     max_concurrent_transforms: int | None = None
+    serving: ServingPlan | None = None  # container, artifact and environment
 
 
 @dataclass(frozen=True)
@@ -417,31 +420,47 @@ def measured_choice() -> tuple[str, dict[str, float]]:
 
 # ---------------------------------------------------------------- inference
 
-def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, weights_bytes: float) -> InstanceType | None:
+def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *,
+                      fits: Callable[[InstanceType], bool]) -> InstanceType | None:
     fitting = []
     for name in names:
         itype = cat.get(name)
         if itype is None or w.region not in itype.regions or itype.price(w.region, sagemaker=True) is None:
             continue
-        memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
-        if est.serving_fits(w.model.parameters_billion, memory, weights_bytes):
+        if fits(itype):
             fitting.append(itype)
     return min(fitting, key=lambda t: t.price(w.region, sagemaker=True).usd_per_hour) if fitting else None
+
+
+def _weights_fit(w: Workload, bytes_per_param: float) -> Callable[[InstanceType], bool]:
+    def fits(itype: InstanceType) -> bool:
+        memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
+        return est.serving_fits(w.model.parameters_billion, memory, bytes_per_param)
+    return fits
+
+
+def _llm_fits(w: Workload) -> Callable[[InstanceType], bool]:
+    """An LLM fits where a tensor-parallel degree that divides its attention heads holds its weights."""
+    heads, _ = attention_heads(w)
+    return lambda itype: itype.accelerator is not None and \
+        tensor_parallel(w.model.parameters_billion, heads, itype) is not None
 
 
 def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
     classic = w.model.framework in CLASSIC_ML
     if classic:
         itype = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat,
-                                  weights_bytes=est.CPU_BYTES_PER_PARAM)
+                                  fits=_weights_fit(w, est.CPU_BYTES_PER_PARAM))
         if itype:
             return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "")
-    neuron = w.model.neuron_supported and w.model.framework in ("pytorch", "tensorflow")
-    if neuron and kind == "realtime":
-        itype = _cheapest_fitting(INFERENTIA, w, cat, weights_bytes=est.SERVE_BYTES_PER_PARAM)
+    llm = artifact_format(w)[0] == "huggingface"
+    fits = _llm_fits(w) if llm else _weights_fit(w, est.SERVE_BYTES_PER_PARAM)
+    # Inferentia2 serves LLMs through TGI on Neuron; other PyTorch models would need their own Neuron compile.
+    if llm and w.model.neuron_supported and kind == "realtime":
+        itype = _cheapest_fitting(INFERENTIA, w, cat, fits=fits)
         if itype:
             return itype, "Neuron supports the model: Inferentia2 gives the best price-performance (seeds)"
-    itype = _cheapest_fitting(GPU_SERVING, w, cat, weights_bytes=est.SERVE_BYTES_PER_PARAM)
+    itype = _cheapest_fitting(GPU_SERVING, w, cat, fits=fits)
     if itype:
         why = {"realtime": "GPU for throughput and latency (seeds)",
                "async": "GPU for large payloads and long inferences (seeds)",
@@ -467,7 +486,8 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
                                    "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (seeds)")}
     memory = _serverless_memory_mb(w)
     cold_starts_ok = inf.latency_ms is None or inf.latency_ms >= 1000
-    if inf.traffic in ("spiky", "rare") and inf.payload_mb <= 4 and memory and cold_starts_ok:
+    cpu_servable = artifact_format(w)[0] != "huggingface"  # LLM serving containers need GPU or Inferentia2
+    if inf.traffic in ("spiky", "rare") and inf.payload_mb <= 4 and memory and cold_starts_ok and cpu_servable:
         return {"serverless": (Serverless(memory_mb=memory), f"{inf.traffic} traffic, cold starts tolerated: "
                                                             "serverless scales to zero (seeds)")}
     if inf.traffic == "rare":
@@ -494,7 +514,7 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
                 kind, None, 0, section.max_concurrency, 0.0, None,
                 "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
                 max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
-                provisioned_concurrency=section.provisioned_concurrency)
+                provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None))
             continue
         if section.instance_type:
             itype, reason = cat.get(section.instance_type), "set by the config"
@@ -521,5 +541,21 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
             max_payload_mb=getattr(section, "max_payload_mb", None),
             max_concurrent_transforms=getattr(section, "max_concurrent_transforms", None),
+            serving=plan_serving(kind, w, itype),
         )
+    _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _one_layout_per_key(plans: dict[str, InferencePlan]) -> None:
+    """Kinds may share an artifact only when their containers read the same layout."""
+    seen: dict[str, tuple[str, str]] = {}
+    for kind in (k for k in KINDS if k in plans):
+        sv = plans[kind].serving
+        assert sv is not None
+        layout = layout_of(sv.container, sv.artifact_format)
+        first = seen.setdefault(sv.artifact_key, (kind, layout))
+        if first[1] != layout:
+            raise ConfigError(f"inference.{kind}.artifact_key", sv.artifact_key, f"a key of its own for {kind}",
+                              reason=f"{sv.container_title} reads a {layout} artifact; {first[0]} reads a "
+                                     f"{first[1]} one from the same key")

@@ -10,6 +10,7 @@ from rich.table import Table
 from . import estimates as est
 from .catalog import Catalog
 from .planner import Plan
+from .serving import artifact_format
 
 
 def money(value: float | None) -> str:
@@ -90,6 +91,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     console.print(table)
+    _print_serving(p, console)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:
         console.print(f"  - {a}")
@@ -100,6 +102,27 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
                       f"{est.SERVE_UTILISATION:.0%} of accelerator peak; CPU {est.CPU_GFLOPS_PER_VCPU} GFLOPS/vCPU; "
                       f"classic ML {est.CLASSIC_MS_PER_REQUEST} ms per prediction per vCPU; serverless "
                       f"${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+def _print_serving(p: Plan, console: Console) -> None:
+    """Per kind: the container, the artifact it reads (upload it before deploying) and its environment."""
+    if not p.inference:
+        return
+    fmt, why = artifact_format(p.workload)
+    console.print(f"[bold]Serving contract[/bold]  artifact format {fmt} ({why})")
+    table = Table(show_header=True)
+    for col in ("kind", "container", "artifact in the dataset bucket", "environment"):
+        table.add_column(col)
+    for ip in p.inference.values():
+        sv = ip.serving
+        if sv is None:
+            continue
+        env = " ".join(f"{k}={v}" for k, v in sv.environment.items()) or "-"
+        table.add_row(ip.kind, sv.container_title, f"{sv.artifact_key}\n[dim]{sv.artifact_layout}[/dim]", env)
+    console.print(table)
+    notes = dict.fromkeys(n for ip in p.inference.values() if ip.serving for n in ip.serving.notes)
+    for note in notes:
+        console.print(f"  - {note}")
 
 
 def print_catalog(cat: Catalog, console: Console | None = None) -> None:

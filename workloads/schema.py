@@ -14,6 +14,9 @@ Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
 Traffic = Literal["steady", "spiky", "rare", "periodic"]
+# What the model artifact is; each serving container reads one of these (workloads/serving.py).
+ArtifactFormat = Literal["huggingface", "framework-archive", "xgboost", "scikit-learn"]
+ARTIFACT_KEY = r"^[A-Za-z0-9._\-/]+$"
 
 CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
@@ -27,6 +30,8 @@ class Model(_Frozen):
     framework: Framework
     # Whether the model compiles with AWS Neuron: Trainium and Inferentia need it.
     neuron_supported: bool = True
+    # Attention heads: a tensor-parallel degree must divide them. Absent: assumed from the size (the plan says so).
+    attention_heads: int | None = Field(default=None, ge=1, le=1024)
 
 
 class Data(_Frozen):
@@ -66,6 +71,7 @@ class Training(_Frozen):
 
 class Realtime(_Frozen):
     instance_type: str | None = None
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     min_instances: int = Field(default=1, ge=1, le=100)
     max_instances: int = Field(default=2, ge=1, le=100)
     # Scaling target: invocations per instance per minute.
@@ -81,6 +87,7 @@ class Realtime(_Frozen):
 
 
 class Serverless(_Frozen):
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     memory_mb: int = Field(default=2048, ge=1024, le=6144, multiple_of=1024)
     max_concurrency: int = Field(default=20, ge=1, le=200)
     provisioned_concurrency: int | None = Field(default=None, ge=1, le=200)
@@ -95,12 +102,14 @@ class Serverless(_Frozen):
 
 class Async(_Frozen):
     instance_type: str | None = None
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     max_instances: int = Field(default=2, ge=1, le=100)
     max_concurrent_invocations_per_instance: int = Field(default=4, ge=1, le=1000)
 
 
 class Batch(_Frozen):
     instance_type: str | None = None
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     instance_count: int = Field(default=1, ge=1, le=100)
     schedule: str = Field(default="cron(0 2 * * ? *)", pattern=r"^(cron\(.+\)|rate\(.+\))$")
     max_payload_mb: int = Field(default=6, ge=1, le=100)
@@ -114,9 +123,40 @@ class Batch(_Frozen):
         return self
 
 
+class Artifact(_Frozen):
+    """The model artifact in the dataset bucket (upload it before deploying the InferenceStack).
+
+    huggingface: a Hugging Face model directory (config.json, safetensors, tokenizer) under a prefix
+    ending in "/", served uncompressed by an LLM serving container; on Inferentia2 the directory is
+    the Neuron export (optimum-cli export neuron) with the plan's batch, sequence and core count.
+    framework-archive: model.tar.gz with the weights and code/inference.py (PyTorch or TensorFlow container).
+    xgboost: model.tar.gz holding the booster saved as `xgboost-model`.
+    scikit-learn: model.tar.gz holding the model (joblib) and code/inference.py with model_fn.
+    """
+
+    format: ArtifactFormat | None = None  # from the framework when absent
+    key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # default per format (README)
+
+
+class Generation(_Frozen):
+    """LLM serving limits: the serving container reserves memory for them and refuses longer requests."""
+
+    max_input_tokens: int = Field(default=2048, ge=1, le=1_000_000)
+    max_total_tokens: int = Field(default=4096, ge=2, le=1_000_000)  # input plus generated tokens
+    max_batch_size: int = Field(default=4, ge=1, le=512)
+    dtype: Literal["bf16", "fp16"] = "bf16"
+
+    @model_validator(mode="after")
+    def _input_below_total(self) -> "Generation":
+        if self.max_input_tokens >= self.max_total_tokens:
+            raise ValueError(f"max_input_tokens {self.max_input_tokens} must be below max_total_tokens "
+                             f"{self.max_total_tokens}")
+        return self
+
+
 class Inference(_Frozen):
-    # The model artifact's key in the dataset bucket (upload it before deploying).
-    model_data_key: str = Field(default="models/model.tar.gz", pattern=r"^[A-Za-z0-9._\-/]+\.tar\.gz$")
+    artifact: Artifact = Artifact()
+    generation: Generation = Generation()
     # What the traffic looks like; the planner picks the kinds from it when no kind is listed.
     traffic: Traffic = "steady"
     payload_mb: float = Field(default=0.1, gt=0, le=1024)  # a typical request

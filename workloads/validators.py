@@ -149,6 +149,47 @@ def serverless_holds_the_model(w: Workload, cat: Catalog) -> None:
                           reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit in serverless memory")
 
 
+_FORMATS_OF_FRAMEWORK = {"pytorch": ("huggingface", "framework-archive"), "tensorflow": ("framework-archive",),
+                         "xgboost": ("xgboost",), "scikit-learn": ("scikit-learn",)}
+
+
+def artifact_format_fits_framework(w: Workload, cat: Catalog) -> None:
+    fmt, allowed = w.inference.artifact.format, _FORMATS_OF_FRAMEWORK[w.model.framework]
+    if fmt is not None and fmt not in allowed:
+        raise ConfigError("inference.artifact.format", fmt, ", ".join(allowed),
+                          reason=f"a {w.model.framework} model is not served from a {fmt} artifact")
+
+
+def artifact_keys_fit_the_format(w: Workload, cat: Catalog) -> None:
+    """A Hugging Face directory is an S3 prefix (ends with /); every other artifact is a model.tar.gz."""
+    from .serving import artifact_format
+
+    fmt, _ = artifact_format(w)
+    inf = w.inference
+    keys = [("inference.artifact.key", inf.artifact.key)] + [
+        (f"inference.{kind}.artifact_key", getattr(section, "artifact_key", None))
+        for kind, section in (("realtime", inf.realtime), ("serverless", inf.serverless), ("async", inf.async_),
+                              ("batch", inf.batch)) if section is not None]
+    for field, key in keys:
+        if key is None:
+            continue
+        if fmt == "huggingface" and not key.endswith("/"):
+            raise ConfigError(field, key, "an S3 prefix ending in /, e.g. models/llm/",
+                              reason="a Hugging Face model directory is served uncompressed from a prefix")
+        if fmt != "huggingface" and not key.endswith(".tar.gz"):
+            raise ConfigError(field, key, "a key ending in .tar.gz, e.g. models/model.tar.gz",
+                              reason=f"the {fmt} container reads a model.tar.gz")
+
+
+def llm_is_not_serverless(w: Workload, cat: Catalog) -> None:
+    from .serving import artifact_format
+
+    if w.inference.serverless is not None and artifact_format(w)[0] == "huggingface":
+        raise ConfigError("inference.serverless", "serverless", "realtime, async or batch; or inference.artifact."
+                          "format framework-archive", reason="LLM serving containers need a GPU or Inferentia2; "
+                          "serverless endpoints are CPU only")
+
+
 # SageMaker inference limits (SageMaker developer guide: real-time 6 MB / 60 s; serverless
 # 4 MB / 60 s; asynchronous 1 GB / 1 hour; batch transform 100 MB per request).
 LIMITS = {"realtime": (6, 60), "serverless": (4, 60), "async": (1024, 3600)}
@@ -186,6 +227,9 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     inference_types_are_known,
     serverless_holds_the_model,
     inference_limits,
+    artifact_format_fits_framework,
+    artifact_keys_fit_the_format,
+    llm_is_not_serverless,
 )
 
 

@@ -40,8 +40,10 @@ class AsyncEndpoint(Construct):
         bucket.grant_read(model_role, input_prefix + "*")
         bucket.grant_put(model_role, output_prefix + "*")
         bucket.grant_put(model_role, failure_prefix + "*")
-        acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[input_prefix, output_prefix, failure_prefix], reason=(
-            "Asynchronous inference: SageMaker reads requests from the input prefix and writes outputs and failures as the model's role, on those three prefixes only."))
+        acknowledge_prefix_grants(
+            model_role, bucket=bucket, prefixes=[input_prefix, output_prefix, failure_prefix],
+            reason=("Asynchronous inference: SageMaker reads requests from the input prefix and writes outputs and "
+                   "failures as the model's role, on those three prefixes only."))
         for topic in (self.success_topic, self.error_topic):
             topic.grant_publish(model_role)
         output_uri, failure_uri = bucket.s3_url_for_object(output_prefix), bucket.s3_url_for_object(failure_prefix)

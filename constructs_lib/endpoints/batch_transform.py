@@ -28,14 +28,17 @@ JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is u
 class ScheduledBatchTransform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
                  instance_type: str,
-                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, bucket: s3.IBucket,
+                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, single_record: bool,
+                 bucket: s3.IBucket,
                  input_prefix: str, output_prefix: str, schedule: str, key: kms.IKey,
                  volume_key: kms.IKey | None) -> None:
         super().__init__(scope, construct_id)
         bucket.grant_read(model_role, input_prefix + "*")
         bucket.grant_put(model_role, output_prefix + "*")
-        acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[input_prefix, output_prefix], reason=(
-            "Batch transform: the job reads the input prefix and writes the output prefix as the model's role, on those two prefixes only."))
+        acknowledge_prefix_grants(
+            model_role, bucket=bucket, prefixes=[input_prefix, output_prefix],
+            reason=("Batch transform: the job reads the input prefix and writes the output prefix as the model's "
+                   "role, on those two prefixes only."))
         input_uri, output_uri = bucket.s3_url_for_object(input_prefix), bucket.s3_url_for_object(output_prefix)
         transform = tasks.SageMakerCreateTransformJob(
             self, "Transform",
@@ -43,7 +46,9 @@ class ScheduledBatchTransform(Construct):
             model_name=model_name,
             role=model_role,  # otherwise the task makes a role with AmazonSageMakerFullAccess
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
-            transform_input=tasks.TransformInput(transform_data_source=tasks.TransformDataSource(
+            # One record per line; LLM containers take one request per call (SingleRecord).
+            transform_input=tasks.TransformInput(split_type=tasks.SplitType.LINE,
+                                                 transform_data_source=tasks.TransformDataSource(
                 s3_data_source=tasks.TransformS3DataSource(s3_uri=input_uri, s3_data_type=tasks.S3DataType.S3_PREFIX))),
             transform_output=tasks.TransformOutput(s3_output_path=output_uri, encryption_key=key),
             transform_resources=tasks.TransformResources(
@@ -51,7 +56,7 @@ class ScheduledBatchTransform(Construct):
                 volume_encryption_key=volume_key),
             max_payload=Size.mebibytes(max_payload_mb),
             max_concurrent_transforms=max_concurrent_transforms,
-            batch_strategy=tasks.BatchStrategy.MULTI_RECORD,
+            batch_strategy=tasks.BatchStrategy.SINGLE_RECORD if single_record else tasks.BatchStrategy.MULTI_RECORD,
         )
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
         self.state_machine = sfn.StateMachine(

@@ -1,4 +1,9 @@
-"""A SageMaker model in the private subnet, network-isolated, with its own least-privilege role."""
+"""A SageMaker model in the private subnet, network-isolated, with its own least-privilege role.
+
+The container gets the artifact and environment of its serving contract (workloads/serving.py):
+a model.tar.gz through ModelDataUrl, or a Hugging Face directory copied uncompressed from its
+S3 prefix to /opt/ml/model (ModelDataSource, S3Prefix, CompressionType None).
+"""
 
 from __future__ import annotations
 
@@ -8,38 +13,47 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from workloads.serving import ServingPlan
+
 from ..nag import acknowledge, acknowledge_wildcards
 from ..sagemaker_access import allow_sagemaker_basics
+
+C = sagemaker.CfnModel
 
 
 class ServingModel(Construct):
     """`vpc` None is for serverless endpoints, which support neither VPC config nor network isolation."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, bucket: s3.IBucket,
-                 model_data_key: str, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet]) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, serving: ServingPlan,
+                 bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet]) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="SageMaker model: reads its artifact and pulls its container")
-        bucket.grant_read(self.role, model_data_key)
-        allow_sagemaker_basics(self.role)
+        key = serving.artifact_key
+        bucket.grant_read(self.role, key if serving.compressed else key + "*")
+        allow_sagemaker_basics(self.role, image_uri=image_uri)
         acknowledge_wildcards(self.role, actions=("s3:GetObject*", "s3:GetBucket*", "s3:List*"),
-                              reason="CDK's read action groups, confined to the one model artifact object.")
+                              resources=[] if serving.compressed else [bucket.arn_for_objects(key + "*")],
+                              reason="CDK's read action groups, confined to the model artifact (one object, or the "
+                                     "objects under the model directory's prefix).")
         vpc_config = None
         if vpc is not None:
             # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
             self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
                                                     description="SageMaker model containers: HTTPS out only")
             self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
-            vpc_config = sagemaker.CfnModel.VpcConfigProperty(
-                security_group_ids=[self.security_group.security_group_id], subnets=[s.subnet_id for s in subnets])
-        self.model = sagemaker.CfnModel(
-            self, "Model",
-            execution_role_arn=self.role.role_arn,
-            enable_network_isolation=vpc is not None,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri, model_data_url=bucket.s3_url_for_object(model_data_key)),
-            vpc_config=vpc_config,
-        )
+            vpc_config = C.VpcConfigProperty(security_group_ids=[self.security_group.security_group_id],
+                                             subnets=[s.subnet_id for s in subnets])
+        if serving.compressed:
+            container = C.ContainerDefinitionProperty(image=image_uri, model_data_url=bucket.s3_url_for_object(key),
+                                                      environment=serving.environment or None)
+        else:
+            container = C.ContainerDefinitionProperty(
+                image=image_uri, environment=serving.environment or None,
+                model_data_source=C.ModelDataSourceProperty(s3_data_source=C.S3DataSourceProperty(
+                    s3_uri=bucket.s3_url_for_object(key), s3_data_type="S3Prefix", compression_type="None")))
+        self.model = C(self, "Model", execution_role_arn=self.role.role_arn, enable_network_isolation=vpc is not None,
+                       primary_container=container, vpc_config=vpc_config)
         if vpc is None:
             reason = "Serverless Inference supports neither VPC configuration nor network isolation (SageMaker " \
                      "serverless feature exclusions); this model serves only the serverless endpoint."
@@ -48,4 +62,3 @@ class ServingModel(Construct):
         # SageMaker checks the role's permissions when the model is created.
         self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
         self.model_name = self.model.attr_model_name
-

@@ -28,8 +28,10 @@ class RealtimeEndpoint(Construct):
         capture_uri = bucket.s3_url_for_object(capture_prefix)
         if capture_percent:
             bucket.grant_put(model_role, capture_prefix + "*")
-            acknowledge_prefix_grants(model_role, bucket=bucket, prefixes=[capture_prefix], reason=(
-                "Data capture: SageMaker writes captured requests and responses as the model's role, only under the capture prefix."))
+            acknowledge_prefix_grants(
+                model_role, bucket=bucket, prefixes=[capture_prefix],
+                reason=("Data capture: SageMaker writes captured requests and responses as the model's role, only "
+                       "under the capture prefix."))
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config",
             kms_key_id=kms_key.key_arn if kms_key else None,

@@ -1,0 +1,165 @@
+"""Serving contracts: every synthesized SageMaker model carries what its container needs to start.
+
+The requirements below are the containers' own, written here from their sources (not from
+workloads/serving.py, so the two can disagree and the test catch it):
+- TGI (GPU): sagemaker-entrypoint.sh exits "HF_MODEL_ID must be set"; SM_NUM_GPUS is the shard count
+  (huggingface/text-generation-inference, sagemaker-entrypoint.sh).
+- TGI on Neuron: the same entrypoint; tgi_env.py needs HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
+  MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS, MAX_BATCH_PREFILL_TOKENS, or it looks the model up on the Hub
+  (huggingface/optimum-neuron, text-generation-inference/tgi_env.py).
+- PyTorch DLC and scikit-learn container: the handler module is SAGEMAKER_PROGRAM under code/ in the archive
+  (aws/sagemaker-pytorch-inference-toolkit; aws/sagemaker-scikit-learn-container).
+- XGBoost built-in: model.tar.gz with `xgboost-model`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.catalog import load_catalog
+
+from .conftest import ROOT, VARIANTS
+
+NEURON_ENV = ("HF_MODEL_ID", "HF_NUM_CORES", "HF_AUTO_CAST_TYPE", "MAX_BATCH_SIZE", "MAX_TOTAL_TOKENS",
+              "MAX_INPUT_TOKENS", "MAX_BATCH_PREFILL_TOKENS")
+SERVING_VARIANTS = ("small", "intermediate", "huge", "small-all-kinds")
+
+
+def _container(image: str) -> str:
+    repo = image.split("/", 1)[1].split(":")[0]
+    tag = image.rsplit(":", 1)[1]
+    if repo == "huggingface-pytorch-tgi-inference":
+        return "tgi-neuronx" if "-inf2-" in tag else "tgi"
+    return {"pytorch-inference": "pytorch", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
+            "sagemaker-scikit-learn": "sklearn"}[repo]
+
+
+def _instance_types(template: dict) -> dict[str, str]:
+    """Model logical ID -> the instance type that serves it (endpoint configs and the transform job)."""
+    out = {}
+    for r in template["Resources"].values():
+        if r["Type"] == "AWS::SageMaker::EndpointConfig":
+            for v in r["Properties"]["ProductionVariants"]:
+                if "InstanceType" in v:
+                    out[v["ModelName"]["Fn::GetAtt"][0]] = v["InstanceType"]
+        if r["Type"] == "AWS::StepFunctions::StateMachine":
+            text = json.dumps(r["Properties"]["DefinitionString"])
+            model = re.search(r'"Fn::GetAtt": \["(\w+)", "ModelName"\]', text).group(1)
+            out[model] = re.search(r'\\"InstanceType\\":\\"(ml\.[a-z0-9.]+)\\"', text).group(1)
+    return out
+
+
+def _check_model(logical: str, props: dict, itype: str | None, heads: int) -> list[str]:
+    c = props["PrimaryContainer"]
+    env, kind = c.get("Environment", {}), _container(c["Image"])
+    problems = []
+    if kind in ("tgi", "tgi-neuronx"):
+        if env.get("HF_MODEL_ID") != "/opt/ml/model":
+            problems.append("HF_MODEL_ID must name the model directory SageMaker fills (/opt/ml/model)")
+        source = c.get("ModelDataSource", {}).get("S3DataSource", {})
+        if (source.get("S3DataType"), source.get("CompressionType")) != ("S3Prefix", "None"):
+            problems.append("an LLM directory is served uncompressed from an S3 prefix")
+        if not (int(env.get("MAX_INPUT_TOKENS", 0)) < int(env.get("MAX_TOTAL_TOKENS", 0))):
+            problems.append("MAX_INPUT_TOKENS must be below MAX_TOTAL_TOKENS")
+        acc = load_catalog().types[itype.removeprefix("ml.")].accelerator
+        if kind == "tgi":
+            shards = int(env.get("SM_NUM_GPUS", 0))
+            if not (1 <= shards <= acc.count and heads % shards == 0):
+                problems.append(f"SM_NUM_GPUS={shards}: 1..{acc.count} GPUs of {itype}, dividing {heads} heads")
+        else:
+            missing = [k for k in NEURON_ENV if k not in env]
+            if missing:
+                problems.append(f"missing {missing}: without them tgi_env.py looks the model up on the Hub")
+            cores = int(env.get("HF_NUM_CORES", 0))
+            if not (1 <= cores <= acc.count * 2 and heads % cores == 0):
+                problems.append(f"HF_NUM_CORES={cores}: up to {acc.count * 2} NeuronCores of {itype}, dividing {heads}")
+            if env.get("MAX_BATCH_PREFILL_TOKENS") != str(int(env.get("MAX_BATCH_SIZE", 0)) *
+                                                          int(env.get("MAX_INPUT_TOKENS", 0))):
+                problems.append("MAX_BATCH_PREFILL_TOKENS = MAX_BATCH_SIZE x MAX_INPUT_TOKENS (tgi_env.py)")
+    else:
+        if not str(json.dumps(c.get("ModelDataUrl", ""))).endswith('.tar.gz"]]}'):
+            problems.append(f"{kind} reads a model.tar.gz through ModelDataUrl")
+        if kind in ("pytorch", "sklearn") and env.get("SAGEMAKER_PROGRAM") != "inference.py":
+            problems.append("SAGEMAKER_PROGRAM names the handler in code/")
+    return [f"{logical} ({kind} on {itype}): {p}" for p in problems]
+
+
+@pytest.mark.parametrize("variant", SERVING_VARIANTS)
+def test_every_model_carries_what_its_container_needs(synth, variant):
+    workload, overrides = VARIANTS[variant]
+    s = synth(workload, overrides)
+    heads = load(workload, overrides).model.attention_heads or 0
+    template = s.templates["InferenceStack"]
+    types = _instance_types(template)
+    problems = []
+    for logical, r in template["Resources"].items():
+        if r["Type"] == "AWS::SageMaker::Model":
+            problems += _check_model(logical, r["Properties"], types.get(logical), heads)
+    assert not problems, "\n".join(problems)
+
+
+def test_neuron_export_and_gpu_weights_live_apart(synth):
+    s = synth("huge")
+    uris = {}
+    for logical, r in s.resources("InferenceStack", "AWS::SageMaker::Model").items():
+        c = r["Properties"]["PrimaryContainer"]
+        uris[_container(c["Image"])] = json.dumps(c["ModelDataSource"]["S3DataSource"]["S3Uri"])
+    assert set(uris) == {"tgi-neuronx", "tgi"} and uris["tgi-neuronx"] != uris["tgi"]
+
+
+def test_llm_batch_sends_one_record_per_request(synth):
+    machine = json.dumps(synth("huge").one("InferenceStack", "AWS::StepFunctions::StateMachine")["Properties"])
+    assert '\\"BatchStrategy\\":\\"SingleRecord\\"' in machine and '\\"SplitType\\":\\"Line\\"' in machine
+
+
+def test_the_plan_shows_container_artifact_and_environment_per_kind():
+    p = plan(load("huge"))
+    for kind, ip in p.inference.items():
+        assert ip.serving and ip.serving.container and ip.serving.artifact_key and ip.serving.environment, kind
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "Serving contract" in out and "HF_NUM_CORES=16" in out and "optimum-cli export neuron" in out
+    data = json.loads(subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout)
+    assert data["inference"]["realtime"]["serving"]["environment"]["HF_MODEL_ID"] == "/opt/ml/model"
+
+
+@pytest.mark.parametrize("params, heads, itype, degree", [
+    (70, 64, "inf2.48xlarge", 16),   # 24 NeuronCores, but 24 does not divide 64
+    (3, 24, "inf2.xlarge", 2),
+    (34, 64, "inf2.8xlarge", None),  # 2 cores x 16 GiB cannot hold 63 GiB of weights
+    (70, 64, "g5.48xlarge", 8),
+    (13, 40, "g5.12xlarge", 4),
+])
+def test_tensor_parallel_degree_divides_the_heads_and_holds_the_weights(params, heads, itype, degree):
+    from workloads.serving import tensor_parallel
+
+    assert tensor_parallel(params, heads, load_catalog().types[itype]) == degree
+
+
+@pytest.mark.parametrize("workload, overrides, field", [
+    ("intermediate", {"inference.serverless.memory_mb": "6144", "model.parameters_billion": "1"}, "inference.serverless"),
+    ("intermediate", {"inference.artifact.format": "xgboost"}, "inference.artifact.format"),
+    ("small", {"inference.artifact.key": "models/booster/"}, "inference.artifact.key"),
+    ("intermediate", {"inference.realtime.artifact_key": "models/llm.tar.gz"}, "inference.realtime.artifact_key"),
+    ("huge", {"inference.realtime.artifact_key": "models/llm/"}, "inference.async.artifact_key"),
+    ("intermediate", {"inference.realtime.instance_type": "ml.m5.xlarge"}, "inference.realtime.instance_type"),
+    ("huge", {"inference.realtime.instance_type": "ml.inf2.24xlarge"}, "inference.realtime.instance_type"),
+    ("intermediate", {"inference.generation.max_input_tokens": "4096"}, "inference.generation"),
+])
+def test_a_config_no_container_can_serve_is_refused_with_the_field(workload, overrides, field):
+    with pytest.raises(ConfigError) as err:
+        plan(load(workload, overrides))
+    assert err.value.field == field, str(err.value)
+
+
+def test_each_kind_may_have_its_own_artifact():
+    p = plan(load("small", {"inference.batch.artifact_key": "models/batch/model.tar.gz"}))
+    assert p.inference["batch"].serving.artifact_key == "models/batch/model.tar.gz"
+    assert p.inference["realtime"].serving.artifact_key == "models/model.tar.gz"

@@ -1,0 +1,217 @@
+"""Serving contracts: which container serves each inference kind, the artifact it reads and the
+environment it needs to start. Pure Python: the CDK side turns `Container.image` into a URI with
+the sagemaker SDK's image_uris (constructs_lib/images.py).
+
+What each container needs, checked at its source on 2026-11-22:
+
+- Hugging Face TGI, GPU (sagemaker image `huggingface-llm` 3.3.6): its sagemaker-entrypoint.sh exits
+  with "HF_MODEL_ID must be set" when HF_MODEL_ID is unset and turns SM_NUM_GPUS into the shard count
+  (huggingface/text-generation-inference, sagemaker-entrypoint.sh); MAX_INPUT_TOKENS, MAX_TOTAL_TOKENS,
+  MAX_BATCH_PREFILL_TOKENS and DTYPE are text-generation-launcher settings read from the environment.
+- Hugging Face TGI on Neuron (`huggingface-llm-neuronx` 0.3.0, optimum-neuron TGI 3.3.6): the same
+  entrypoint check; tgi_env.py skips its Hugging Face Hub lookup only when HF_NUM_CORES, HF_AUTO_CAST_TYPE,
+  MAX_BATCH_SIZE, MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS and MAX_BATCH_PREFILL_TOKENS are all set, and refuses
+  a model whose Neuron config (tp_degree, batch_size, sequence_length, cast type) does not match them
+  (huggingface/optimum-neuron, text-generation-inference/tgi_env.py). A network-isolated endpoint cannot
+  reach the Hub, so the artifact must be the Neuron export itself.
+- PyTorch and TensorFlow DLCs: the SageMaker inference toolkit loads the handler module named by
+  SAGEMAKER_PROGRAM from code/ inside the archive, and pip-installs code/requirements.txt at start, which
+  fails on a network-isolated endpoint (aws/sagemaker-pytorch-inference-toolkit, torchserve.py).
+- XGBoost built-in container (`xgboost` 1.7-1): model.tar.gz holding the booster as `xgboost-model`;
+  no environment needed (SageMaker Developer Guide, "XGBoost algorithm", model artifacts).
+- scikit-learn container (`sklearn` 1.2-1): script mode, SAGEMAKER_PROGRAM and SAGEMAKER_SUBMIT_DIRECTORY
+  name the script with model_fn inside the archive (aws/sagemaker-scikit-learn-container).
+- Uncompressed model data (S3Prefix, CompressionType None) is copied under /opt/ml/model
+  (SageMaker Developer Guide, "Deploying uncompressed models").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import estimates as est
+from .catalog import InstanceType
+from .errors import ConfigError
+from .schema import Workload
+
+MODEL_DIR = "/opt/ml/model"
+CODE_DIR = MODEL_DIR + "/code"
+# NeuronCores per chip (Neuron docs, "Inferentia2 Architecture": 2x NeuronCore-v2 per chip).
+NEURON_CORES_PER_CHIP = {"Inferentia2": 2}
+DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model.tar.gz",
+                "xgboost": "models/model.tar.gz", "scikit-learn": "models/model.tar.gz"}
+_FORMAT_OF_FRAMEWORK = {"pytorch": "framework-archive", "tensorflow": "framework-archive", "xgboost": "xgboost",
+                        "scikit-learn": "scikit-learn"}
+# Attention heads of the usual decoder at each size (Llama 3.2 1B: 32, 3B: 24; Llama 3 8B: 32;
+# Llama 2 13B: 40; Code Llama 34B: 64; Llama 3 70B: 64), used when model.attention_heads is absent.
+_TYPICAL_HEADS = ((1.5, 32), (4, 24), (10, 32), (20, 40), (float("inf"), 64))
+
+
+@dataclass(frozen=True)
+class Container:
+    key: str
+    title: str
+    image: tuple[tuple[str, str], ...]  # sagemaker image_uris.retrieve arguments
+    reads: str  # the artifact format
+    accelerators: tuple[str | None, ...]  # accelerator kinds it runs on (None: CPU)
+
+
+CONTAINERS = {c.key: c for c in (
+    Container("tgi", "Hugging Face TGI 3.3.6 (GPU)", (("framework", "huggingface-llm"), ("version", "3.3.6")),
+              "huggingface", ("nvidia-gpu",)),
+    Container("tgi-neuronx", "Hugging Face TGI 3.3.6 on Neuron (optimum-neuron)",
+              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0")), "huggingface", ("inferentia",)),
+    Container("pytorch", "PyTorch 2.6 inference DLC",
+              (("framework", "pytorch"), ("version", "2.6"), ("py_version", "py312"), ("image_scope", "inference")),
+              "framework-archive", (None, "nvidia-gpu")),
+    Container("tensorflow", "TensorFlow 2.20 Serving DLC",
+              (("framework", "tensorflow"), ("version", "2.20"), ("image_scope", "inference")),
+              "framework-archive", (None, "nvidia-gpu")),
+    Container("xgboost", "SageMaker XGBoost 1.7-1", (("framework", "xgboost"), ("version", "1.7-1")), "xgboost",
+              (None, "nvidia-gpu")),
+    Container("sklearn", "SageMaker scikit-learn 1.2-1",
+              (("framework", "sklearn"), ("version", "1.2-1"), ("py_version", "py3")), "scikit-learn", (None,)),
+)}
+ARTIFACT_LAYOUT = {
+    "huggingface": "Hugging Face model directory (config.json, *.safetensors, tokenizer files) under the prefix, "
+                   "uncompressed",
+    "framework-archive": "model.tar.gz: the weights and code/inference.py (no code/requirements.txt: the endpoint "
+                         "has no internet)",
+    "xgboost": "model.tar.gz holding the booster saved as `xgboost-model`",
+    "scikit-learn": "model.tar.gz: the model (joblib) and code/inference.py with model_fn",
+}
+
+NEURON_LAYOUT = ("Neuron export of the Hugging Face model (optimum-cli export neuron) with the batch size, sequence "
+                 "length, core count and cast type below, uncompressed")
+
+
+def layout_of(container: str, fmt: str) -> str:
+    """Artifacts two containers can share have the same layout."""
+    return "neuron-export" if container == "tgi-neuronx" else fmt
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    container: str
+    container_title: str
+    artifact_format: str
+    artifact_key: str
+    artifact_layout: str
+    compressed: bool  # False: an S3 prefix copied uncompressed to /opt/ml/model
+    environment: dict[str, str]
+    tensor_parallel: int | None
+    batch_strategy: str  # batch transform: MultiRecord, or SingleRecord for LLM containers
+    notes: tuple[str, ...] = ()
+
+
+def artifact_format(w: Workload) -> tuple[str, str]:
+    if w.inference.artifact.format:
+        return w.inference.artifact.format, "set by the config"
+    return _FORMAT_OF_FRAMEWORK[w.model.framework], f"from the framework ({w.model.framework})"
+
+
+def attention_heads(w: Workload) -> tuple[int, bool]:
+    """(heads, assumed): the config's value, or the usual decoder's at this size."""
+    if w.model.attention_heads:
+        return w.model.attention_heads, False
+    return next(h for limit, h in _TYPICAL_HEADS if w.model.parameters_billion <= limit), True
+
+
+def devices(itype: InstanceType) -> tuple[int, float]:
+    """(tensor-parallel devices, GiB each): GPUs, or NeuronCores on Inferentia2."""
+    acc = itype.accelerator
+    assert acc is not None
+    count = acc.count * NEURON_CORES_PER_CHIP.get(acc.model, 1) if acc.kind == "inferentia" else acc.count
+    return count, acc.memory_gib / count
+
+
+def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType) -> int | None:
+    """The largest degree up to the device count that divides the heads and holds the fp16 weights; None if none."""
+    count, per_device = devices(itype)
+    for degree in range(count, 0, -1):
+        if heads % degree == 0:
+            return degree if est.serving_fits(parameters_billion, per_device * degree) else None
+    return None
+
+
+def container_for(kind: str, fmt: str, itype: InstanceType | None) -> Container:
+    """The serving container for an artifact format on a type (None: serverless, CPU)."""
+    acc = itype.accelerator.kind if itype and itype.accelerator else None
+    where = f"ml.{itype.name}" if itype else "serverless (CPU only)"
+    field = f"inference.{kind}.instance_type" if itype else "inference.serverless"
+    if fmt == "huggingface":
+        key = {"nvidia-gpu": "tgi", "inferentia": "tgi-neuronx"}.get(acc or "")
+        if key is None or (acc == "inferentia" and itype and itype.accelerator.model not in NEURON_CORES_PER_CHIP):
+            raise ConfigError(field, where, "a GPU (g5, g6, p4d, p5) or Inferentia2 (inf2) type; or "
+                              "inference.artifact.format framework-archive",
+                              reason="a Hugging Face LLM is served by an LLM serving container on GPU or Inferentia2")
+        return CONTAINERS[key]
+    key = {"framework-archive": None, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]
+    if key is None:
+        raise AssertionError("framework archives are resolved by framework")
+    container = CONTAINERS[key]
+    if acc not in container.accelerators:
+        raise ConfigError(field, where, "CPU types (c5, m5)" if container.accelerators == (None,) else
+                          "CPU or GPU types", reason=f"the {container.title} container does not run on {acc}")
+    return container
+
+
+def plan_serving(kind: str, w: Workload, itype: InstanceType | None) -> ServingPlan:
+    """The serving contract of one kind on its instance type (None: serverless)."""
+    fmt, _ = artifact_format(w)
+    section = {"realtime": w.inference.realtime, "serverless": w.inference.serverless,
+               "async": w.inference.async_, "batch": w.inference.batch}[kind]
+    key = w.inference.artifact.key or DEFAULT_KEYS[fmt]
+    if fmt == "framework-archive":
+        acc = itype.accelerator.kind if itype and itype.accelerator else None
+        if acc not in (None, "nvidia-gpu"):
+            raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}", "CPU or GPU types",
+                              reason="a framework archive runs on the PyTorch or TensorFlow container; Inferentia "
+                                     "needs a Neuron-compiled model")
+        container = CONTAINERS[w.model.framework]
+    else:
+        container = container_for(kind, fmt, itype)
+    layout = ARTIFACT_LAYOUT[fmt]
+    if container.key == "tgi-neuronx":
+        # A Neuron export is its own directory: the GPU containers read the plain weights.
+        key, layout = key.rstrip("/") + "-neuron/", NEURON_LAYOUT
+    if section is not None and section.artifact_key:
+        key = section.artifact_key
+    common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
+                  artifact_layout=layout, compressed=fmt != "huggingface")
+    if fmt != "huggingface":
+        env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
+            if container.key in ("pytorch", "sklearn") else {}
+        return ServingPlan(**common, environment=env, tensor_parallel=None, batch_strategy="MultiRecord")
+    return _llm(kind, w, itype, common)
+
+
+def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict) -> ServingPlan:
+    assert itype is not None
+    g = w.inference.generation
+    heads, assumed = attention_heads(w)
+    degree = tensor_parallel(w.model.parameters_billion, heads, itype)
+    count, per_device = devices(itype)
+    if degree is None:
+        raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}", "a type with more accelerator memory",
+                          reason=f"no tensor-parallel degree up to {count} that divides {heads} attention heads holds "
+                                 f"the {w.model.parameters_billion:g}B model's weights ({per_device:g} GiB per device)")
+    notes = []
+    if assumed:
+        notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
+                     "model.attention_heads")
+    prefill = str(g.max_batch_size * g.max_input_tokens)
+    limits = {"MAX_INPUT_TOKENS": str(g.max_input_tokens), "MAX_TOTAL_TOKENS": str(g.max_total_tokens),
+              "MAX_BATCH_PREFILL_TOKENS": prefill}
+    if common["container"] == "tgi-neuronx":
+        env = {"HF_MODEL_ID": MODEL_DIR, "HF_NUM_CORES": str(degree), "HF_AUTO_CAST_TYPE": g.dtype,
+               "MAX_BATCH_SIZE": str(g.max_batch_size), **limits}
+        notes.append(f"the prefix holds the Neuron export made with these settings: optimum-cli export neuron "
+                     f"--model <model> --batch_size {g.max_batch_size} --sequence_length {g.max_total_tokens} "
+                     f"--num_cores {degree} --auto_cast_type {g.dtype} <dir>")
+    else:
+        # GPUs without bf16 (T4, V100) serve in fp16.
+        dtype = "bfloat16" if g.dtype == "bf16" and itype.peak_tflops_dtype == "bf16" else "float16"
+        env = {"HF_MODEL_ID": MODEL_DIR, "SM_NUM_GPUS": str(degree), "DTYPE": dtype, **limits}
+    return ServingPlan(**common, environment=env, tensor_parallel=degree, batch_strategy="SingleRecord",
+                       notes=tuple(notes))
