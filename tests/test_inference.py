@@ -1,18 +1,15 @@
-"""Issue 5: inference kinds chosen and sized from the workload, their limits, their templates,
-and `python -m workloads invoke` against the emulator."""
+"""Issue 5: inference kinds chosen and sized from the workload, their limits and their templates
+(`python -m workloads invoke` against the emulator is in test_emulator_contract.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tools.emulator import running
 from workloads import ConfigError, load, plan
-from workloads.invoke import invoke
 
 from .conftest import ROOT
 
@@ -142,30 +139,3 @@ def test_batch_transform_runs_on_a_schedule_with_unique_job_names(synth):
     assert "BatchStateMachine" in json.dumps(schedule["Target"]["Arn"])
     roles = s.resources("InferenceStack", "AWS::IAM::Role")
     assert not any("ManagedPolicyArns" in r["Properties"] for r in roles.values())  # no SageMakerFullAccess
-
-
-@pytest.fixture(scope="module")
-def serving(synth):
-    overrides = {"inference.async.max_instances": "2"}
-    s = synth("small", overrides)
-    with running("us-east-1") as emu:
-        emu.bootstrap(quiet=True)
-        emu.deploy("--app", str(s.outdir), quiet=True)
-        with emu.in_process():
-            yield plan(load("small", overrides))
-
-
-@pytest.mark.parametrize("kind", ["realtime", "serverless", "async"])
-def test_invoke_each_kind_on_the_emulator(serving, kind):
-    answer = invoke(serving, kind=kind, body=b'{"x": [1, 2]}', content_type="application/json",
-                    timeout_s=20, poll_s=0.2)
-    assert answer.kind == kind and answer.body
-    if kind == "async":
-        assert answer.location and answer.location.startswith("s3://")
-
-
-def test_invoke_cli(serving):
-    result = subprocess.run([sys.executable, "-m", "workloads", "invoke", "small", "-c", "inference.async.max_instances=2",
-                             "--kind", "serverless"], cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("serverless endpoint InferenceStack-ServerlessEndpoint")

@@ -5,6 +5,8 @@ of the statements is contract_policy.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from .conftest import VARIANTS
@@ -146,3 +148,32 @@ def test_conditions_and_boundaries_are_enforced():
                        boundary=[{"Effect": "Allow", "Action": "*", "Resource": "*"},
                                  {"Effect": "Deny", "Action": "s3:*", "Resource": "*"}])
     assert not evaluate(capped, call, world).allowed
+
+
+# ---- ordering and service-linked roles: what the templates must say for the service to work
+
+
+def test_pcs_node_groups_wait_for_the_node_role_policy(synth):
+    """Nodes register with PCS as they boot; the grant must exist before any node group starts one."""
+    resources = synth("huge").templates["TrainStack"]["Resources"]
+    grant = next(lid for lid, r in resources.items() if r["Type"] == "AWS::IAM::Policy"
+                 and "pcs:RegisterComputeNodeGroupInstance" in json.dumps(r["Properties"]))
+    groups = {lid: r for lid, r in resources.items() if r["Type"] == "AWS::PCS::ComputeNodeGroup"}
+    assert len(groups) == 2
+    for lid, r in groups.items():
+        assert grant in r.get("DependsOn", []), f"{lid} may boot nodes before {grant} exists"
+
+
+@pytest.mark.parametrize("variant", ["small-all-kinds", "huge"])
+def test_endpoint_scaling_runs_as_the_service_linked_role(synth, variant):
+    """SageMaker endpoint scaling ignores custom roles: RoleARN is the service-linked role, and no custom one is made."""
+    workload, overrides = VARIANTS[variant]
+    resources = synth(workload, overrides).templates["InferenceStack"]["Resources"]
+    targets = [r for r in resources.values() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"]
+    assert targets
+    for t in targets:
+        assert "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/" \
+               "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in json.dumps(t["Properties"]["RoleARN"])
+    trusted = [json.dumps(r["Properties"]["AssumeRolePolicyDocument"]) for r in resources.values()
+               if r["Type"] == "AWS::IAM::Role"]
+    assert not any("application-autoscaling.amazonaws.com" in t for t in trusted)
