@@ -36,7 +36,7 @@ demo: setup
 	@WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 test: setup
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n 2 --dist loadfile  # two workers: this machine has two cores
 
 synth: setup
 	@cdk synth --quiet -c workload=$(WORKLOAD)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,29 +56,53 @@ class Synth:
 _CACHE: dict[tuple, Synth] = {}
 
 
+def _stack_templates(outdir: Path) -> dict[str, dict]:
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    return {art["properties"].get("stackName", name): json.loads((outdir / art["properties"]["templateFile"]).read_text())
+            for name, art in manifest["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
+
+
+@contextmanager
+def _once(outdir: Path):
+    """Synthesize into `outdir` once for every test process (pytest-xdist workers share the directory)."""
+    from filelock import FileLock
+
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(outdir) + ".lock"):
+        done = outdir / ".synthesized"
+        if not done.exists():
+            yield True
+            done.touch()
+        else:
+            yield False
+
+
 def synthesize(outroot: Path, workload: str, overrides: dict[str, str] | None = None) -> Synth:
     key = (workload, tuple(sorted((overrides or {}).items())))
     if key in _CACHE:
         return _CACHE[key]
-    import aws_cdk as cdk
-
-    from stacks.estate import build_from_context
-
     outdir = outroot / ("-".join([workload, *(f"{k}={v}" for k, v in key[1])]).replace("/", "_"))
-    app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "workload": workload, **(overrides or {})})
-    estate = build_from_context(app)[0]
-    assembly = app.synth()
-    templates = {s.stack_name: assembly.get_stack_by_name(s.stack_name).template for s in estate.stacks}
+    with _once(outdir) as needed:
+        if needed:
+            import aws_cdk as cdk
+
+            from stacks.estate import build_from_context
+
+            app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "workload": workload, **(overrides or {})})
+            build_from_context(app)
+            app.synth()
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {"pluginReports": []}
     manifest = json.loads((outdir / "manifest.json").read_text())
-    _CACHE[key] = Synth(outdir, templates, report, manifest)
+    _CACHE[key] = Synth(outdir, _stack_templates(outdir), report, manifest)
     return _CACHE[key]
 
 
 @pytest.fixture(scope="session")
-def synth_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("cdk-out")
+def synth_root(tmp_path_factory, worker_id) -> Path:
+    """One synthesis directory for the whole run: shared by the pytest-xdist workers (`make test` runs two)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if worker_id != "master" else base) / "cdk-out"
 
 
 @pytest.fixture(scope="session")
@@ -137,9 +162,11 @@ def teams_synth(synth_root) -> TeamsSynth:
     from stacks.estate import build_from_context
 
     outdir = synth_root / "teams"
-    app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "teams": str(TEAMS_FILE)})
-    build_from_context(app)
-    app.synth()  # cdk-nag runs here: a finding fails the synthesis
+    with _once(outdir) as needed:
+        if needed:
+            app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "teams": str(TEAMS_FILE)})
+            build_from_context(app)
+            app.synth()  # cdk-nag runs here: a finding fails the synthesis
     templates, artifacts, paths = {}, {}, {}
     top = json.loads((outdir / "manifest.json").read_text())
     for art in top["artifacts"].values():

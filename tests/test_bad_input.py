@@ -59,10 +59,12 @@ def test_plan_command_refuses_bad_input(case):
     ("list.yaml", "- a\n- b\n"),
 ])
 def test_malformed_yaml_is_refused(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text)
-    result = subprocess.run([sys.executable, "-m", "workloads", "plan", str(path)], cwd=ROOT, capture_output=True, text=True)
-    _check(result, f"workload = '{path}': ")
+    (tmp_path / name).write_text(text)
+    # Run where the file is: a long temporary path would be shortened in the one-line message.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "workloads", "plan", name], cwd=tmp_path, env=env,
+                            capture_output=True, text=True)
+    _check(result, f"workload = '{name}': ")
 
 
 def _context_args(args: list[str]) -> dict:

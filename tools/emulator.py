@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -137,6 +139,9 @@ def _patch_moto() -> None:
 class Emulator:
     endpoint: str
     region: str
+    # The CLI locks its output directory (./cdk.out by default): each emulator has its own, so
+    # two test workers (or a test and a demo) can run the CLI at the same time.
+    cli_output: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="cdk-cli-")))
 
     def env(self) -> dict[str, str]:
         """Environment for the CDK CLI and boto3: the emulator's endpoint and throwaway credentials."""
@@ -178,7 +183,7 @@ class Emulator:
 
     def cdk(self, *args: str, timeout: float = 300, quiet: bool = False) -> subprocess.CompletedProcess:
         """Run the project's pinned CDK CLI against the emulator (never interactive)."""
-        cmd = [str(CDK), *args, "--no-notices"]
+        cmd = [str(CDK), *args, "--no-notices", "--output", str(self.cli_output)]
         return subprocess.run(cmd, cwd=ROOT, env=self.env(), timeout=timeout, check=True, text=True,
                               capture_output=quiet)
 
@@ -210,10 +215,12 @@ def running(region: str) -> Iterator[Emulator]:
     from moto.moto_api._internal.models import moto_api_backend
 
     moto_api_backend.reset()
+    emulator = Emulator(endpoint=f"http://localhost:{port}", region=region)
     try:
-        yield Emulator(endpoint=f"http://localhost:{port}", region=region)
+        yield emulator
     finally:
         server.stop()
+        shutil.rmtree(emulator.cli_output, ignore_errors=True)
 
 
 @dataclass(frozen=True)
