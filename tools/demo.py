@@ -23,7 +23,7 @@ from workloads.teams import load_teams
 from workloads.invoke import INVOCABLE, default_kind, invoke
 from workloads.report import print_plan
 
-from .emulator import ROOT, NotLocalError, deployed_resources, running
+from .emulator import NotLocalError, deployed_resources, running
 
 
 def main() -> int:
@@ -49,7 +49,7 @@ def main() -> int:
             console.print(f"\n[bold]Local AWS emulator[/bold] at {emulator.endpoint} ({region}); bootstrapping...")
             emulator.bootstrap(quiet=True)
             emulator.deploy(*app_args, stacks=stacks)
-            reports = deployed_resources(emulator, ROOT / "cdk.out")
+            reports = deployed_resources(emulator, emulator.cli_output)  # the assembly the CLI just deployed
             answer = _one_call(emulator, the_plan, stage=team or "")
     except NotLocalError as exc:
         print(f"error: {exc}", file=sys.stderr)
