@@ -2,25 +2,42 @@
 """CDK entry point: read context once, load and plan the workload, build the stacks.
 
     cdk synth -c workload=huge -c training.instance_type=p5.48xlarge
+    python app.py        # the same synthesis with cdk.json's context, into cdk.out
+
+The CDK CLI hands the app its context (cdk.json's, then -c) in CDK_CONTEXT_JSON. Run alone, the
+app reads cdk.json itself, so the feature flags are the same as under `cdk synth`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from pathlib import Path
 
 import aws_cdk as cdk
 
 from stacks.estate import build_from_context
 from workloads import ConfigError
+from workloads.errors import report
+
+
+CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 
 
 def main() -> int:
-    app = cdk.App()
+    cdk_context = json.loads(CDK_JSON.read_text())["context"]
+    if "CDK_CONTEXT_JSON" in os.environ:  # run by the CDK CLI
+        app = cdk.App()
+    else:
+        print(f"python app.py: cdk.json's context, synthesizing into {CDK_JSON.parent / 'cdk.out'} "
+              "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
+        app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        build_from_context(app)
+        build_from_context(app, cdk_keys=cdk_context)
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
-        print(f"error: {exc}", file=sys.stderr)
+        report(exc)
         return 2
     app.synth()
     return 0

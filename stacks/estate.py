@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from workloads import DEFAULT_WORKLOAD, load, overrides_from_context, plan
+from workloads import DEFAULT_WORKLOAD, ConfigError, load, overrides_from_context, plan
+from workloads.errors import raise_all
 from workloads.planner import Plan
 
 from .data_stack import DataStack
@@ -62,19 +64,30 @@ def add_checks(app: cdk.App) -> None:
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 
 
-def build_from_context(app: cdk.App) -> list[Estate]:
+def build_from_context(app: cdk.App, *, cdk_keys: Iterable[str] = ()) -> list[Estate]:
     """The one place context is read: a teams file (one stage per team, `team` picks one), or one
-    workload with dotted overrides and an account. Raises ConfigError."""
+    workload with dotted overrides and an account. Every context key must mean something here
+    (`cdk_keys`: cdk.json's own). Raises ConfigError, with every mistake at once."""
     from workloads.teams import load_teams
 
     from .team_stage import TeamStage
 
     context = app.node.get_all_context()
+    overrides = overrides_from_context(context, cdk_keys=cdk_keys)
     if context.get("teams"):
+        ignored = [ConfigError(key, value, f"overrides in the team's entry of {context['teams']}",
+                               reason="-c overrides do not apply to a teams file") for key, value in overrides.items()]
+        if context.get("account") is not None:
+            ignored.append(ConfigError("account", context["account"], f"account in each team's entry of "
+                                       f"{context['teams']}", reason="-c account does not apply to a teams file"))
+        raise_all(ignored)
         stamped = load_teams(str(context["teams"]), only=context.get("team"))
         estates = [TeamStage(app, stamped=s).estate for s in stamped]
     else:
-        the_plan = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides_from_context(context)))
+        if context.get("team") is not None:
+            raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
+                              reason="picks a team of a teams file, and no teams file was given")
+        the_plan = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides))
         estates = [build_estate(app, the_plan, account=context.get("account"))]
     add_checks(app)
     return estates

@@ -16,9 +16,10 @@ CASES = {
     "unknown preset": (["nosuch"], "workload = 'nosuch': unknown preset; allowed: huge, intermediate, small"),
     "missing file": (["/nonexistent/w.yaml"], "workload = '/nonexistent/w.yaml': file not found"),
     "unknown field": (["huge", "-c", "training.instnce_type=p5.48xlarge"],
-                      "training.instnce_type = 'p5.48xlarge': unknown field; allowed: instance_type, instance_count"),
+                      "training.instnce_type = 'p5.48xlarge': unknown field; did you mean training.instance_type?; "
+                      "allowed: training.instance_type, training.instance_count"),
     "wrong type": (["huge", "-c", "training.instance_count=lots"], "training.instance_count = 'lots': wrong type"),
-    "out of range": (["huge", "-c", "inference.serverless.max_concurrency=0"],
+    "out of range": (["small", "-c", "inference.serverless.max_concurrency=0"],
                      "inference.serverless.max_concurrency = 0: wrong type or out of range; allowed: greater than or equal to 1"),
     "type not in catalog": (["huge", "-c", "training.instance_type=p9.48xlarge"],
                             "training.instance_type = 'p9.48xlarge': not in the instance catalog"),

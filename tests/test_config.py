@@ -40,7 +40,7 @@ def test_override_creates_missing_sections():
 
 def test_override_under_a_plain_value_is_refused():
     raw = {"training": {"instance_type": "x"}}
-    with pytest.raises(ConfigError, match="cannot set training.instance_type.x"):
+    with pytest.raises(ConfigError, match="training.instance_type.x = 1: unknown field; did you mean training.instance_type"):
         _apply_override(raw, "training.instance_type.x", "1")
 
 
@@ -77,11 +77,10 @@ def test_load_from_file(tmp_path):
 def test_bad_values_name_field_value_and_allowed(overrides, field, fragment):
     with pytest.raises(ConfigError) as err:
         load("huge", overrides)
-    message = str(err.value)
-    assert message.startswith(f"{field} = "), message
-    assert fragment in message
-    assert "allowed:" in message
-    assert "\n" not in message
+    # Every mistake is reported; the one this override makes is among them, on one line of its own.
+    mine = [str(e) for e in err.value.errors if e.field == field]
+    assert len(mine) == 1, str(err.value)
+    assert fragment in mine[0] and "allowed:" in mine[0] and "\n" not in mine[0]
 
 
 def test_type_not_offered_in_region():

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from workloads import ConfigError, load, plan
+from workloads.errors import report
 from workloads.teams import load_teams
 from workloads.invoke import INVOCABLE, default_kind, invoke
 from workloads.report import print_plan
@@ -39,7 +40,7 @@ def main() -> int:
             the_plan = plan(load(workload))
             app_args, stacks = ["-c", f"workload={workload}"], "--all"
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        report(exc)
         return 2
     print_plan(the_plan, console)
     region = the_plan.workload.region
@@ -98,4 +99,8 @@ def _print_reports(console: Console, reports) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C: the emulator stops on the way out; no traceback
+        print("\ninterrupted: the local emulator has been stopped (nothing was deployed to AWS)", file=sys.stderr)
+        sys.exit(130)

@@ -13,7 +13,7 @@ import sys
 
 from . import layout
 from .catalog import load_catalog
-from .errors import ConfigError
+from .errors import ConfigError, report
 from .loader import DEFAULT_WORKLOAD, load
 from .planner import Plan, plan
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "invoke":
             return _invoke(args, result)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        report(exc)
         return EXIT_BAD_INPUT
     _show(result, as_json=args.json)
     return 0

@@ -7,14 +7,15 @@ The same function serves app.py (`-c workload=... -c training.instance_type=...`
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean, raise_all
 from .schema import Workload
 from .validators import check
 
@@ -26,20 +27,135 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
 
 
+# Context keys that are the app's own, not config fields.
+APP_KEYS = ("workload", "teams", "team", "account")
+
+
 def load(source: str = DEFAULT_WORKLOAD, overrides: Mapping[str, Any] | None = None) -> Workload:
-    """A validated, frozen Workload from a preset name or a YAML file plus dotted overrides."""
+    """A validated, frozen Workload from a preset name or a YAML file plus dotted overrides.
+
+    Every mistake is reported at once (ConfigErrors): unknown override keys, schema errors, then
+    the cross-field rules."""
     raw = _read(source)
+    errors: list[ConfigError] = []
     for key, value in (overrides or {}).items():
-        _apply_override(raw, key, value)
-    workload = _validate(raw)
+        try:
+            _apply_override(raw, key, value)
+        except ConfigError as exc:
+            errors.append(exc)
+    try:
+        workload = Workload.model_validate(raw)
+    except ValidationError as exc:
+        errors += config_errors(exc.errors(), Workload)
+        repaired = _repaired(raw, exc.errors())
+        if repaired is not None:  # the cross-field rules too, on what the user evidently meant
+            reported = {e.field for e in errors}
+            errors += [e for e in _rule_errors(repaired) if e.field not in reported]
+        raise_all(errors)
+        raise AssertionError("unreachable") from None
+    raise_all(errors)
     check(workload)
     return workload
 
 
-def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
-    """The dotted config overrides among CDK context keys (`training.instance_type`, `region`...)."""
-    top = _field_names(Workload)
-    return {k: v for k, v in context.items() if k.split(".", 1)[0] in top}
+def _rule_errors(workload: Workload) -> list[ConfigError]:
+    try:
+        check(workload)
+    except ConfigError as exc:
+        return exc.errors
+    return []
+
+
+def _repaired(raw: dict, errs: list[Mapping[str, Any]]) -> Workload | None:
+    """The workload with each bad value dropped and each near-miss key renamed, if that validates."""
+    try:
+        return Workload.model_validate(repair(raw, errs, Workload))
+    except ValidationError:
+        return None
+
+
+def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> dict:
+    """A copy of `raw` with each bad value dropped and each near-miss key renamed to what it was meant to be,
+    so that the checks after the schema can still run on the rest and report their mistakes too."""
+    fixed = copy.deepcopy(raw)
+    for err in errs:
+        *parents, last = err["loc"] or ("",)
+        node: Any = fixed
+        for part in parents:
+            node = node[part] if isinstance(node, dict) and part in node or \
+                isinstance(node, list) and isinstance(part, int) and part < len(node) else None
+        if not isinstance(node, dict) or last not in node:
+            continue
+        value = node.pop(last)
+        model = _model_at(list(parents), root)
+        if err["type"] == "extra_forbidden":
+            guess = did_you_mean(str(last), _field_names(model)) if model else None
+            if guess and guess not in node:
+                node[guess] = value
+        elif model is not None:
+            placeholder = _placeholder(model, str(last))
+            if placeholder is not None:
+                node[last] = placeholder
+    return fixed
+
+
+def _placeholder(model: type[BaseModel], name: str) -> Any:
+    """A stand-in for a required number that was wrong, so the rules that do not read it can still run
+    (their findings on the field itself are dropped: it is reported already)."""
+    info = next((i for n, i in model.model_fields.items() if (i.alias or n) == name), None)
+    if info is None or not info.is_required():
+        return None
+    return 1 if info.annotation in (int, float) else None
+
+
+def overrides_from_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The dotted config overrides among CDK context keys. Every key must be accounted for: a config
+    field, one of the app's own keys, or CDK's (feature flags, the CLI's own keys, `cdk_keys` from
+    cdk.json). Anything else is a mistake the user would otherwise deploy with, so it is refused."""
+    cdk = set(cdk_keys)
+    overrides, errors = {}, []
+    paths = config_paths()
+    for key, value in context.items():
+        if key in APP_KEYS or key in cdk or key.startswith(("@aws-cdk", "aws:cdk:")) or key == "cli-telemetry":
+            continue
+        if key in paths:
+            overrides[key] = value
+            continue
+        guess = did_you_mean(key, [*paths, *APP_KEYS])
+        what = "unknown field" if key.split(".", 1)[0] in paths else "unknown context key"
+        errors.append(ConfigError(key, _parse_value(value), _allowed_here(key, app_keys=True),
+                                  reason=what + (f"; did you mean {guess}?" if guess else "")))
+    raise_all(errors)
+    return overrides
+
+
+@cache
+def config_paths(model: type[BaseModel] = Workload, prefix: str = "") -> frozenset[str]:
+    """Every dotted config field and section (`training`, `training.instance_count`, `inference.async`...)."""
+    out: set[str] = set()
+    for name, info in model.model_fields.items():
+        path = prefix + (info.alias or name)
+        out.add(path)
+        sub = _submodel(info.annotation)
+        if sub is not None:
+            out |= config_paths(sub, path + ".")
+    return frozenset(out)
+
+
+def _allowed_here(key: str, *, app_keys: bool = False) -> str:
+    """The valid names at the level of a dotted key where it goes wrong."""
+    parts = key.split(".")
+    model: type[BaseModel] | None = Workload
+    for depth, part in enumerate(parts):
+        names = _field_names(model)
+        if part not in names:
+            prefix = ".".join(parts[:depth])
+            shown = [f"{prefix}.{n}" if prefix else n for n in names]
+            return ", ".join(shown + (list(APP_KEYS) if depth == 0 and app_keys else []))
+        model = _model_at([*parts[:depth + 1]])
+        if model is None:
+            break
+    return "the fields in README's Config reference"
 
 
 def _read(source: str) -> dict:
@@ -80,6 +196,10 @@ def _parse_value(value: Any) -> Any:
 
 
 def _apply_override(raw: dict, key: str, value: Any) -> None:
+    if key not in config_paths():
+        guess = did_you_mean(key, config_paths())
+        raise ConfigError(key, _parse_value(value), _allowed_here(key),
+                          reason="unknown field" + (f"; did you mean {guess}?" if guess else ""))
     parts = key.split(".")
     node = raw
     for depth, part in enumerate(parts[:-1]):
@@ -97,7 +217,28 @@ def _validate(raw: dict) -> Workload:
     try:
         return Workload.model_validate(raw)
     except ValidationError as exc:
-        raise _config_error(exc.errors()[0]) from None
+        raise_all(config_errors(exc.errors(), Workload))
+        raise AssertionError("unreachable") from None
+
+
+def config_errors(errs: list[Mapping[str, Any]], root: type[BaseModel],
+                  show: Callable[[tuple], list[str]] = lambda loc: [str(p) for p in loc]) -> list[ConfigError]:
+    """pydantic's errors as ConfigErrors. A misspelt key says what it was probably meant to be, and then
+    the field it misses is not also reported missing. `show` turns a location into the displayed path."""
+    out, explained = [], set()
+    for err in errs:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            names = _field_names(_model_at(list(loc[:-1]), root) or root)
+            guess = did_you_mean(str(loc[-1]), names)
+            if guess:
+                explained.add((*loc[:-1], guess))
+            out.append(ConfigError(".".join(show(loc)), err.get("input"), ", ".join(names),
+                                   reason="unknown field" + (f"; did you mean {guess}?" if guess else "")))
+    for err in errs:
+        if err["type"] != "extra_forbidden" and not (err["type"] == "missing" and tuple(err["loc"]) in explained):
+            out.append(_config_error({**err, "loc": tuple(show(tuple(err["loc"])))}))
+    return out
 
 
 def _config_error(err: Mapping[str, Any]) -> ConfigError:
@@ -105,16 +246,15 @@ def _config_error(err: Mapping[str, Any]) -> ConfigError:
     field = ".".join(loc) or "workload"
     value = err.get("input")
     kind = err["type"]
-    if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1])
-        allowed = ", ".join(_field_names(parent)) if parent else "see the config reference"
-        return ConfigError(field, value, allowed, reason="unknown field")
     if kind == "missing":
         return ConfigError(field, None, "see the config reference in README.md", reason="required field is missing")
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
         return ConfigError(field, value, "see the config reference", reason=str(err["msg"]).removeprefix("Value error, "))
+    if kind.endswith("_type") and isinstance(value, bool):
+        return ConfigError(field, value, str(err["msg"]).removeprefix("Input should be "),
+                           reason="a boolean is not a number or a string here")
     # Type and range errors: pydantic's own message says what is allowed ("Input should be ...").
     allowed = str(err["msg"]).removeprefix("Input should be ").removeprefix("String should ")
     return ConfigError(field, value, allowed, reason="wrong type or out of range")
@@ -124,16 +264,27 @@ def _field_names(model: type[BaseModel]) -> list[str]:
     return [info.alias or name for name, info in model.model_fields.items()]
 
 
-def _model_at(loc: list[str]) -> type[BaseModel] | None:
-    """The pydantic model class at a dotted location, walking Optional[...] annotations."""
-    model: type[BaseModel] = Workload
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The model inside an annotation (`Model`, `Model | None`, `list[Model]`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _model_at(loc: list, root: type[BaseModel] = Workload) -> type[BaseModel] | None:
+    """The pydantic model at a location (list indices are skipped), walking Optional and list annotations."""
+    model: type[BaseModel] = root
     for part in loc:
+        if isinstance(part, int):
+            continue
         fields = {info.alias or name: info for name, info in model.model_fields.items()}
         if part not in fields:
             return None
-        annotation = fields[part].annotation
-        candidates = [annotation, *get_args(annotation)]
-        found = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        found = _submodel(fields[part].annotation)
         if found is None:
             return None
         model = found

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
-from .errors import ConfigError
+from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from .serving import ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_parallel
 from .storage import FsxPlan, size_fsx
@@ -314,6 +314,7 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     elif w.training.orchestrator is None:
         decisions.append(f"orchestrator {orchestrator}: " + ("a multi-node EFA cluster runs best on Slurm"
                          if orchestrator == "slurm" else "SageMaker runs the nodes for one job"))
+    _nothing_ignored(w, orchestrator)
     storage = _storage(w, orchestrator, tier, decisions)
     # Multi-node jobs use every EFA interface the type has (SageMaker and HyperPod attach them too).
     efa = itype.efa_max_interfaces if count > 1 else 0
@@ -337,6 +338,28 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate,
     )
+
+
+def _nothing_ignored(w: Workload, orchestrator: str) -> None:
+    """Values the chosen orchestrator would silently ignore are refused, each with the reason."""
+    t, errors = w.training, []
+    how = "set by the config" if t.orchestrator else "chosen by the planner"
+    if t.spot and orchestrator != "sagemaker-jobs":
+        errors.append(ConfigError(
+            "training.spot", True, "false, or training.orchestrator sagemaker-jobs (managed spot, checkpoints to S3)",
+            reason=f"the {orchestrator} cluster ({how}) runs on-demand or reserved nodes; managed spot is a SageMaker "
+                   "training-job feature and would be ignored"))
+    if t.capacity_reservation_id and orchestrator != "slurm":
+        errors.append(ConfigError(
+            "training.capacity_reservation_id", t.capacity_reservation_id,
+            "training.orchestrator slurm, or training.training_plan_arn for HyperPod",
+            reason=f"only the Slurm cluster's launch template uses an EC2 reservation; {orchestrator} ({how}) would "
+                   "ignore it"))
+    if w.data.shared_home and orchestrator != "slurm":
+        errors.append(ConfigError(
+            "data.shared_home", True, "training.orchestrator slurm, or false",
+            reason=f"only the Slurm cluster's nodes mount /home from EFS; {orchestrator} ({how}) would not"))
+    raise_all(errors)
 
 
 def _placement(w: Workload, orchestrator: str, efa: int, decisions: list[str]) -> bool:

@@ -22,7 +22,8 @@ CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # strict: a boolean is not a number (`dataset_size_gib: true` is not 1 GiB), a number not a string.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class Model(_Frozen):

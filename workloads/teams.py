@@ -15,8 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .catalog import load_catalog, strip_ml
-from .errors import ConfigError
-from .loader import _config_error, load
+from .errors import ConfigError, raise_all
+from .loader import config_errors, load, repair
 from .planner import Plan, plan
 
 # A team name becomes a stage and the prefix of its stack names (CloudFormation: letters,
@@ -24,13 +24,17 @@ from .planner import Plan, plan
 TEAM_NAME = r"^[a-z][a-z0-9-]{0,30}$"
 
 
+# An address budget notifications can be sent to (AWS Budgets refuses anything else at deploy time).
+EMAIL = r"^[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}$"
+
+
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Budget(_Frozen):
     monthly_usd: float = Field(gt=0)
-    alert_emails: list[str] = Field(min_length=1)
+    alert_emails: list[str] = Field(min_length=1)  # addresses: checked with the other rules (_rule_errors)
 
 
 class Team(_Frozen):
@@ -57,22 +61,38 @@ class StampedTeam:
 
 
 def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
+    """Every team validated and planned; every mistake in the file reported at once (ConfigErrors)."""
     raw = _read(path)
-    names = [t.get("name") for t in raw.get("teams", []) if isinstance(t, dict)]
+    names = [t.get("name") if isinstance(t, dict) else None for t in raw.get("teams", []) or []]
+
+    def show(loc: tuple) -> list[str]:
+        if len(loc) >= 2 and loc[0] == "teams" and isinstance(loc[1], int):
+            name = names[loc[1]] if loc[1] < len(names) and isinstance(names[loc[1]], str) else loc[1]
+            return [f"teams[{name}]", *(str(p) for p in loc[2:])]
+        return [str(p) for p in loc]
+
+    errors: list[ConfigError] = []
     try:
         teams = TeamsFile.model_validate(raw).teams
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = list(err["loc"])
-        if len(loc) >= 2 and loc[0] == "teams" and isinstance(loc[1], int) and loc[1] < len(names):
-            loc = [f"teams[{names[loc[1]]}]", *loc[2:]]
-        raise _config_error({**err, "loc": tuple(loc)}) from None
-    _check_names(teams)
+        errors += config_errors(exc.errors(), TeamsFile, show)
+        teams = _readable_teams(repair(raw, exc.errors(), TeamsFile))
+    errors += _rule_errors(teams)
+    # Duplicates from the file itself: an entry with other mistakes still takes its name.
+    for name in sorted({n for n in names if isinstance(n, str) and names.count(n) > 1}):
+        errors.append(ConfigError(f"teams[{name}].name", name, "a name used once", reason="duplicate team name"))
     if only is not None:
         teams = [t for t in teams if t.name == only]
         if not teams:
-            raise ConfigError("team", only, ", ".join(names), reason="no such team in " + path)
-    return [StampedTeam(t, _plan_team(t)) for t in teams]
+            errors.append(ConfigError("team", only, ", ".join(str(n) for n in names), reason="no such team in " + path))
+    stamped = []
+    for t in teams:
+        try:
+            stamped.append(StampedTeam(t, _plan_team(t)))
+        except ConfigError as exc:
+            errors += exc.errors
+    raise_all(errors)
+    return stamped
 
 
 def _read(path: str) -> dict:
@@ -88,25 +108,39 @@ def _read(path: str) -> dict:
     return data
 
 
-def _check_names(teams: list[Team]) -> None:
+def _readable_teams(fixed: dict) -> list[Team]:
+    """The entries that validate once repaired; the others' mistakes are already reported."""
+    out = []
+    for entry in fixed.get("teams") or []:
+        try:
+            out.append(Team.model_validate(entry))
+        except ValidationError:
+            continue
+    return out
+
+
+def _rule_errors(teams: list[Team]) -> list[ConfigError]:
     import re
 
-    seen: set[str] = set()
+    errors = []
+    known = {x.family for x in load_catalog().types.values()}
     for t in teams:
         if not re.match(TEAM_NAME, t.name):
-            raise ConfigError(f"teams[{t.name}].name", t.name, "lower-case letters, digits and hyphens, starting "
-                              "with a letter, at most 31 characters", reason="not usable in stack names")
-        if t.name in seen:
-            raise ConfigError(f"teams[{t.name}].name", t.name, "a name used once", reason="duplicate team name")
-        seen.add(t.name)
+            errors.append(ConfigError(f"teams[{t.name}].name", t.name, "lower-case letters, digits and hyphens, "
+                                      "starting with a letter, at most 31 characters", reason="not usable in stack names"))
         if t.stage == "prod" and t.account is None:
-            raise ConfigError(f"teams[{t.name}].account", None, "the 12-digit account prod deploys to",
-                              reason="a prod team must name its account")
-        known = {x.family for x in load_catalog().types.values()}
+            errors.append(ConfigError(f"teams[{t.name}].account", None, "the 12-digit account prod deploys to",
+                                      reason="a prod team must name its account"))
+        for i, address in enumerate(t.budget.alert_emails):
+            if not re.match(EMAIL, address):
+                errors.append(ConfigError(f"teams[{t.name}].budget.alert_emails.{i}", address,
+                                          "an email address such as team-leads@example.com",
+                                          reason="not an email address; AWS Budgets could not notify it"))
         unknown = sorted(set(t.allowed_instance_families) - known)
         if unknown:
-            raise ConfigError(f"teams[{t.name}].allowed_instance_families", unknown, ", ".join(sorted(known)),
-                              reason="not instance families of the catalog")
+            errors.append(ConfigError(f"teams[{t.name}].allowed_instance_families", unknown, ", ".join(sorted(known)),
+                                      reason="not instance families of the catalog"))
+    return errors
 
 
 def _plan_team(t: Team) -> Plan:
@@ -114,13 +148,20 @@ def _plan_team(t: Team) -> Plan:
     try:
         the_plan = plan(load(t.workload, overrides))
     except ConfigError as exc:
-        raise ConfigError(f"teams[{t.name}].{exc.field}", exc.value, exc.allowed, reason=exc.reason) from None
+        raise_all([ConfigError(f"teams[{t.name}].{_team_field(e.field)}", e.value, e.allowed, reason=e.reason)
+                   for e in exc.errors])
+        raise AssertionError("unreachable") from None
     missing = sorted({_family(x) for x in needed_instance_types(the_plan)} - set(t.allowed_instance_families))
     if missing:
         raise ConfigError(f"teams[{t.name}].allowed_instance_families", t.allowed_instance_families,
                           f"add {', '.join(missing)} (the workload needs {', '.join(needed_instance_types(the_plan))})",
                           reason="excludes instance families the workload needs")
     return the_plan
+
+
+def _team_field(field: str) -> str:
+    """Where a workload error lives in the team entry: its own fields, or an override."""
+    return field if field in ("region", "availability_zone", "workload") else f"overrides.{field}"
 
 
 def needed_instance_types(p: Plan) -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
-from .errors import ConfigError
+from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Workload
 
 
@@ -19,6 +19,8 @@ def region_is_known(w: Workload, cat: Catalog) -> None:
 
 
 def zone_is_in_region(w: Workload, cat: Catalog) -> None:
+    if w.region not in cat.regions:  # region_is_known reports it; the zones cannot be known
+        return
     letters = cat.regions[w.region]
     suffix = w.availability_zone.removeprefix(w.region)
     if not w.availability_zone.startswith(w.region) or suffix not in letters:
@@ -234,6 +236,12 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
 
 
 def check(w: Workload, cat: Catalog | None = None) -> None:
+    """Run every rule and report every broken one at once."""
     cat = cat or load_catalog()
+    errors = []
     for rule in RULES:
-        rule(w, cat)
+        try:
+            rule(w, cat)
+        except ConfigError as exc:
+            errors.append(exc)
+    raise_all(errors)

@@ -1,0 +1,228 @@
+"""Every mistake refused, all at once, on every path: `python -m workloads`, `python app.py` and the
+real `cdk synth` (issue 12). Each error is one line `error: FIELD = VALUE: reason; allowed: ...`,
+sorted by field; the exit status is 2 (the CDK CLI turns it into its own 1); never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.teams import load_teams
+
+from .conftest import ROOT, TEAMS_FILE, cdk_json_context
+
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+MISSPELT = {"trainng.instance_count": "8", "Training.instance_count": "8", "instance_count": "8"}
+
+# A workload file with nine distinct mistakes.
+CORPUS = """\
+name: corpus
+region: us-west-2
+availability_zone: us-west-2z
+model: {parameter_billion: 7, framework: pytorch}
+data: {dataset_size_gib: true, storage: nfs}
+training: {instance_count: 0, orchestrater: slurm, spot: maybe}
+inference:
+  realtime: {min_instances: 3, max_instances: 2}
+  serverless: {memory_mb: 1500}
+"""
+CORPUS_FIELDS = ["availability_zone", "data.dataset_size_gib", "data.storage", "inference.realtime",
+                 "inference.serverless.memory_mb", "model.parameter_billion", "training.instance_count",
+                 "training.orchestrater", "training.spot"]
+
+BAD_TEAMS = """\
+teams:
+  - name: vision
+    account: 123456789012
+    region: us-west-2
+    availability_zone: us-west-2b
+    workload: intermediate
+    overrides: {trainng.instance_count: 4}
+    allowed_instance_families: [g5, g4dn, inf2, m5, c5, t3, zz9]
+    budget: {monthly_usd: 100, alert_emails: [not-an-email]}
+    cost_centre: CC-1
+  - name: vision
+    region: us-west-2
+    availability_zone: us-west-2b
+    stage: prod
+    workload: small
+    allowed_instance_families: [m5]
+    budgett: {monthly_usd: 1}
+    cost_center: CC-2
+"""
+BAD_TEAMS_FIELDS = ["teams[vision].account", "teams[vision].allowed_instance_families",
+                    "teams[vision].budget.alert_emails.0", "teams[vision].budgett", "teams[vision].cost_centre",
+                    "teams[vision].name", "teams[vision].overrides.trainng.instance_count"]
+
+
+def _lines(stderr: str) -> list[str]:
+    return [line.removeprefix("error: ") for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+def _fields(stderr: str) -> list[str]:
+    return [line.split(" = ", 1)[0] for line in _lines(stderr)]
+
+
+def _no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+
+
+def test_misspelt_overrides_are_refused_by_cdk_synth(tmp_path):
+    """Before: `cdk synth -c trainng.instance_count=8` synthesized 16 nodes and exited 0."""
+    args = [a for k, v in MISSPELT.items() for a in ("-c", f"{k}={v}")]
+    result = subprocess.run([str(CDK), "synth", "--quiet", "--no-notices", "-c", "workload=huge", *args,
+                             "-o", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 1 and "Subprocess exited with error 2" in result.stderr  # the CLI's own status
+    assert sorted(_fields(result.stderr)) == sorted(MISSPELT)
+    assert all("did you mean training.instance_count?" in line for line in _lines(result.stderr))
+    assert not list((tmp_path / "out").glob("*.template.json"))
+    _no_traceback(result)
+
+
+@pytest.mark.parametrize("path", ["plan", "app"])
+def test_misspelt_overrides_are_refused_on_every_path(tmp_path, path):
+    if path == "plan":
+        args = [a for k, v in MISSPELT.items() for a in ("-c", f"{k}={v}")]
+        result = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", *args], cwd=ROOT,
+                                capture_output=True, text=True)
+    else:
+        env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "workload": "huge", **MISSPELT}),
+               "CDK_OUTDIR": str(tmp_path / "out")}
+        result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert not list((tmp_path / "out").glob("*.template.json"))
+    assert result.returncode == 2
+    assert sorted(_fields(result.stderr)) == sorted(MISSPELT)
+    _no_traceback(result)
+
+
+@pytest.mark.parametrize("path", ["plan", "app"])
+def test_a_file_with_nine_mistakes_names_all_of_them_in_one_run(tmp_path, path):
+    (tmp_path / "corpus.yaml").write_text(CORPUS)
+    if path == "plan":
+        result = subprocess.run([sys.executable, "-m", "workloads", "plan", "corpus.yaml"], cwd=tmp_path,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    else:
+        env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(),
+                                                             "workload": str(tmp_path / "corpus.yaml")}),
+               "CDK_OUTDIR": str(tmp_path / "out")}
+        result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert _fields(result.stderr) == CORPUS_FIELDS  # every one, sorted by field
+    _no_traceback(result)
+
+
+def test_a_teams_file_with_seven_mistakes_names_all_of_them(tmp_path):
+    path = tmp_path / "teams.yaml"
+    path.write_text(BAD_TEAMS)
+    with pytest.raises(ConfigError) as err:
+        load_teams(str(path))
+    assert [e.field for e in err.value.errors] == BAD_TEAMS_FIELDS
+    assert "not an email address" in str(err.value)
+
+
+@pytest.mark.parametrize("text, unknown, guess, not_missing", [
+    ("model: {parameter_billion: 7, framework: pytorch}", "model.parameter_billion", "parameters_billion",
+     "model.parameters_billion"),
+    ("modle: {parameters_billion: 7, framework: pytorch}", "modle", "model", "model"),
+])
+def test_a_typo_in_a_required_field_is_reported_as_the_typo(tmp_path, text, unknown, guess, not_missing):
+    base = "name: t\nregion: us-west-2\navailability_zone: us-west-2b\ndata: {dataset_size_gib: 10}\n"
+    path = tmp_path / "w.yaml"
+    path.write_text(base + text + "\n")
+    with pytest.raises(ConfigError) as err:
+        load(str(path))
+    fields = [e.field for e in err.value.errors]
+    assert unknown in fields and not_missing not in fields
+    assert f"did you mean {guess}?" in str(err.value)
+
+
+def test_a_typo_in_a_team_field_is_reported_as_the_typo(tmp_path):
+    text = TEAMS_FILE.read_text().replace("cost_center: CC-3001", "cost_centre: CC-3001")
+    (tmp_path / "teams.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_teams(str(tmp_path / "teams.yaml"))
+    assert [e.field for e in err.value.errors] == ["teams[tabular].cost_centre"]
+    assert "did you mean cost_center?" in str(err.value) and "budget" in err.value.allowed  # the team's own fields
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"data.dataset_size_gib": "true"}, "data.dataset_size_gib"),
+    ({"training.instance_count": "true"}, "training.instance_count"),
+    ({"model.parameters_billion": "false"}, "model.parameters_billion"),
+])
+def test_booleans_are_not_numbers(overrides, field):
+    with pytest.raises(ConfigError) as err:
+        load("huge", overrides)
+    assert err.value.field == field and "boolean" in err.value.reason
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"training.spot": "true"}, "training.spot"),  # huge runs on Slurm (PCS)
+    ({"training.spot": "true", "training.orchestrator": "hyperpod"}, "training.spot"),
+    ({"data.shared_home": "true", "training.orchestrator": "hyperpod"}, "data.shared_home"),
+])
+def test_values_the_orchestrator_would_ignore_are_refused(overrides, field):
+    with pytest.raises(ConfigError) as err:
+        plan(load("huge", overrides))
+    assert err.value.field == field and "would" in err.value.reason
+
+
+def test_managed_spot_is_accepted_where_it_works():
+    assert plan(load("intermediate", {"training.spot": "true"})).training.estimate.spot_usd_total
+
+
+@pytest.mark.parametrize("context, field", [
+    ({"teams": str(TEAMS_FILE), "training.instance_count": "8"}, "training.instance_count"),
+    ({"teams": str(TEAMS_FILE), "account": "123456789012"}, "account"),
+    ({"workload": "huge", "team": "vision"}, "team"),
+])
+def test_context_that_would_be_ignored_is_refused(tmp_path, context, field):
+    import aws_cdk as cdk
+
+    from stacks.estate import build_from_context
+
+    app = cdk.App(outdir=str(tmp_path), context={**cdk_json_context(), **context})
+    with pytest.raises(ConfigError) as err:
+        build_from_context(app)
+    assert [e.field for e in err.value.errors] == [field]
+
+
+def test_python_app_py_alone_synthesizes_with_cdk_json(tmp_path, monkeypatch):
+    """Before: a 40-line traceback (objectOwnership must be set...) because cdk.json's flags were not loaded."""
+    import app
+
+    context = {**cdk_json_context(), "workload": "small"}
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": context}))
+    monkeypatch.setattr(app, "CDK_JSON", tmp_path / "cdk.json")
+    monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
+    monkeypatch.delenv("CDK_OUTDIR", raising=False)
+    assert app.main() == 0
+    assert (tmp_path / "cdk.out" / "DataStack.template.json").exists()
+
+
+def test_python_app_py_alone_says_what_it_does():
+    source = (ROOT / "app.py").read_text()
+    assert "cdk.json's context" in source and "CDK_CONTEXT_JSON" in source
+
+
+def test_interrupting_the_demo_stops_cleanly():
+    env = {**os.environ, "WORKLOAD": "small", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tools.demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:  # wait until the emulator runs, then press Ctrl-C
+        if "Local AWS emulator" in line or time.monotonic() > deadline:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in out + err and "interrupted" in err
