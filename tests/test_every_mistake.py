@@ -226,3 +226,30 @@ def test_interrupting_the_demo_stops_cleanly():
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in out + err and "interrupted" in err
+
+
+@pytest.mark.parametrize("path", ["plan", "app"])
+def test_a_boolean_node_count_is_refused_on_every_path(tmp_path, path):
+    """Before: `-c training.instance_count=true` became 1 node."""
+    if path == "plan":
+        result = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "-c", "training.instance_count=true"],
+                                cwd=ROOT, capture_output=True, text=True)
+    else:
+        env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "workload": "huge",
+                                                             "training.instance_count": "true"}),
+               "CDK_OUTDIR": str(tmp_path / "out")}
+        result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert _lines(result.stderr) == ["training.instance_count = True: a boolean is not a number or a string here; "
+                                     "allowed: a valid integer"]
+    _no_traceback(result)
+
+
+def test_a_bad_teams_file_is_refused_through_the_app_with_every_mistake(tmp_path):
+    (tmp_path / "teams.yaml").write_text(BAD_TEAMS)
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "teams": str(tmp_path / "teams.yaml")}),
+           "CDK_OUTDIR": str(tmp_path / "out")}
+    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert _fields(result.stderr) == BAD_TEAMS_FIELDS
+    _no_traceback(result)
