@@ -16,7 +16,8 @@ from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_parallel
+from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, plan_serving,
+                      tensor_parallel)
 from .storage import FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -145,13 +146,15 @@ class Plan:
         return out
 
 
-def plan(w: Workload, cat: Catalog | None = None) -> Plan:
-    cat = cat or load_catalog()
+def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str] | None = None) -> Plan:
+    """`allowed_families`: a team's; the plan then compares and chooses only those."""
+    cat = (cat or load_catalog()).for_families(allowed_families)
+    training = _plan_training(w, cat)
     return Plan(
         workload=w,
-        training=_plan_training(w, cat),
+        training=training,
         inference=_plan_inference(w, cat),
-        calibration=_calibration_lines(cat),
+        calibration=_calibration_lines(cat) if training.estimate.flops is not None else (),
     )
 
 
@@ -185,6 +188,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     itype = cat.get(name)
     if itype is None:
         return None, "not in catalog"
+    if not cat.allows(name) and name != w.training.instance_type:
+        return None, "outside the team's allowed families"
     if w.region not in itype.regions:
         return None, f"not offered in {w.region}"
     if itype.accelerator and itype.accelerator.kind == "trainium":
@@ -383,10 +388,17 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     total = None if hrs is None else hrs * price.usd_per_hour * count
     spot = total * (1 - est.SPOT_SAVING) if total is not None and orchestrator == "sagemaker-jobs" else None
     service = "EC2" if orchestrator == "slurm" else "SageMaker"
+    note = price.note or f"{service} on-demand, {price.region}"
+    reserved = "Capacity Block" if w.training.capacity_block else \
+        "SageMaker training plan" if w.training.training_plan_arn else None
+    if reserved:
+        # Reserved capacity is bought up front at its own price, not at on-demand rates.
+        total = spot = None
+        note = (f"{reserved}: bought at its own up-front price, which the catalog does not record, so the total is "
+                f"unknown; {service} on-demand $/h shown for reference only")
     return TrainingEstimate(
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=price.usd_per_hour * count,
-        usd_total=total, spot_usd_total=spot, price_note=price.note or f"{service} on-demand, {price.region}",
-        assumptions=_assumptions(flops is None, itype, cat, w),
+        usd_total=total, spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, cat, w),
     )
 
 
@@ -427,11 +439,16 @@ def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) 
 
 
 def _calibration_lines(cat: Catalog) -> tuple[str, ...]:
+    """The seeds' measured BERT run that calibrates Trainium (deep-learning plans only), at its own prices."""
     runs = est.BERT_FINETUNE
     best = min(runs, key=lambda r: r.usd)
-    lines = [f"measured BERT fine-tune: {r.instance_type} {r.seconds:g} s at ${r.usd_per_hour}/h = ${r.usd:.2f}"
-             for r in runs]
-    lines.append(f"cheapest for the same accuracy: {best.instance_type}")
+    lines = []
+    for r in runs:
+        today = cat.types[r.instance_type.removeprefix(ML_PREFIX)].price("us-east-1", sagemaker=True)
+        now = f"; ${today.usd_per_hour:.2f}/h today" if today and abs(today.usd_per_hour - r.usd_per_hour) > 0.01 else ""
+        lines.append(f"measured BERT fine-tune: {r.instance_type} {r.seconds:g} s at ${r.usd_per_hour}/h = ${r.usd:.2f} "
+                     f"(SageMaker price at the time of the run{now})")
+    lines.append(f"cheapest for the same accuracy in that run: {best.instance_type}")
     return tuple(lines)
 
 
@@ -448,7 +465,8 @@ def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *,
     fitting = []
     for name in names:
         itype = cat.get(name)
-        if itype is None or w.region not in itype.regions or itype.price(w.region, sagemaker=True) is None:
+        if itype is None or not cat.allows(name) or w.region not in itype.regions \
+                or itype.price(w.region, sagemaker=True) is None:
             continue
         if fits(itype):
             fitting.append(itype)
@@ -465,8 +483,9 @@ def _weights_fit(w: Workload, bytes_per_param: float) -> Callable[[InstanceType]
 def _llm_fits(w: Workload) -> Callable[[InstanceType], bool]:
     """An LLM fits where a tensor-parallel degree that divides its attention heads holds its weights."""
     heads, _ = attention_heads(w)
+    kv = kv_cache_gib(w)
     return lambda itype: itype.accelerator is not None and \
-        tensor_parallel(w.model.parameters_billion, heads, itype) is not None
+        tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv) is not None
 
 
 def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
@@ -515,7 +534,23 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
                                                             "serverless scales to zero (seeds)")}
     if inf.traffic == "rare":
         return {"async": (Async(), "rare requests: asynchronous scales to zero between them (seeds)")}
-    return {"realtime": (Realtime(), "steady traffic with a latency need: real-time (seeds)")}
+    return {"realtime": (Realtime(), _why_realtime(w, memory, cold_starts_ok, cpu_servable))}
+
+
+def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_servable: bool) -> str:
+    """Why real-time, in terms of this workload's own traffic (every reason follows from the inputs)."""
+    inf = w.inference
+    if inf.traffic == "steady":
+        need = f" and a {inf.latency_ms} ms latency target" if inf.latency_ms else ""
+        return f"steady traffic{need}: real-time (seeds)"
+    if not cold_starts_ok:
+        return f"{inf.traffic} traffic, but a {inf.latency_ms} ms latency target rules out serverless cold starts: " \
+               "real-time (seeds)"
+    if not cpu_servable:
+        return f"{inf.traffic} traffic, but an LLM needs a GPU or Inferentia2 and serverless is CPU only: real-time"
+    if memory is None:
+        return f"{inf.traffic} traffic, but the model does not fit serverless memory (6 GB): real-time"
+    return f"{inf.traffic} traffic, but {inf.payload_mb:g} MB requests exceed serverless's 4 MB: real-time"
 
 
 def _serverless_memory_mb(w: Workload) -> int | None:
@@ -544,11 +579,12 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         else:
             itype, reason = _serving_type(kind, w, cat)
         assert itype is not None
+        serving = plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
         hourly = itype.price(w.region, sagemaker=True).usd_per_hour
         rps = est.requests_per_second(itype, w.model.parameters_billion, classic=classic)
         needed = max(1, math.ceil(inf.requests_per_second / rps))
         if kind == "realtime":
-            lo, hi = section.min_instances, section.max_instances
+            lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
         elif kind == "async":
             lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
         else:
@@ -564,10 +600,24 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
             max_payload_mb=getattr(section, "max_payload_mb", None),
             max_concurrent_transforms=getattr(section, "max_concurrent_transforms", None),
-            serving=plan_serving(kind, w, itype),
+            serving=serving,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _realtime_range(section: Realtime, needed: int, rps: float, peak: float, reason: str) -> tuple[int, int, str]:
+    """Min from the config; max from the peak, or the config's if it carries the peak (else refused)."""
+    lo = section.min_instances
+    if "max_instances" not in section.model_fields_set:
+        hi = max(lo, needed)
+        return lo, hi, f"{reason}; max {hi} sized from the peak ({peak:g} req/s at {rps:.1f} req/s per instance)"
+    if section.max_instances < needed:
+        raise ConfigError("inference.realtime.max_instances", section.max_instances,
+                          f"at least {needed}, or a lower inference.requests_per_second",
+                          reason=f"inference.requests_per_second {peak:g} at peak needs {needed} instances at "
+                                 f"{rps:.1f} req/s each")
+    return lo, section.max_instances, reason
 
 
 def _one_layout_per_key(plans: dict[str, InferencePlan]) -> None:

@@ -75,7 +75,6 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     table = Table(title="Inference", title_justify="left")
     for col in ("kind", "instance", "min-max", "$/h at min", "$/h at max", "$ per million requests", "why"):
         table.add_column(col)
-    peak = p.workload.inference.requests_per_second
     for ip in p.inference.values():
         why = f"{ip.why_kind}; {ip.reason}"
         if ip.kind == "serverless":
@@ -84,8 +83,6 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
                           per_million, why)
             continue
         per_million = f"{money(ip.usd_per_million)} at {ip.requests_per_second_per_instance:,.1f} req/s/instance"
-        if ip.instances_needed_at_peak and ip.instances_needed_at_peak > ip.max_instances and ip.kind == "realtime":
-            why += f"; note: {peak:g} req/s at peak needs {ip.instances_needed_at_peak} instances"
         if ip.schedule:
             why += f" ({ip.schedule})"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",

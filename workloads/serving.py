@@ -42,9 +42,15 @@ DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model
                 "xgboost": "models/model.tar.gz", "scikit-learn": "models/model.tar.gz"}
 _FORMAT_OF_FRAMEWORK = {"pytorch": "framework-archive", "tensorflow": "framework-archive", "xgboost": "xgboost",
                         "scikit-learn": "scikit-learn"}
-# Attention heads of the usual decoder at each size (Llama 3.2 1B: 32, 3B: 24; Llama 3 8B: 32;
-# Llama 2 13B: 40; Code Llama 34B: 64; Llama 3 70B: 64), used when model.attention_heads is absent.
-_TYPICAL_HEADS = ((1.5, 32), (4, 24), (10, 32), (20, 40), (float("inf"), 64))
+# The usual decoder's shape at each size, from the models' config.json on the Hugging Face Hub
+# (num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size): Llama 3.2 1B 16/32/8/2048,
+# Llama 3.2 3B 28/24/8/3072, Llama 3.1 8B 32/32/8/4096, Llama 2 13B 40/40/40/5120, Code Llama 34B
+# 48/64/8/8192, Llama 3.1 70B 80/64/8/8192. Used when model.attention_heads is absent, and for the KV cache.
+_TYPICAL_SHAPES = ((1.5, 16, 32, 8, 2048), (4, 28, 24, 8, 3072), (10, 32, 32, 8, 4096), (20, 40, 40, 40, 5120),
+                   (40, 48, 64, 8, 8192), (float("inf"), 80, 64, 8, 8192))
+# Weights and KV cache fill at most this share of accelerator memory; the rest is activations and runtime.
+SERVING_MEMORY_FRACTION = 0.9
+KV_BYTES = 2  # fp16/bf16 cache
 
 
 @dataclass(frozen=True)
@@ -110,11 +116,23 @@ def artifact_format(w: Workload) -> tuple[str, str]:
     return _FORMAT_OF_FRAMEWORK[w.model.framework], f"from the framework ({w.model.framework})"
 
 
+def _shape(w: Workload) -> tuple[int, int, int, int]:
+    return next(shape for limit, *shape in _TYPICAL_SHAPES if w.model.parameters_billion <= limit)
+
+
 def attention_heads(w: Workload) -> tuple[int, bool]:
     """(heads, assumed): the config's value, or the usual decoder's at this size."""
     if w.model.attention_heads:
         return w.model.attention_heads, False
-    return next(h for limit, h in _TYPICAL_HEADS if w.model.parameters_billion <= limit), True
+    return _shape(w)[1], True
+
+
+def kv_cache_gib(w: Workload) -> float:
+    """The KV cache at the generation limits: 2 (K and V) x layers x KV heads x head size x tokens x batch."""
+    layers, heads, kv_heads, hidden = _shape(w)
+    g = w.inference.generation
+    per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
+    return per_token * g.max_total_tokens * g.max_batch_size / 2**30
 
 
 def devices(itype: InstanceType) -> tuple[int, float]:
@@ -125,12 +143,15 @@ def devices(itype: InstanceType) -> tuple[int, float]:
     return count, acc.memory_gib / count
 
 
-def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType) -> int | None:
-    """The largest degree up to the device count that divides the heads and holds the fp16 weights; None if none."""
+def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, *,
+                    kv_cache_gib: float = 0.0) -> int | None:
+    """The largest degree up to the device count that divides the heads and holds the fp16 weights and the
+    KV cache in SERVING_MEMORY_FRACTION of its devices' memory; None if none does."""
     count, per_device = devices(itype)
+    need = parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / 2**30 + kv_cache_gib
     for degree in range(count, 0, -1):
         if heads % degree == 0:
-            return degree if est.serving_fits(parameters_billion, per_device * degree) else None
+            return degree if need <= per_device * degree * SERVING_MEMORY_FRACTION else None
     return None
 
 
@@ -190,13 +211,17 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict) -> Se
     assert itype is not None
     g = w.inference.generation
     heads, assumed = attention_heads(w)
-    degree = tensor_parallel(w.model.parameters_billion, heads, itype)
+    kv = kv_cache_gib(w)
+    degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
     count, per_device = devices(itype)
     if degree is None:
-        raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}", "a type with more accelerator memory",
+        raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}",
+                          "a type with more accelerator memory, or lower inference.generation limits",
                           reason=f"no tensor-parallel degree up to {count} that divides {heads} attention heads holds "
-                                 f"the {w.model.parameters_billion:g}B model's weights ({per_device:g} GiB per device)")
-    notes = []
+                                 f"the {w.model.parameters_billion:g}B model's weights and its {kv:.1f} GiB KV cache "
+                                 f"({per_device:g} GiB per device)")
+    notes = [f"KV cache {kv:.1f} GiB at {g.max_batch_size} x {g.max_total_tokens} tokens (the usual decoder shape at "
+             f"{w.model.parameters_billion:g}B); weights and cache within {SERVING_MEMORY_FRACTION:.0%} of memory"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")

@@ -146,7 +146,7 @@ def _rule_errors(teams: list[Team]) -> list[ConfigError]:
 def _plan_team(t: Team) -> Plan:
     overrides: Mapping[str, Any] = {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
     try:
-        the_plan = plan(load(t.workload, overrides))
+        the_plan = plan(load(t.workload, overrides), allowed_families=t.allowed_instance_families)
     except ConfigError as exc:
         raise_all([ConfigError(f"teams[{t.name}].{_team_field(e.field)}", e.value, e.allowed, reason=e.reason)
                    for e in exc.errors])

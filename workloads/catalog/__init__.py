@@ -5,7 +5,7 @@ Loaded once, lazily; pure Python so the planner stays fast and CDK-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -86,6 +86,15 @@ class Catalog:
     sources: dict[str, Source]
     regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
     as_of: str
+    # A team's allowed instance families (None: all): the planner compares and chooses only these.
+    allowed_families: frozenset[str] | None = None
+
+    def allows(self, name: str) -> bool:
+        return self.allowed_families is None or strip_ml(name).split(".")[0] in self.allowed_families
+
+    def for_families(self, families: list[str] | None) -> "Catalog":
+        """This catalog, with the planner's choices limited to `families` (its facts stay complete)."""
+        return replace(self, allowed_families=frozenset(families) if families else None)
 
     def get(self, name: str) -> InstanceType | None:
         """Look a type up by its EC2 name or its SageMaker `ml.` name."""

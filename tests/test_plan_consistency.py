@@ -1,0 +1,81 @@
+"""A plan an expert would sign (issue 13, first part): real-time sized to the load, reasons that follow
+from the inputs, reserved capacity priced as what it is, team plans within the team's families, and LLM
+serving with room for the KV cache at a valid tensor-parallel degree."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.teams import load_teams
+
+from .conftest import TEAMS_FILE
+
+NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "inference.batch": "null"}
+
+
+def test_a_configured_maximum_that_cannot_carry_the_peak_is_refused_naming_both_fields():
+    with pytest.raises(ConfigError) as err:
+        plan(load("huge", {"inference.requests_per_second": "50"}))
+    assert err.value.field == "inference.realtime.max_instances"
+    assert "inference.requests_per_second 50" in str(err.value) and "at least" in err.value.allowed
+
+
+def test_an_open_maximum_is_sized_from_the_peak():
+    p = plan(load("small", {"inference.realtime": "{min_instances: 1}", "inference.requests_per_second": "2000"}))
+    rt = p.inference["realtime"]
+    assert rt.max_instances == rt.instances_needed_at_peak == 7  # 2000 req/s at 300 req/s per instance
+    assert "sized from the peak" in rt.reason
+
+
+@pytest.mark.parametrize("overrides, says, never", [
+    ({"inference.traffic": "spiky", "inference.latency_ms": "100"}, "spiky traffic, but a 100 ms latency target",
+     "steady"),
+    ({"inference.traffic": "steady"}, "steady traffic", "spiky"),
+    ({"inference.traffic": "spiky", "inference.payload_mb": "5"}, "exceed serverless's 4 MB", "steady"),
+])
+def test_the_kind_reason_follows_the_traffic(overrides, says, never):
+    why = plan(load("small", {**NO_KINDS, **overrides})).inference["realtime"].why_kind
+    assert says in why and never not in why
+
+
+def test_classic_ml_plans_do_not_cite_the_bert_run():
+    p = plan(load("small"))
+    assert p.calibration == ()
+    assert not any("trn1" in line for line in p.training.estimate.assumptions)
+
+
+def test_the_seeds_p4d_price_is_labelled_as_the_price_of_its_time():
+    lines = plan(load("huge")).calibration
+    p4d = next(line for line in lines if "p4d" in line)
+    assert "$37.69/h" in p4d and "at the time of the run" in p4d and "$25.25/h today" in p4d
+
+
+def test_a_capacity_block_is_not_priced_as_on_demand():
+    e = plan(load("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+                           "training.capacity_reservation_az": "us-west-2d",
+                           "training.capacity_block": "true"})).training.estimate
+    assert e.usd_total is None and e.hours  # time is known, the block's price is not
+    assert "Capacity Block" in e.price_note and "unknown" in e.price_note
+
+
+def test_team_plans_compare_only_allowed_families():
+    vision = next(s for s in load_teams(str(TEAMS_FILE)) if s.team.name == "vision")
+    allowed = set(vision.team.allowed_instance_families)
+    assert {c.instance_type.split(".")[0] for c in vision.plan.training.candidates} <= allowed
+    assert not any("would cost" in d and "p5" in d for d in vision.plan.training.decisions)
+    assert {i.instance_type.removeprefix("ml.").split(".")[0] for i in vision.plan.inference.values()
+            if i.instance_type} <= allowed
+
+
+def test_llm_serving_leaves_room_for_the_kv_cache():
+    """13B fp16 is 24 GiB: it fits inf2.xlarge's 32 GiB only without its 12.5 GiB KV cache at 4 x 4096 tokens."""
+    p = plan(load("intermediate", {"model.parameters_billion": "13", "model.attention_heads": "40"}))
+    rt = p.inference["realtime"]
+    assert rt.instance_type == "ml.inf2.24xlarge" and rt.serving.tensor_parallel == 10  # 40 heads, 12 cores
+    assert any("KV cache 12.5 GiB" in n for n in rt.serving.notes)
+    shorter = plan(load("intermediate", {"model.parameters_billion": "13", "model.attention_heads": "40",
+                                         "inference.generation.max_total_tokens": "2048",
+                                         "inference.generation.max_input_tokens": "1024",
+                                         "inference.generation.max_batch_size": "1"}))
+    assert shorter.inference["realtime"].instance_type == "ml.inf2.xlarge"  # 1.6 GiB of cache fits
