@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .catalog import InstanceType
+import statistics
+
+from .catalog import InstanceType, Utilisation
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
 BYTES_PER_TOKEN = 4
@@ -22,7 +24,8 @@ CPU_BYTES_PER_PARAM = 4
 MEMORY_HEADROOM = 0.8
 # Sustained model-FLOPs utilisation of a well-tuned large-model job on NVIDIA GPUs.
 GPU_UTILISATION = 0.40
-# Cross-node efficiency of data/tensor parallel over EFA (all-reduce overlap is not perfect).
+# Cross-node efficiency of data/tensor parallel over EFA (all-reduce overlap is not perfect). Used only to
+# size a cluster from a target time; the measured MFU figures already include their runs' scaling losses.
 MULTI_NODE_EFFICIENCY = 0.90
 # Managed spot: AWS says "up to 90%"; plan with a typical 70% saving, not the best case.
 SPOT_SAVING = 0.70
@@ -77,10 +80,52 @@ def serving_fits(parameters_billion: float, memory_gib: float, bytes_per_param: 
 
 
 def hours(flops: float, itype: InstanceType, count: int, utilisation: float) -> float:
+    """Wall-clock hours at a model-FLOPs utilisation measured at cluster scale (scaling losses included)."""
     assert itype.peak_tflops
-    scaling = MULTI_NODE_EFFICIENCY if count > 1 else 1.0
-    per_second = itype.peak_tflops * 1e12 * count * utilisation * scaling
+    per_second = itype.peak_tflops * 1e12 * count * utilisation
     return flops / per_second / 3600
+
+
+@dataclass(frozen=True)
+class UtilisationRange:
+    low: float
+    likely: float
+    high: float
+    basis: str  # which published figures, or the stand-in used
+
+
+def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisation) -> UtilisationRange:
+    """Low, likely (median) and high MFU from the published figures for the accelerator and size band."""
+    assert itype.accelerator
+    band = "large" if parameters_billion >= u.large_band_billion else "small"
+    model = itype.accelerator.model
+    figures = u.mfu.get((model, band))
+    basis = model
+    if not figures:
+        basis = u.stand_in.get(model, u.spread_from)
+        figures = u.mfu[(basis, band)]
+        basis = f"no published figure for {model}: {basis}'s"
+    values = sorted(f.value for f in figures)
+    likely = statistics.median(values)
+    low, high = values[0], values[-1]
+    if len(values) == 1:  # one figure: the relative spread of the reference band around its median
+        ref = sorted(f.value for f in u.mfu[(u.spread_from, band)])
+        ref_median = statistics.median(ref)
+        low, high = likely * ref[0] / ref_median, likely * ref[-1] / ref_median
+    runs = "; ".join(f"{f.what} {f.value:.1%} [{f.source}]" for f in figures)
+    size = f"{u.large_band_billion:g}B+" if band == "large" else f"under {u.large_band_billion:g}B"
+    return UtilisationRange(low, likely, high, f"{basis} MFU at {size} parameters: {runs}")
+
+
+def classic_hours(dataset_size_gib: float, vcpus: int, count: int, u: Utilisation) -> tuple[float, float, float]:
+    """(low, likely, high) hours for boosted trees: float32 cells x rounds / (cell-rounds per vCPU-second x vCPUs)."""
+    cells = dataset_size_gib * 2**30 / 4
+    rates = sorted(r.value for r in u.classic_rates)
+    work = cells * u.classic_rounds
+
+    def at(rate: float) -> float:
+        return work / (rate * vcpus * count) / 3600
+    return at(rates[-1]), at(statistics.median(rates)), at(rates[0])
 
 
 # Serving throughput (stated in the plan): a transformer request of 512 tokens costs

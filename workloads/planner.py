@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
-from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
+from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog, load_utilisation
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, plan_serving,
@@ -69,13 +69,17 @@ class Candidate:
 class TrainingEstimate:
     tokens_billion: float | None
     flops: float | None
-    utilisation: float | None
-    hours: float | None
+    utilisation: float | None  # likely
+    hours: float | None  # likely
     usd_per_hour: float
-    usd_total: float | None
-    spot_usd_total: float | None
-    price_note: str
-    assumptions: tuple[str, ...]
+    usd_total: float | None  # likely
+    hours_range: tuple[float, float] | None = None  # (low, high)
+    usd_total_range: tuple[float, float] | None = None
+    utilisation_range: tuple[float, float] | None = None  # (low, high) MFU for deep learning
+    spot_usd_total: float | None = None
+    price_note: str = ""
+    assumptions: tuple[str, ...] = ()
+    basis: str = ""  # the published measurements the range rests on
 
 
 @dataclass(frozen=True)
@@ -170,10 +174,9 @@ def tier_of(w: Workload) -> str:
     return "small-dl"
 
 
-def utilisation(itype: InstanceType, cat: Catalog) -> float:
-    if itype.accelerator and itype.accelerator.kind == "trainium":
-        return est.trainium_utilisation(cat.types["trn1.32xlarge"], cat.types["p4d.24xlarge"])
-    return est.GPU_UTILISATION
+def utilisation(itype: InstanceType, parameters_billion: float) -> est.UtilisationRange:
+    """Low, likely and high MFU for the type's accelerator at this model size, from published runs."""
+    return est.utilisation_range(itype, parameters_billion, load_utilisation())
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -203,7 +206,7 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
     price = _price(itype, w, orchestrator)
     assert price and itype.accelerator
-    util = utilisation(itype, cat)
+    util = utilisation(itype, w.model.parameters_billion).likely
     min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
     if w.training.instance_count is not None:
         count = w.training.instance_count
@@ -383,22 +386,34 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
               tokens: float | None, flops: float | None) -> TrainingEstimate:
     price = _price(itype, w, orchestrator)
     assert price
-    util = None if flops is None else utilisation(itype, cat)
-    hrs = None if flops is None else est.hours(flops, itype, count, util)
-    total = None if hrs is None else hrs * price.usd_per_hour * count
-    spot = total * (1 - est.SPOT_SAVING) if total is not None and orchestrator == "sagemaker-jobs" else None
+    util = util_range = None
+    basis = ""
+    if flops is not None:
+        r = utilisation(itype, w.model.parameters_billion)
+        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        low_h, hrs, high_h = (est.hours(flops, itype, count, u) for u in (r.high, r.likely, r.low))
+    else:
+        u = load_utilisation()
+        low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
+        basis = "; ".join(f"{m.what}: {m.value / 1e6:g} M cell-rounds per vCPU-second [{m.source}]"
+                          for m in u.classic_rates)
+    cluster_usd_h = price.usd_per_hour * count
+    total = hrs * cluster_usd_h
+    total_range = (low_h * cluster_usd_h, high_h * cluster_usd_h)
+    spot = total * (1 - est.SPOT_SAVING) if orchestrator == "sagemaker-jobs" else None
     service = "EC2" if orchestrator == "slurm" else "SageMaker"
     note = price.note or f"{service} on-demand, {price.region}"
     reserved = "Capacity Block" if w.training.capacity_block else \
         "SageMaker training plan" if w.training.training_plan_arn else None
     if reserved:
         # Reserved capacity is bought up front at its own price, not at on-demand rates.
-        total = spot = None
+        total = spot = total_range = None
         note = (f"{reserved}: bought at its own up-front price, which the catalog does not record, so the total is "
                 f"unknown; {service} on-demand $/h shown for reference only")
     return TrainingEstimate(
-        tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=price.usd_per_hour * count,
-        usd_total=total, spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, cat, w),
+        tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
+        usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
+        spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, cat, w), basis=basis,
     )
 
 
@@ -421,18 +436,21 @@ def _storage(w: Workload, orchestrator: str, tier: str, decisions: list[str]) ->
 
 def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) -> tuple[str, ...]:
     if classic:
-        return ("training time is not modelled for classic ML (the FLOP model covers neural networks); "
-                "cost shown per hour",
+        u = load_utilisation()
+        return (f"classic ML time = float32 cells (dataset bytes / 4) x {u.classic_rounds} boosting rounds / "
+                "(XGBoost hist cell-rounds per vCPU-second x vCPUs); range over the published rates, likely = median",
+                "scikit-learn is assumed to train like a histogram booster (HistGradientBoosting); other estimators "
+                "differ",
                 f"XGBoost/scikit-learn hold about {XGBOOST_MEMORY_FACTOR:g}x the dataset in memory")
     lines = [
         "FLOPs = 6 x parameters x tokens x epochs",
         ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
          else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
         f"peak = dense {itype.peak_tflops_dtype or 'bf16'} TFLOPS from the catalog",
-        f"GPU utilisation {est.GPU_UTILISATION:.0%}; Trainium "
-        f"{utilisation(cat.types['trn1.32xlarge'], cat):.1%} (calibrated on the measured BERT run)",
-        f"multi-node efficiency {est.MULTI_NODE_EFFICIENCY:.0%}; model state {est.TRAIN_BYTES_PER_PARAM} B/param "
-        f"in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
+        "utilisation (MFU) from published training runs of the accelerator at this model size: low, likely "
+        "(median) and high give the range; the runs' own multi-node scaling is included",
+        f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
+        f"{est.TRAIN_BYTES_PER_PARAM} B/param in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
         f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",
     ]
     return tuple(lines)

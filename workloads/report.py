@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import estimates as est
@@ -53,12 +54,19 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         console.print(f"  FSx for Lustre: {f.storage_capacity_gib:,} GiB at {f.per_unit_mb_s} MB/s/TiB = "
                       f"{f.throughput_mb_s:,.0f} MB/s against a need of {max(f.read_need_mb_s, f.checkpoint_need_mb_s):,.0f} MB/s "
                       f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
-    line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)}"
+    line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)} likely"
+    if e.hours_range:
+        line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
+        if e.usd_total_range:
+            line += f" = {money(e.usd_total_range[0])} to {money(e.usd_total_range[1])}"
     if e.spot_usd_total is not None:
         line += f"  (managed spot about {money(e.spot_usd_total)})"
     console.print(line + f"  [dim]{e.price_note}[/dim]")
-    if e.flops:
-        console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%}[/dim]")
+    if e.flops and e.utilisation_range:
+        console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%} "
+                      f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
+    if e.basis:
+        console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
         console.print(f"  - {d}")
 

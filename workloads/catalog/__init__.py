@@ -154,3 +154,37 @@ def load_catalog() -> Catalog:
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
     return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    value: float
+    source: str  # a key of the catalog's sources
+    what: str
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    """Published MFU figures by accelerator model and size band, and classic-ML CPU throughput."""
+
+    mfu: dict[tuple[str, str], tuple[Measurement, ...]]  # (accelerator model, band) -> figures
+    stand_in: dict[str, str]
+    spread_from: str
+    large_band_billion: float
+    classic_rates: tuple[Measurement, ...]  # cell-rounds per vCPU-second
+    classic_rounds: int
+
+
+@cache
+def load_utilisation() -> Utilisation:
+    data = _load_yaml("utilisation.yaml")
+    known = load_catalog().sources
+    mfu: dict[tuple[str, str], list[Measurement]] = {}
+    for m in data["mfu"]:
+        if m["source"] not in known:
+            raise ValueError(f"utilisation.yaml cites unknown source {m['source']}")
+        mfu.setdefault((m["accelerator"], m["band"]), []).append(Measurement(float(m["mfu"]), m["source"], m["what"]))
+    rates = tuple(Measurement(float(r["rate"]), r["source"], r["what"]) for r in data["classic_cells_per_vcpu_second"])
+    return Utilisation(mfu={k: tuple(v) for k, v in mfu.items()}, stand_in=dict(data["stand_in"]),
+                       spread_from=data["spread_from"], large_band_billion=float(data["large_band_billion"]),
+                       classic_rates=rates, classic_rounds=int(data["classic_rounds"]))
