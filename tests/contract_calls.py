@@ -139,6 +139,8 @@ class Estate:
         return Call("cloudwatch:PutMetricData", "*", doc, context={"cloudwatch:namespace": namespace})
 
     def image_pull(self, image_uri: str, doc: str) -> list[Call]:
+        # Parsed here rather than with sagemaker_access.image_repository_arn: a contract must not share the code
+        # it checks.
         registry, _, rest = image_uri.partition("/")
         account, region = registry.split(".")[0], registry.split(".")[3]
         repo = f"arn:{PARTITION}:ecr:{region}:{account}:repository/{rest.split(':')[0]}"
@@ -169,32 +171,36 @@ def _model_calls(e: Estate, kind: str) -> tuple[list[Call], list[Call]]:
     return calls, denied
 
 
-def realtime(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/RealtimeModel/Role/Resource", "AWS::IAM::Role"):
+def _model_role(e: Estate, kind: str) -> tuple[Principal, list[Call], list[Call]] | None:
+    """A model's role with the calls its container start makes (None when the estate has no such model)."""
+    path = f"InferenceStack/{kind}Model/Role/Resource"
+    if not e.has(path, "AWS::IAM::Role"):
         return None
-    allowed, denied = _model_calls(e, "Realtime")
+    return (e.world.role(e.scope + path), *_model_calls(e, kind))
+
+
+def realtime(e: Estate) -> Contract | None:
+    if (found := _model_role(e, "Realtime")) is None:
+        return None
+    role, allowed, denied = found
     config = e.props("InferenceStack/Realtime/Config", "AWS::SageMaker::EndpointConfig")
     capture = config.get("DataCaptureConfig")
     if capture:
         key = e.key_id_arn(capture.get("KmsKeyId"))
         allowed += e.write(capture["DestinationS3Uri"].rstrip("/") + "/endpoint/AllTraffic/2026/11/22/00/x.jsonl",
                            DOC["capture"], key)
-    return Contract("real-time model role", e.world.role(e.scope + "InferenceStack/RealtimeModel/Role/Resource"),
-                    allowed, denied)
+    return Contract("real-time model role", role, allowed, denied)
 
 
 def serverless(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/ServerlessModel/Role/Resource", "AWS::IAM::Role"):
-        return None
-    allowed, denied = _model_calls(e, "Serverless")
-    return Contract("serverless model role", e.world.role(e.scope + "InferenceStack/ServerlessModel/Role/Resource"),
-                    allowed, denied)
+    found = _model_role(e, "Serverless")
+    return None if found is None else Contract("serverless model role", *found)
 
 
 def async_(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/AsyncModel/Role/Resource", "AWS::IAM::Role"):
+    if (found := _model_role(e, "Async")) is None:
         return None
-    allowed, denied = _model_calls(e, "Async")
+    role, allowed, denied = found
     out = e.props("InferenceStack/Async/Config", "AWS::SageMaker::EndpointConfig")["AsyncInferenceConfig"]["OutputConfig"]
     key = e.key_id_arn(out.get("KmsKeyId"))
     allowed += e.read(layout.ASYNC_INPUT + "request-1.json", DOC["async"])
@@ -206,8 +212,7 @@ def async_(e: Estate) -> Contract | None:
         ctx = {"kms:ViaService": f"sns.{e.region}.amazonaws.com", "kms:CallerAccount": e.account}
         allowed += [Call("kms:GenerateDataKey", topic_key, DOC["sns-sse"], ctx, why="SNS on the role's behalf"),
                     Call("kms:Decrypt", topic_key, DOC["sns-sse"], ctx, why="SNS on the role's behalf")]
-    return Contract("async model role", e.world.role(e.scope + "InferenceStack/AsyncModel/Role/Resource"),
-                    allowed, denied)
+    return Contract("async model role", role, allowed, denied)
 
 
 def _topic_key(e: Estate, topic_arn: str) -> str:
@@ -224,9 +229,9 @@ def _transform_job(e: Estate) -> dict:
 
 
 def batch(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/BatchModel/Role/Resource", "AWS::IAM::Role"):
+    if (found := _model_role(e, "Batch")) is None:
         return None
-    allowed, denied = _model_calls(e, "Batch")
+    role, allowed, denied = found
     job = _transform_job(e)
     source = job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
     output = job["TransformOutput"]
@@ -234,8 +239,7 @@ def batch(e: Estate) -> Contract | None:
     allowed += [e.list_prefix(source, DOC["transform"]), *e.read(source.rstrip("/") + "/day-1.csv", DOC["transform"])]
     allowed += [*e.write(output["S3OutputPath"].rstrip("/") + "/day-1.csv.out", DOC["transform"], key),
                 Call("kms:Encrypt", key, DOC["transform"], e.s3_kms("kms:Encrypt").context)]
-    return Contract("batch model role", e.world.role(e.scope + "InferenceStack/BatchModel/Role/Resource"),
-                    allowed, denied)
+    return Contract("batch model role", role, allowed, denied)
 
 
 def state_machine(e: Estate) -> Contract | None:

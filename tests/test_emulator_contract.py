@@ -120,24 +120,28 @@ def test_moto_enforces_policies_here(estate):
         assert _denied(lambda: client("s3").get_object(Bucket=bucket, Key=layout.ASYNC_INPUT + "request-1.json"))
 
 
-def test_async_model_role_does_the_queues_work_and_nothing_else(estate):
-    emu, bucket = estate
-    role = _physical(emu, "InferenceStack", "AsyncModelRole", "AWS::IAM::Role")
-    with _as_role(emu, role) as client:
-        s3 = client("s3")
-        s3.get_object(Bucket=bucket, Key=layout.ASYNC_INPUT + "request-1.json")
-        s3.put_object(Bucket=bucket, Key=layout.ASYNC_OUTPUT + "request-1.out", Body=b"{}")
-        s3.put_object(Bucket=bucket, Key=layout.ASYNC_FAILURE + "request-1-error.out", Body=b"{}")
-        assert _denied(lambda: s3.put_object(Bucket=bucket, Key="models/model.tar.gz", Body=b"x"))
-        assert _denied(lambda: s3.get_object(Bucket=bucket, Key=layout.DATASETS + "train/part-0000"))
+# What SageMaker reads and writes as each model role (async: the queue; batch: the transform job), and
+# what the role must not touch.
+ROLE_CALLS = {
+    "AsyncModelRole": ([layout.ASYNC_INPUT + "request-1.json"],
+                       [layout.ASYNC_OUTPUT + "request-1.out", layout.ASYNC_FAILURE + "request-1-error.out"],
+                       [("put", "models/model.tar.gz"), ("get", layout.DATASETS + "train/part-0000")]),
+    "BatchModelRole": ([layout.BATCH_INPUT + "day-1.csv"], [layout.BATCH_OUTPUT + "day-1.csv.out"],
+                       [("put", "models/model.tar.gz"), ("put", layout.ASYNC_OUTPUT + "x.out")]),
+}
 
 
-def test_batch_model_role_reads_its_input_and_writes_its_output_only(estate):
+@pytest.mark.parametrize("prefix", list(ROLE_CALLS))
+def test_model_role_does_its_services_work_and_nothing_else(estate, prefix):
     emu, bucket = estate
-    role = _physical(emu, "InferenceStack", "BatchModelRole", "AWS::IAM::Role")
-    with _as_role(emu, role) as client:
+    reads, writes, refused = ROLE_CALLS[prefix]
+    with _as_role(emu, _physical(emu, "InferenceStack", prefix, "AWS::IAM::Role")) as client:
         s3 = client("s3")
-        s3.get_object(Bucket=bucket, Key=layout.BATCH_INPUT + "day-1.csv")
-        s3.put_object(Bucket=bucket, Key=layout.BATCH_OUTPUT + "day-1.csv.out", Body=b"1")
-        assert _denied(lambda: s3.put_object(Bucket=bucket, Key="models/model.tar.gz", Body=b"x"))
-        assert _denied(lambda: s3.put_object(Bucket=bucket, Key=layout.ASYNC_OUTPUT + "x.out", Body=b"x"))
+        for key in reads:
+            s3.get_object(Bucket=bucket, Key=key)
+        for key in writes:
+            s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+        for verb, key in refused:
+            call = (lambda k=key: s3.put_object(Bucket=bucket, Key=k, Body=b"x")) if verb == "put" else \
+                (lambda k=key: s3.get_object(Bucket=bucket, Key=k))
+            assert _denied(call), f"{prefix} may {verb} {key}"

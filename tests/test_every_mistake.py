@@ -215,8 +215,11 @@ def test_python_app_py_alone_says_what_it_does():
 
 def test_interrupting_the_demo_stops_cleanly():
     env = {**os.environ, "WORKLOAD": "small", "PYTHONUNBUFFERED": "1"}
+    # As at a terminal: Ctrl-C delivered with its default disposition. A background job of a non-interactive
+    # shell (a CI runner, `cmd &`) starts with SIGINT ignored, and Python then installs no handler.
     proc = subprocess.Popen([sys.executable, "-m", "tools.demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     for line in proc.stdout:  # wait until the emulator runs, then press Ctrl-C
         if "Local AWS emulator" in line or time.monotonic() > deadline:

@@ -155,8 +155,8 @@ def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, 
     return None
 
 
-def container_for(kind: str, fmt: str, itype: InstanceType | None) -> Container:
-    """The serving container for an artifact format on a type (None: serverless, CPU)."""
+def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | None) -> Container:
+    """The serving container for an artifact format on a type (None: serverless, CPU); refused where it cannot run."""
     acc = itype.accelerator.kind if itype and itype.accelerator else None
     where = f"ml.{itype.name}" if itype else "serverless (CPU only)"
     field = f"inference.{kind}.instance_type" if itype else "inference.serverless"
@@ -167,13 +167,12 @@ def container_for(kind: str, fmt: str, itype: InstanceType | None) -> Container:
                               "inference.artifact.format framework-archive",
                               reason="a Hugging Face LLM is served by an LLM serving container on GPU or Inferentia2")
         return CONTAINERS[key]
-    key = {"framework-archive": None, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]
-    if key is None:
-        raise AssertionError("framework archives are resolved by framework")
-    container = CONTAINERS[key]
+    # A framework archive runs on its framework's container (pytorch, tensorflow).
+    container = CONTAINERS[{"framework-archive": framework, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]]
     if acc not in container.accelerators:
+        neuron = "; Inferentia needs a Neuron-compiled model" if acc == "inferentia" else ""
         raise ConfigError(field, where, "CPU types (c5, m5)" if container.accelerators == (None,) else
-                          "CPU or GPU types", reason=f"the {container.title} container does not run on {acc}")
+                          "CPU or GPU types", reason=f"the {container.title} container does not run on {acc}{neuron}")
     return container
 
 
@@ -183,15 +182,7 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None) -> ServingP
     section = {"realtime": w.inference.realtime, "serverless": w.inference.serverless,
                "async": w.inference.async_, "batch": w.inference.batch}[kind]
     key = w.inference.artifact.key or DEFAULT_KEYS[fmt]
-    if fmt == "framework-archive":
-        acc = itype.accelerator.kind if itype and itype.accelerator else None
-        if acc not in (None, "nvidia-gpu"):
-            raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}", "CPU or GPU types",
-                              reason="a framework archive runs on the PyTorch or TensorFlow container; Inferentia "
-                                     "needs a Neuron-compiled model")
-        container = CONTAINERS[w.model.framework]
-    else:
-        container = container_for(kind, fmt, itype)
+    container = container_for(kind, fmt, w.model.framework, itype)
     layout = ARTIFACT_LAYOUT[fmt]
     if container.key == "tgi-neuronx":
         # A Neuron export is its own directory: the GPU containers read the plain weights.
