@@ -31,27 +31,35 @@ class Estate:
         return tuple(s for s in (self.network, self.data, self.train, self.inference) if s is not None)
 
 
-def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False) -> Estate:
-    """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option."""
+def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False,
+                 named_by_workload: bool = False) -> Estate:
+    """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option.
+    `named_by_workload`: CloudFormation names carry the workload (`huge-TrainStack`), so two workloads deploy
+    side by side in one account and region; the construct IDs, which `cdk deploy TrainStack` selects, stay."""
     w = plan.workload
     env = cdk.Environment(account=account, region=w.region)
     common = dict(env=env, availability_zone=w.availability_zone)
+
+    def named(stack_id: str) -> dict:
+        return dict(stack_name=f"{w.name}-{stack_id}") if named_by_workload else {}
     protect = dict(termination_protection=True) if protect_all else {}
     what = f"{w.name}: {plan.training.instance_count} x {plan.training.instance_type}"
 
-    network = NetworkStack(scope, "NetworkStack", description=f"One-AZ VPC for {what}", **common, **protect)
+    network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"), description=f"One-AZ VPC for {what}",
+                           **common, **protect)
     net = network.network
-    data = DataStack(scope, "DataStack", description=f"Dataset bucket, key and file systems for {w.name} (retained)",
+    data = DataStack(scope, "DataStack", **named("DataStack"),
+                     description=f"Dataset bucket, key and file systems for {w.name} (retained)",
                      workload_name=w.name, vpc=net.vpc, subnet=net.private_subnet, security=network.security,
                      fsx=plan.training.fsx, shared_home=w.data.shared_home or plan.training.storage == "efs",
                      termination_protection=protect_all or w.data.termination_protection, **common)
-    train = TrainStack(scope, "TrainStack", description=f"Training for {what}", training=plan.training,
-                       bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
+    train = TrainStack(scope, "TrainStack", **named("TrainStack"), description=f"Training for {what}",
+                       training=plan.training, bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, **common, **protect)
     inference = None if not plan.inference else InferenceStack(
-        scope, "InferenceStack", description=f"SageMaker inference for {w.name}", inference=plan.inference,
-        vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
+        scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
+        inference=plan.inference, vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
         bucket=data.bucket, key=data.key, **common, **protect)
     estate = Estate(network, data, train, inference)
     for stack in estate.stacks:
@@ -88,6 +96,6 @@ def build_from_context(app: cdk.App, *, cdk_keys: Iterable[str] = ()) -> list[Es
             raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
                               reason="picks a team of a teams file, and no teams file was given")
         the_plan = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides))
-        estates = [build_estate(app, the_plan, account=context.get("account"))]
+        estates = [build_estate(app, the_plan, account=context.get("account"), named_by_workload=True)]
     add_checks(app)
     return estates

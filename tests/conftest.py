@@ -58,7 +58,8 @@ _CACHE: dict[tuple, Synth] = {}
 
 def _stack_templates(outdir: Path) -> dict[str, dict]:
     manifest = json.loads((outdir / "manifest.json").read_text())
-    return {art["properties"].get("stackName", name): json.loads((outdir / art["properties"]["templateFile"]).read_text())
+    # Keyed by construct ID (`TrainStack`), which `cdk deploy` selects; the CloudFormation name carries the workload.
+    return {name: json.loads((outdir / art["properties"]["templateFile"]).read_text())
             for name, art in manifest["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
 
 

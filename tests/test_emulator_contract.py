@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from tools.emulator import running
 from workloads import layout, load, plan
 from workloads.invoke import invoke
+from workloads.jobs import stack_name
 
 from .conftest import ROOT
 
@@ -56,14 +57,14 @@ def test_invoke_cli(serving):
     result = subprocess.run([sys.executable, "-m", "workloads", "invoke", "small", "-c", "inference.async.max_instances=2",
                              "--kind", "serverless"], cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("serverless endpoint InferenceStack-ServerlessEndpoint")
+    assert result.stdout.startswith("serverless endpoint small-InferenceStack-ServerlessEndpoint")
 
 
 # ---- the model roles, enforced by the emulator
 
 
 def _physical(emu, stack: str, prefix: str, rtype: str) -> str:
-    rows = emu.client("cloudformation").list_stack_resources(StackName=stack)["StackResourceSummaries"]
+    rows = emu.client("cloudformation").list_stack_resources(StackName=stack_name("small", stack))["StackResourceSummaries"]
     found = [r["PhysicalResourceId"] for r in rows
              if r["LogicalResourceId"].startswith(prefix) and r["ResourceType"] == rtype]
     assert len(found) == 1, (prefix, found)
@@ -101,7 +102,7 @@ def _denied(call) -> bool:
 def estate(deployed):
     emu = deployed
     outputs = {o["OutputKey"]: o["OutputValue"] for o in
-               emu.client("cloudformation").describe_stacks(StackName="DataStack")["Stacks"][0]["Outputs"]}
+               emu.client("cloudformation").describe_stacks(StackName=stack_name("small", "DataStack"))["Stacks"][0]["Outputs"]}
     bucket = outputs["DatasetBucketName"]
     s3 = emu.client("s3")
     for key in (layout.ASYNC_INPUT + "request-1.json", layout.BATCH_INPUT + "day-1.csv",

@@ -1,4 +1,5 @@
-"""Deploy the huge preset's synthesized assembly to a local moto server with the real CDK CLI."""
+"""Deploy the huge preset's synthesized assembly to a local moto server with the real CDK CLI, and the
+intermediate preset beside it in the same account and region."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_emulator_refuses_a_real_endpoint():
 
 
 def test_deploy_all_stacks_to_the_emulator(synth):
-    s = synth("huge")
+    s, beside = synth("huge"), synth("intermediate")
     with running("us-west-2") as emulator:
         emulator.bootstrap(quiet=True)
         emulator.deploy("--app", str(s.outdir), quiet=True)
@@ -32,6 +33,18 @@ def test_deploy_all_stacks_to_the_emulator(synth):
         configs = emulator.client("sagemaker").list_endpoint_configs()["EndpointConfigs"]
         config = emulator.client("sagemaker").describe_endpoint_config(
             EndpointConfigName=configs[0]["EndpointConfigName"])
+        # A second workload in the same account and region: its stacks and exports are its own.
+        emulator.deploy("--app", str(beside.outdir), stacks=("NetworkStack", "DataStack"), quiet=True)
+        cf = emulator.client("cloudformation")
+        stacks = {st["StackName"] for st in cf.describe_stacks()["Stacks"]}
+        exports = [e["Name"] for e in cf.list_exports()["Exports"]]
+        after = {r.name: r for r in deployed_resources(emulator, s.outdir)}
+
+    assert {"huge-NetworkStack", "huge-DataStack", "huge-TrainStack", "huge-InferenceStack",
+            "intermediate-NetworkStack", "intermediate-DataStack"} <= stacks
+    assert len(exports) == len(set(exports)) and any(e.startswith("intermediate-NetworkStack:") for e in exports)
+    assert all(r.status == "CREATE_COMPLETE" for r in after.values())  # huge untouched by the second workload
+    assert after["DataStack"].outputs == reports["DataStack"].outputs
 
     assert set(reports) == set(s.templates)
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())

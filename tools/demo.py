@@ -35,10 +35,10 @@ def main() -> int:
     try:
         if team:
             the_plan = load_teams(teams_file, only=team)[0].plan
-            app_args, stacks = ["-c", f"teams={teams_file}", "-c", f"team={team}"], f"{team}/*"
+            app_args, stacks = ["-c", f"teams={teams_file}", "-c", f"team={team}"], (f"{team}/*",)
         else:
             the_plan = plan(load(workload))
-            app_args, stacks = ["-c", f"workload={workload}"], "--all"
+            app_args, stacks = ["-c", f"workload={workload}"], ("--all",)
     except ConfigError as exc:
         report(exc)
         return 2

@@ -193,9 +193,9 @@ class Emulator:
     def bootstrap(self, *, quiet: bool = False) -> None:
         self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet)
 
-    def deploy(self, *app_args: str, stacks: str = "--all", quiet: bool = False) -> None:
+    def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
-        self.cdk("deploy", stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+        self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
 
 
 @contextmanager

@@ -47,8 +47,9 @@ class Estate:
     home_file_system_id: str | None = None
 
 
-def stack_name(stage: str, stack: str) -> str:
-    return f"{stage}-{stack}" if stage else stack
+def stack_name(workload: str, stack: str, *, stage: str = "") -> str:
+    """The CloudFormation name: a team's stage prefixes it, a lone workload's name does (stacks.estate)."""
+    return f"{stage or workload}-{stack}"
 
 
 def stack_outputs(plan: Plan, stacks: tuple[str, ...], *, stage: str = "", cloudformation=None) -> dict[str, str]:
@@ -60,12 +61,13 @@ def stack_outputs(plan: Plan, stacks: tuple[str, ...], *, stage: str = "", cloud
     cf = cloudformation or boto3.client("cloudformation", region_name=region)
     outputs: dict[str, str] = {}
     for stack in stacks:
-        name = stack_name(stage, stack)
+        name = stack_name(plan.workload.name, stack, stage=stage)
         try:
             described = cf.describe_stacks(StackName=name)["Stacks"][0]
         except ClientError:
-            raise EstateNotDeployed(f"stack {name} is not deployed in {region}; run: cdk deploy {name} "
-                                    f"-c workload={plan.workload.name}") from None
+            deploy = f"cdk deploy '{stage}/{stack}' -c teams=TEAMS_FILE" if stage else \
+                f"cdk deploy {stack} -c workload={plan.workload.name}"
+            raise EstateNotDeployed(f"stack {name} is not deployed in {region}; run: {deploy}") from None
         outputs.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
     return outputs
 
