@@ -1,8 +1,9 @@
-"""FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket.
+"""FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket prefix by prefix.
 
-The whole bucket appears under the mount point (/fsx/datasets, /fsx/checkpoints, ...):
-new, changed and deleted objects are imported automatically, and files written on the
-file system (checkpoints, outputs) are exported back to S3.
+One data repository association per prefix of `workloads.layout.FSX_LINKS`: /fsx/datasets imports the
+dataset of record and exports nothing, /fsx/checkpoints and /fsx/output are exported back to S3. The rest
+of the bucket (the models endpoints serve, inference requests and results, job code) is never linked, so
+a shell on a node cannot read or overwrite it through /fsx.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-ALL_EVENTS = ["NEW", "CHANGED", "DELETED"]
+from workloads.layout import FSX_LINKS
+
 # The service-linked role FSx creates per file system to reach a linked S3 bucket.
 S3_ACCESS_ROLE = "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
 
@@ -43,18 +45,17 @@ class LustreFileSystem(Construct):
         )
         # Retained: destroying a stack never deletes a dataset.
         self.file_system.apply_removal_policy(RemovalPolicy.RETAIN)
-        self.link = fsx.CfnDataRepositoryAssociation(
-            self, "S3Link",
-            file_system_id=self.file_system.ref,
-            file_system_path="/",
-            data_repository_path=f"s3://{bucket.bucket_name}",
-            batch_import_meta_data_on_create=True,
-            s3=fsx.CfnDataRepositoryAssociation.S3Property(
-                auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(events=ALL_EVENTS),
-                auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=ALL_EVENTS),
-            ),
-        )
-        self.link.apply_removal_policy(RemovalPolicy.RETAIN)
+        D = fsx.CfnDataRepositoryAssociation
+        self.links: dict[str, fsx.CfnDataRepositoryAssociation] = {}
+        for path, prefix, imports, exports in FSX_LINKS:
+            link = D(self, "Link" + path.strip("/").title(), file_system_id=self.file_system.ref, file_system_path=path,
+                     data_repository_path=f"s3://{bucket.bucket_name}/{prefix}",
+                     batch_import_meta_data_on_create=bool(imports),
+                     s3=D.S3Property(
+                         auto_import_policy=D.AutoImportPolicyProperty(events=list(imports)) if imports else None,
+                         auto_export_policy=D.AutoExportPolicyProperty(events=list(exports)) if exports else None))
+            link.apply_removal_policy(RemovalPolicy.RETAIN)
+            self.links[path] = link
         # FSx reads and writes the KMS-encrypted bucket as its S3 service-linked role, whose own policy
         # (AWSFSxS3AccessServiceRolePolicy) grants no KMS: the key policy itself must grant the role (FSx for
         # Lustre guide, "Working with server-side encrypted Amazon S3 buckets"). An account-root principal would

@@ -29,6 +29,13 @@ class Mounts:
     home_dns: str | None = None  # <fs-id>.efs.<region>.amazonaws.com
 
 
+# /fsx and /fsx/checkpoints, /fsx/output (exported to S3) are shared scratch with the sticky bit: anyone
+# writes, only the owner deletes. /fsx/datasets (imported, never exported) is read-only to users.
+FSX_PERMISSIONS = ("mkdir -p /fsx/datasets /fsx/checkpoints /fsx/output /fsx/neuron-cache",
+                   "chmod 1777 /fsx /fsx/checkpoints /fsx/output /fsx/neuron-cache",
+                   "chown root:root /fsx/datasets && chmod 0755 /fsx/datasets")
+
+
 def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
     lines = ["#!/bin/bash", "set -euo pipefail"]
     if mounts.lustre_dns:
@@ -40,7 +47,7 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
             f"grep -q ' /fsx ' /etc/fstab || echo '{source} /fsx lustre defaults,relatime,flock,_netdev,"
             "x-systemd.automount,x-systemd.requires=network-online.target 0 0' >> /etc/fstab",
             f"mountpoint -q /fsx || mount -t lustre -o relatime,flock {source} /fsx",
-            "chmod 1777 /fsx",
+            *FSX_PERMISSIONS,
         ]
     if mounts.home_dns:
         # NFSv4.1 with the EFS user guide's recommended options (no efs-utils needed on Ubuntu).

@@ -165,11 +165,26 @@ def test_fsx_lustre_persistent2_linked_to_the_bucket(cluster):
     assert props["StorageCapacity"] == 1200 or props["StorageCapacity"] % 2400 == 0
     assert props["KmsKeyId"] == {"Ref": "DataKey2A0DE9E6"}
     assert len(props["SubnetIds"]) == 1
-    link = s.one("DataStack", "AWS::FSx::DataRepositoryAssociation")["Properties"]
-    assert link["FileSystemPath"] == "/" and link["BatchImportMetaDataOnCreate"] is True
-    assert link["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
-    assert link["S3"]["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
-    assert "DatasetsDataset6D2CC711" in json.dumps(link["DataRepositoryPath"])
+    links = {r["Properties"]["FileSystemPath"]: r for r in
+             s.resources("DataStack", "AWS::FSx::DataRepositoryAssociation").values()}
+    assert set(links) == {"/datasets", "/checkpoints", "/output"}  # never / (the whole bucket)
+    assert all(r["DeletionPolicy"] == "Retain" for r in links.values())
+
+    def linked(path: str) -> tuple[str, list, list]:
+        props = links[path]["Properties"]
+        prefix = props["DataRepositoryPath"]["Fn::Join"][1][-1]
+        assert "DatasetsDataset6D2CC711" in json.dumps(props["DataRepositoryPath"])
+        return (prefix, props["S3"].get("AutoImportPolicy", {}).get("Events", []),
+                props["S3"].get("AutoExportPolicy", {}).get("Events", []))
+
+    # The dataset of record is imported and never exported: nothing done on /fsx deletes or rewrites it.
+    assert linked("/datasets") == ("/datasets/", ["NEW", "CHANGED", "DELETED"], [])
+    assert linked("/checkpoints") == ("/checkpoints/", ["NEW", "CHANGED", "DELETED"], ["NEW", "CHANGED", "DELETED"])
+    assert linked("/output") == ("/output/", [], ["NEW", "CHANGED", "DELETED"])
+    # Models, inference data, job code and lifecycle scripts are out of the file system's reach.
+    reached = {linked(p)[0] for p in links}
+    for prefix in ("/models/", "/inference/", "/jobs/", "/lifecycle/"):
+        assert not any(prefix.startswith(r) or r.startswith(prefix) for r in reached)
 
 
 def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
@@ -177,7 +192,8 @@ def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
            (None, {"training.instance_type": "p5.48xlarge"}, {"training.instance_type": "p4d.24xlarge"},
             {"training.instance_type": "trn1n.32xlarge"})]
     assert ids[0] == ids[1] == ids[2] == ids[3]
-    assert {"LustreFileSystem4AFDAE78", "DatasetsDataset6D2CC711", "DataKey2A0DE9E6"} <= ids[0]
+    assert {"LustreFileSystem4AFDAE78", "DatasetsDataset6D2CC711", "DataKey2A0DE9E6", "LustreLinkDatasets543B8A99",
+            "LustreLinkCheckpointsD44243DB", "LustreLinkOutputD6D3E02B"} <= ids[0]
 
 
 def test_capacity_block_template(synth):

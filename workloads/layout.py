@@ -12,3 +12,14 @@ ASYNC_OUTPUT = "inference/async/output/"
 ASYNC_FAILURE = "inference/async/failure/"
 BATCH_INPUT = "inference/batch/input/"
 BATCH_OUTPUT = "inference/batch/output/"
+
+# What FSx for Lustre links, one data repository association per prefix (the rest of the bucket,
+# models, inference data and job code included, is never on the file system):
+# (file system path, bucket prefix, import events, export events).
+FSX_LINKS = (
+    # The dataset of record: imported only, so nothing done on /fsx changes or deletes it.
+    ("/datasets", DATASETS, ("NEW", "CHANGED", "DELETED"), ()),
+    # Written on the cluster and kept in S3; imported too, so a new file system resumes from them.
+    ("/checkpoints", CHECKPOINTS, ("NEW", "CHANGED", "DELETED"), ("NEW", "CHANGED", "DELETED")),
+    ("/output", OUTPUT, (), ("NEW", "CHANGED", "DELETED")),
+)

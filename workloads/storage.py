@@ -17,6 +17,9 @@ PER_UNIT_MB_S = (125, 250, 500, 1000)
 CHECKPOINT_BYTES_PER_PARAM = 16
 CHECKPOINT_WRITE_SECONDS = 300  # a checkpoint should not stall training for more than 5 minutes
 CHECKPOINTS_KEPT = 2
+# /fsx/output holds the trained model in bf16 (2 B per parameter); nothing else of the bucket is linked
+# (workloads.layout.FSX_LINKS): models served, inference data and job code take no file system space.
+OUTPUT_BYTES_PER_PARAM = 2
 READ_HEADROOM = 2.0  # shuffling, restarts and the first epoch's cold reads
 
 
@@ -39,7 +42,8 @@ def valid_capacity(gib: float) -> int:
 
 def size_fsx(*, dataset_gib: float, parameters_billion: float, epochs: float, training_hours: float | None) -> FsxPlan:
     checkpoint_gib = parameters_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / 2**30
-    capacity = valid_capacity(dataset_gib + CHECKPOINTS_KEPT * checkpoint_gib)
+    output_gib = parameters_billion * 1e9 * OUTPUT_BYTES_PER_PARAM / 2**30
+    capacity = valid_capacity(dataset_gib + CHECKPOINTS_KEPT * checkpoint_gib + output_gib)
     hours = training_hours or 24.0
     read_need = dataset_gib * 2**30 * epochs / (hours * 3600) / 1e6 * READ_HEADROOM
     checkpoint_need = checkpoint_gib * 2**30 / CHECKPOINT_WRITE_SECONDS / 1e6
@@ -50,6 +54,8 @@ def size_fsx(*, dataset_gib: float, parameters_billion: float, epochs: float, tr
         unit = PER_UNIT_MB_S[-1]
         capacity = valid_capacity(need / unit * 1024)
     driver = "checkpoint writes" if checkpoint_need >= read_need else "data reads"
-    why = (f"{capacity:,} GiB holds {dataset_gib:,.0f} GiB of data and {CHECKPOINTS_KEPT} checkpoints of "
-           f"{checkpoint_gib:,.0f} GiB; {unit} MB/s/TiB covers {need:,.0f} MB/s ({driver})")
+    why = (f"{capacity:,} GiB holds {dataset_gib:,.0f} GiB of data (/fsx/datasets, imported only), "
+           f"{CHECKPOINTS_KEPT} checkpoints of {checkpoint_gib:,.0f} GiB (/fsx/checkpoints) and the "
+           f"{output_gib:,.0f} GiB model (/fsx/output), both exported to S3; {unit} MB/s/TiB covers "
+           f"{need:,.0f} MB/s ({driver})")
     return FsxPlan(capacity, unit, capacity / 1024 * unit, read_need, checkpoint_need, why)

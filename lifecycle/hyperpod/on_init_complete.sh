@@ -12,8 +12,10 @@ for _ in $(seq 1 60); do
   sleep 5
 done
 if mountpoint -q /fsx; then
-  chmod 1777 /fsx
-  mkdir -p /fsx/checkpoints /fsx/neuron-cache && chmod 1777 /fsx/checkpoints /fsx/neuron-cache
+  # As constructs_lib/node_bootstrap.py FSX_PERMISSIONS: shared scratch with the sticky bit, datasets read-only.
+  mkdir -p /fsx/datasets /fsx/checkpoints /fsx/output /fsx/neuron-cache
+  chmod 1777 /fsx /fsx/checkpoints /fsx/output /fsx/neuron-cache
+  chown root:root /fsx/datasets && chmod 0755 /fsx/datasets
 else
   echo "warning: /fsx is not mounted; jobs fall back to S3" >&2
 fi
