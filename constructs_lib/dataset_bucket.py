@@ -1,40 +1,64 @@
-"""The dataset bucket (KMS, TLS only, versioned, private, access-logged) and its log bucket."""
+"""The dataset bucket (KMS, TLS only, versioned, private, access-logged) and its log bucket (versioned)."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .nag import acknowledge
 
+REPLICATION_REASON = ("One region by design: the estate, its cluster and its file system live in one region and AZ. "
+                      "The bucket is versioned and retained; cross-region replication needs a second-region bucket "
+                      "and key, which is an account decision outside this estate.")
+
+
+def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey, access_logs: s3.IBucket,
+                   log_prefix: str) -> s3.Bucket:
+    """A KMS-encrypted, TLS-only, versioned, private, access-logged bucket that outlives its stack."""
+    bucket = s3.Bucket(
+        scope, construct_id,
+        encryption=s3.BucketEncryption.KMS,
+        encryption_key=key,
+        bucket_key_enabled=True,
+        enforce_ssl=True,
+        versioned=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        server_access_logs_bucket=access_logs,
+        server_access_logs_prefix=log_prefix,
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    acknowledge(bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", REPLICATION_REASON)
+    return bucket
+
 
 class DatasetBucket(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.Key) -> None:
         super().__init__(scope, construct_id)
         self.access_logs = s3.Bucket(
             self, "AccessLogs",
-            # S3 server access logging delivers only to SSE-S3 buckets.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        acknowledge(self.access_logs, "AwsSolutions-S1",
-                    "This is the access-log target bucket; logging it into itself would loop.")
-        self.bucket = s3.Bucket(
-            self, "Dataset",
+            # SSE-KMS on a log target works when the key lets the logging service encrypt (S3 user guide,
+            # "Enabling Amazon S3 server access logging", key policy for logging.s3.amazonaws.com).
             encryption=s3.BucketEncryption.KMS,
             encryption_key=key,
             bucket_key_enabled=True,
             enforce_ssl=True,
-            versioned=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix="dataset/",
+            versioned=True,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365),
+                                              noncurrent_version_expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        acknowledge(self.access_logs, "AwsSolutions-S1",
+                    "This is the access-log target bucket; logging it into itself would loop.")
+        acknowledge(self.access_logs, "NIST.800.53.R5-S3BucketReplicationEnabled", REPLICATION_REASON)
+        stack = Stack.of(self)
+        key.add_to_resource_policy(iam.PolicyStatement(
+            sid="S3ServerAccessLogDelivery", principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
+            actions=["kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account}}))
+        self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/")

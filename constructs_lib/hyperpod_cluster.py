@@ -2,8 +2,9 @@
 
 HyperPod configures Slurm from the API (Orchestrator.Slurm, per-group SlurmConfig) and mounts
 FSx for Lustre at /fsx from the groups' storage config; the project's lifecycle scripts
-(lifecycle/hyperpod, a CDK asset unpacked into the dataset bucket under lifecycle/hyperpod/,
-because HyperPod reads an S3 prefix, not a zip) run after that on every node. Worker groups run
+(lifecycle/hyperpod, a CDK asset unpacked into a bucket of their own, because HyperPod reads an S3 prefix,
+not a zip) run after that on every node, as root. Their own bucket keeps them out of the dataset bucket:
+the deployment that writes them can write nothing else, and no file system link or node role reaches them. Worker groups run
 deep health checks when they start, and HyperPod replaces failed nodes automatically.
 """
 
@@ -15,11 +16,13 @@ from pathlib import Path
 from aws_cdk import DefaultStackSynthesizer, IgnoreMode, Stack, SymlinkFollowMode
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from .dataset_bucket import private_bucket
 from .lustre import LustreFileSystem
 from .nag import GRANT_ACTIONS, acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
 from .ssm_access import allow_ssm_sessions
@@ -44,11 +47,14 @@ def health_checks(*, accelerator_kind: str | None, count: int) -> list[str] | No
 
 
 class HyperPodCluster(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, role: iam.Role, bucket: s3.IBucket, subnet: ec2.ISubnet,
+    def __init__(self, scope: Construct, construct_id: str, *, role: iam.Role, key: kms.IKey,
+                 access_logs: s3.IBucket, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, instance_type: str, instance_count: int,
                  accelerator_kind: str | None, lustre: LustreFileSystem | None,
                  training_plan_arn: str | None) -> None:
         super().__init__(scope, construct_id)
+        bucket = self.scripts_bucket = private_bucket(self, "Scripts", key=key, access_logs=access_logs,
+                                                       log_prefix="lifecycle-scripts/")
         scripts = s3deploy.BucketDeployment(
             self, "LifecycleScripts", destination_bucket=bucket, destination_key_prefix=LIFECYCLE_PREFIX,
             sources=[s3deploy.Source.asset(str(LIFECYCLE), follow_symlinks=SymlinkFollowMode.ALWAYS,
@@ -57,7 +63,7 @@ class HyperPodCluster(Construct):
         _acknowledge_deployment(self, bucket)
         bucket.grant_read(role, LIFECYCLE_PREFIX + "*")
         acknowledge_wildcards(role, resources=[bucket.arn_for_objects(LIFECYCLE_PREFIX + "*")],
-                              reason="Read-only on the lifecycle scripts' prefix of the dataset bucket.")
+                              reason="Read-only on the lifecycle scripts' prefix of their own bucket.")
         allow_ssm_sessions(role, agent=False)  # as AmazonSageMakerClusterInstanceRolePolicy grants
         storage = [C.ClusterInstanceStorageConfigProperty(fsx_lustre_config=C.ClusterFsxLustreConfigProperty(
             dns_name=lustre.dns_name, mount_name=lustre.mount_name, mount_path="/fsx"))] if lustre else None

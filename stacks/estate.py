@@ -54,7 +54,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                      fsx=plan.training.fsx, shared_home=w.data.shared_home or plan.training.storage == "efs",
                      termination_protection=protect_all or w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", **named("TrainStack"), description=f"Training for {what}",
-                       training=plan.training, bucket=data.bucket, key=data.key, subnet=net.private_subnet, security=network.security,
+                       training=plan.training, bucket=data.bucket, key=data.key,
+                       access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, **common, **protect)
     inference = None if not plan.inference else InferenceStack(

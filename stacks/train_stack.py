@@ -28,7 +28,8 @@ _INPUT_MODE = {"s3-file": "File", "s3-fastfile": "FastFile", "fsx-lustre": "FSxL
 
 class TrainStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, training: TrainingPlan,
-                 bucket: s3.IBucket, key: kms.IKey, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
+                 bucket: s3.IBucket, key: kms.IKey, access_logs: s3.IBucket, subnet: ec2.ISubnet,
+                 security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
@@ -46,7 +47,8 @@ class TrainStack(EstateStack):
             self._slurm(training, subnet, security, lustre, home)
         elif training.orchestrator == "hyperpod":
             hyperpod = HyperPodCluster(
-                self, "HyperPod", role=self.role, bucket=bucket, subnet=subnet, security_group=security.cluster,
+                self, "HyperPod", role=self.role, key=key, access_logs=access_logs, subnet=subnet,
+                security_group=security.cluster,
                 instance_type=training.sagemaker_instance_type, instance_count=training.instance_count,
                 accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn)
             cdk.CfnOutput(self, "HyperPodClusterName", value=hyperpod.cluster_name)

@@ -123,13 +123,20 @@ class Estate:
 
     def list_prefix(self, uri_or_prefix: str, doc: str) -> Call:
         prefix = self._key(uri_or_prefix)
-        return Call("s3:ListBucket", self.bucket_arn, doc, context={"s3:prefix": prefix}, why=f"prefix {prefix}")
+        return Call("s3:ListBucket", self._bucket(uri_or_prefix), doc, context={"s3:prefix": prefix},
+                    why=f"prefix {prefix}")
+
+    def _bucket(self, uri_or_key: str) -> str:
+        """An s3:// URI names its own bucket; a bare key is in the dataset bucket."""
+        if uri_or_key.startswith("s3://"):
+            return f"arn:{PARTITION}:s3:::{urlparse(uri_or_key).netloc}"
+        return self.bucket_arn
 
     def _key(self, uri_or_key: str) -> str:
         return urlparse(uri_or_key).path.lstrip("/") if uri_or_key.startswith("s3://") else uri_or_key
 
     def _arn(self, uri_or_key: str) -> str:
-        return self.obj(self._key(uri_or_key))
+        return f"{self._bucket(uri_or_key)}/{self._key(uri_or_key)}"
 
     def logs(self, group: str, doc: str) -> list[Call]:
         arn = f"arn:{PARTITION}:logs:{self.region}:{self.account}:log-group:{group}:log-stream:run-1"

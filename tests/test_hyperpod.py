@@ -121,3 +121,17 @@ def test_training_plan_needs_hyperpod():
 
     with pytest.raises(ConfigError, match="training.orchestrator = 'slurm': a training plan reserves capacity"):
         load("huge", {"training.training_plan_arn": PLAN_ARN})
+
+
+def test_lifecycle_scripts_live_in_their_own_bucket_that_only_the_deployment_writes(hyperpod):
+    _, s = hyperpod
+    source = _groups(s)["workers"]["LifeCycleConfig"]["SourceS3Uri"]
+    assert "HyperPodScripts" in json.dumps(source) and "Datasets" not in json.dumps(source)
+    scripts = next(k for k in s.resources("TrainStack", "AWS::S3::Bucket") if k.startswith("HyperPodScripts"))
+    bucket = s.templates["TrainStack"]["Resources"][scripts]
+    assert bucket["DeletionPolicy"] == "Retain" and bucket["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
+    # The deployment's handler may write the scripts bucket and nothing of the dataset bucket.
+    handler_policies = [p["Properties"]["PolicyDocument"] for k, p in s.resources("TrainStack", "AWS::IAM::Policy").items()
+                        if k.startswith("CustomCDKBucketDeployment")]
+    assert handler_policies and scripts in json.dumps(handler_policies)
+    assert "Datasets" not in json.dumps(handler_policies) and "DatasetBucket" not in json.dumps(handler_policies)
