@@ -12,6 +12,8 @@ from __future__ import annotations
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from .nag import acknowledge
+
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 
 
@@ -21,6 +23,10 @@ class ClusterSecurityGroups(Construct):
         self.cluster = ec2.SecurityGroup(self, "Cluster", vpc=vpc, allow_all_outbound=False,
                                          description="Training nodes: EFA and Slurm among themselves, HTTP(S) out")
         self.cluster.add_ingress_rule(self.cluster, ec2.Port.all_traffic(), "EFA and Slurm between nodes")
+        acknowledge(self.cluster, "NIST.800.53.R5-EC2RestrictedCommonPorts",
+                    "The only all-traffic rule is the group to itself: EFA needs all protocols between the nodes of "
+                    "one cluster (EC2 user guide, \"Prepare an EFA-enabled security group\"); nothing outside the "
+                    "group is admitted on any port.")
         self.cluster.add_egress_rule(self.cluster, ec2.Port.all_traffic(), "EFA between nodes (egress rule required)")
         self.cluster.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to SSM, S3, ECR and PCS")
         self.cluster.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to OS package mirrors")

@@ -23,6 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .dataset_bucket import private_bucket
+from .logs_key import kept_log_group
 from .lustre import LustreFileSystem
 from .nag import GRANT_ACTIONS, acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
 from .ssm_access import allow_ssm_sessions
@@ -47,7 +48,7 @@ def health_checks(*, accelerator_kind: str | None, count: int) -> list[str] | No
 
 
 class HyperPodCluster(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, role: iam.Role, key: kms.IKey,
+    def __init__(self, scope: Construct, construct_id: str, *, role: iam.Role, key: kms.IKey, logs_key: kms.IKey,
                  access_logs: s3.IBucket, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, instance_type: str, instance_count: int,
                  accelerator_kind: str | None, lustre: LustreFileSystem | None,
@@ -59,6 +60,7 @@ class HyperPodCluster(Construct):
             self, "LifecycleScripts", destination_bucket=bucket, destination_key_prefix=LIFECYCLE_PREFIX,
             sources=[s3deploy.Source.asset(str(LIFECYCLE), follow_symlinks=SymlinkFollowMode.ALWAYS,
                                            ignore_mode=IgnoreMode.GLOB, exclude=["**/__pycache__", "**/*.pyc"])],
+            log_group=kept_log_group(self, "DeploymentLogs", key=logs_key),
         )
         _acknowledge_deployment(self, bucket)
         bucket.grant_read(role, LIFECYCLE_PREFIX + "*")
@@ -110,6 +112,12 @@ def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:
     acknowledge_wildcards(handler, actions=GRANT_ACTIONS,
                           resources=[bucket.arn_for_objects("*"), _assets_bucket_objects(stack)], reason=reason)
     acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
+    for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of the scripts"),
+                      ("LambdaDLQ", "CloudFormation invokes it synchronously and receives its failure; there is no "
+                                    "asynchronous event to lose"),
+                      ("LambdaInsideVPC", "it talks only to S3 (the CDK assets bucket to the scripts bucket) with IAM "
+                                          "and TLS, never to anything in the estate's network")):
+        acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
     ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
 
 

@@ -8,6 +8,8 @@ from aws_cdk import aws_efs as efs
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from .nag import acknowledge
+
 
 class SharedHome(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
@@ -19,4 +21,7 @@ class SharedHome(Construct):
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE, throughput_mode=efs.ThroughputMode.ELASTIC,
             enable_automatic_backups=True, removal_policy=RemovalPolicy.RETAIN,
         )
+        acknowledge(self.file_system, "NIST.800.53.R5-EFSInBackupPlan",
+                    "Automatic backups are on: EFS puts the file system in AWS Backup's default plan "
+                    "(aws/efs/automatic-backup-plan, daily, kept 35 days; EFS user guide, \"Automatic backups\").")
         self.file_system_id = self.file_system.file_system_id

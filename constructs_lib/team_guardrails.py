@@ -11,7 +11,7 @@ from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .nag import acknowledge_wildcards
+from .nag import acknowledge, acknowledge_wildcards
 
 # Requests that carry instance types, and the rest of what ML users create.
 SIZED_CREATES = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateEndpointConfig",
@@ -70,6 +70,11 @@ class TeamGuardrails(Construct):
                               reason="A permissions boundary only caps: a role gets the intersection with its own "
                                      "least-privilege policy. It denies IAM changes and instance types outside the "
                                      "team's families.")
+        for rule in ("NIST.800.53.R5-IAMPolicyNoStatementsWithAdminAccess",
+                     "NIST.800.53.R5-IAMPolicyNoStatementsWithFullAccess"):
+            acknowledge(self.boundary, rule, "A permissions boundary grants nothing: its Allow * only caps, and each "
+                                             "role gets the intersection with its own least-privilege policy; its "
+                                             "denies are what it adds.")
 
         def alert(kind: str, threshold: float) -> budgets.CfnBudget.NotificationWithSubscribersProperty:
             return budgets.CfnBudget.NotificationWithSubscribersProperty(

@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from constructs import Construct
 
+from constructs_lib.nag import acknowledge_inline_role_policies
 from workloads import DEFAULT_WORKLOAD, ConfigError, load, overrides_from_context, plan
 from workloads.errors import raise_all
 from workloads.planner import Plan
@@ -54,14 +55,14 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                      fsx=plan.training.fsx, shared_home=w.data.shared_home or plan.training.storage == "efs",
                      termination_protection=protect_all or w.data.termination_protection, **common)
     train = TrainStack(scope, "TrainStack", **named("TrainStack"), description=f"Training for {what}",
-                       training=plan.training, bucket=data.bucket, key=data.key,
+                       training=plan.training, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
                        access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
         inference=plan.inference, vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
-        bucket=data.bucket, key=data.key, **common, **protect)
+        bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common, **protect)
     estate = Estate(network, data, train, inference)
     for stack in estate.stacks:
         cdk.Tags.of(stack).add("workload", w.name)
@@ -69,8 +70,10 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
 
 
 def add_checks(app: cdk.App) -> None:
-    """cdk-nag AwsSolutions on everything; findings go to the policy validation report."""
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    """cdk-nag AwsSolutions and NIST 800-53 rev 5 on everything; findings go to the policy validation report,
+    and an unacknowledged one fails the synthesis."""
+    acknowledge_inline_role_policies(app)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
 
 
 def build_from_context(app: cdk.App, *, cdk_keys: Iterable[str] = ()) -> list[Estate]:

@@ -23,9 +23,9 @@ from .base import EstateStack
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
                  inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
-                 key: kms.IKey, **kwargs: Any) -> None:
+                 key: kms.IKey, logs_key: kms.IKey, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
-        self._bucket, self._key, self._vpc, self._subnets = bucket, key, vpc, subnets
+        self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
 
@@ -45,7 +45,8 @@ class InferenceStack(EstateStack):
     def _realtime(self, p: InferencePlan) -> None:
         model = self._model("RealtimeModel", p)
         endpoint = RealtimeEndpoint(
-            self, "Realtime", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
+            self, "Realtime", model_name=model.model_name, logs_key=self._logs_key, model_role=model.role,
+            instance_type=p.instance_type,
             min_instances=p.min_instances, max_instances=p.max_instances,
             invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), bucket=self._bucket,
             capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
@@ -54,14 +55,16 @@ class InferenceStack(EstateStack):
 
     def _serverless(self, p: InferencePlan) -> None:
         endpoint = ServerlessEndpoint(
-            self, "Serverless", model_name=self._model("ServerlessModel", p, in_vpc=False).model_name, memory_mb=p.memory_mb,
+            self, "Serverless", model_name=self._model("ServerlessModel", p, in_vpc=False).model_name,
+            logs_key=self._logs_key, memory_mb=p.memory_mb,
             max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency)
         cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)
 
     def _async(self, p: InferencePlan) -> None:
         model = self._model("AsyncModel", p)
         endpoint = AsyncEndpoint(
-            self, "Async", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
+            self, "Async", model_name=model.model_name, logs_key=self._logs_key, model_role=model.role,
+            instance_type=p.instance_type,
             max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
             bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
             failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p))
@@ -76,5 +79,5 @@ class InferenceStack(EstateStack):
             max_concurrent_transforms=p.max_concurrent_transforms, single_record=p.serving.batch_strategy == "SingleRecord",
             bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
-            volume_key=self._volume_key(p))
+            volume_key=self._volume_key(p), logs_key=self._logs_key)
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)

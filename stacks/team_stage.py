@@ -23,6 +23,17 @@ class TeamStage(cdk.Stage):
         self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod)
         # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
         iam.PermissionsBoundary.of(self).apply(self.guardrails.guardrails.boundary)
-        for key, value in (("team", team.name), ("cost-center", team.cost_center),
-                           ("workload", plan.workload.name), ("stage", team.stage)):
+        tags = {"team": team.name, "cost-center": team.cost_center, "workload": plan.workload.name,
+                "stage": team.stage}
+        for key, value in tags.items():
             cdk.Tags.of(self).add(key, value)
+        _tag_raw_resources(self, tags)
+
+
+def _tag_raw_resources(scope: Construct, tags: dict[str, str]) -> None:
+    """CDK's custom resource providers are raw CfnResources that Tags.of cannot reach: tag their roles and
+    functions directly, so every taggable resource of a team carries its cost tags."""
+    for c in scope.node.find_all():
+        if isinstance(c, cdk.CfnResource) and not cdk.TagManager.is_taggable(c) \
+                and c.cfn_resource_type in ("AWS::IAM::Role", "AWS::Lambda::Function"):
+            c.add_property_override("Tags", [{"Key": k, "Value": v} for k, v in tags.items()])

@@ -28,7 +28,8 @@ _INPUT_MODE = {"s3-file": "File", "s3-fastfile": "FastFile", "fsx-lustre": "FSxL
 
 class TrainStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, training: TrainingPlan,
-                 bucket: s3.IBucket, key: kms.IKey, access_logs: s3.IBucket, subnet: ec2.ISubnet,
+                 bucket: s3.IBucket, key: kms.IKey, logs_key: kms.IKey, access_logs: s3.IBucket,
+                 subnet: ec2.ISubnet,
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, **kwargs: Any) -> None:
@@ -47,7 +48,8 @@ class TrainStack(EstateStack):
             self._slurm(training, subnet, security, lustre, home)
         elif training.orchestrator == "hyperpod":
             hyperpod = HyperPodCluster(
-                self, "HyperPod", role=self.role, key=key, access_logs=access_logs, subnet=subnet,
+                self, "HyperPod", role=self.role, key=key, logs_key=logs_key, access_logs=access_logs,
+                subnet=subnet,
                 security_group=security.cluster,
                 instance_type=training.sagemaker_instance_type, instance_count=training.instance_count,
                 accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn)

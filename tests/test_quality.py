@@ -1,4 +1,5 @@
-"""Every synthesized template: zero cfn-lint errors, zero unacknowledged cdk-nag AwsSolutions findings."""
+"""Every synthesized template: zero cfn-lint errors, zero unacknowledged cdk-nag AwsSolutions and NIST 800-53
+rev 5 findings (both packs run in every synthesis: stacks.estate.add_checks)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,17 @@ def test_cdk_nag_runs_and_reports_findings(tmp_path):
     add_checks(app)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
-    found = _violations(json.loads((tmp_path / "validation-report.json").read_text()), "AwsSolutions")
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    found = _violations(report, "AwsSolutions")
     assert any("AwsSolutions-S1" in f for f in found) and any("AwsSolutions-S10" in f for f in found), found
+    nist = _violations(report, "NIST.800.53.R5")
+    assert any("S3BucketVersioningEnabled" in f for f in nist) and any("S3DefaultEncryptionKMS" in f for f in nist), nist
 
 
-def test_cdk_nag_aws_solutions_has_no_unacknowledged_finding(variant_synth):
+def test_cdk_nag_aws_solutions_and_nist_have_no_unacknowledged_finding(variant_synth):
     _, s = variant_synth
     assert _violations(s.nag_report, "AwsSolutions") == []
+    assert _violations(s.nag_report, "NIST.800.53.R5") == []
     errors = [v for r in s.nag_report["pluginReports"] for v in r.get("violations", []) if v["severity"] == "error"]
     assert errors == []
 

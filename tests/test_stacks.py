@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from workloads import load
@@ -94,6 +96,9 @@ def test_generated_names_only(preset_synth):
     for stack in STACKS:
         for rtype, prop in named.items():
             for r in s.resources(stack, rtype).values():
+                if rtype == "AWS::SageMaker::Endpoint":  # named for its log group: stack name and stack ID
+                    assert "AWS::StackId" in json.dumps(r["Properties"][prop]), f"{stack} {rtype} has a fixed {prop}"
+                    continue
                 assert prop not in r["Properties"], f"{stack} {rtype} has a fixed {prop}"
 
 
@@ -163,3 +168,37 @@ def test_workload_tag_on_taggable_resources(synth):
     s = synth("huge")
     bucket = s.resources("DataStack", "AWS::S3::Bucket")["DatasetsDataset6D2CC711"]["Properties"]
     assert {"Key": "workload", "Value": "huge"} in bucket["Tags"]
+
+
+@pytest.mark.parametrize("variant", ["small-all-kinds", "huge-hyperpod", "huge"])
+def test_every_log_group_is_kept_and_encrypted_and_endpoints_log_to_theirs(synth, variant):
+    from .conftest import VARIANTS
+
+    s = synth(*VARIANTS[variant])
+    groups = {(stack, lid): r for stack in s.templates for lid, r in s.resources(stack, "AWS::Logs::LogGroup").items()}
+    assert groups
+    for (stack, lid), r in groups.items():
+        assert r["Properties"]["RetentionInDays"] == 365, (stack, lid)
+        assert "LogsKey" in json.dumps(r["Properties"]["KmsKeyId"]), (stack, lid)
+    # Each endpoint's group is made first, under the name SageMaker writes to.
+    for stack in s.templates:
+        for lid, endpoint in s.resources(stack, "AWS::SageMaker::Endpoint").items():
+            group = next(g for g in endpoint["DependsOn"] if (stack, g) in groups)
+            name = groups[(stack, group)]["Properties"]["LogGroupName"]
+            assert name == {"Fn::Join": ["", ["/aws/sagemaker/Endpoints/", endpoint["Properties"]["EndpointName"]]]}
+    key = s.one("NetworkStack", "AWS::KMS::Key")
+    assert key["DeletionPolicy"] == "Retain" and key["Properties"]["EnableKeyRotation"] is True
+    logs_service = [st for st in key["Properties"]["KeyPolicy"]["Statement"]
+                    if st.get("Principal", {}).get("Service", "").startswith("logs.")]
+    assert logs_service and "kms:EncryptionContext:aws:logs:arn" in json.dumps(logs_service[0]["Condition"])
+
+
+def test_default_security_group_closed_and_no_public_ips(synth):
+    s = synth("huge")
+    assert s.resources("NetworkStack", "Custom::VpcRestrictDefaultSG")
+    subnets = s.resources("NetworkStack", "AWS::EC2::Subnet").values()
+    assert all(sn["Properties"]["MapPublicIpOnLaunch"] is False for sn in subnets)
+    logs = s.resources("DataStack", "AWS::S3::Bucket")["DatasetsAccessLogs72037CA6"]["Properties"]
+    assert logs["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert logs["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"][
+        "SSEAlgorithm"] == "aws:kms"

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
-LAMBDA_BACKED = ("Custom::CDKBucketDeployment",)
+LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG")
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -54,7 +54,7 @@ def _patch_moto() -> None:
     - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
-    - Lambda-backed custom resources (CDK's BucketDeployment) would wait forever for a Lambda the
+    - Lambda-backed custom resources (CDK's BucketDeployment, the default security group's restriction) would wait forever for a Lambda the
       emulator cannot run (no Docker); they are skipped like the types moto has no model for.
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole

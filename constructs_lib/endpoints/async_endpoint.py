@@ -22,16 +22,17 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ..nag import acknowledge, acknowledge_prefix_grants
+from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
 BACKLOG_PER_INSTANCE = 5  # queued requests per instance the scaling aims for
 
 
 class AsyncEndpoint(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
-                 instance_type: str, max_instances: int, max_concurrent_invocations: int, bucket: s3.IBucket,
-                 input_prefix: str, output_prefix: str, failure_prefix: str, key: kms.IKey,
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
+                 model_role: iam.IRole, instance_type: str, max_instances: int, max_concurrent_invocations: int,
+                 bucket: s3.IBucket, input_prefix: str, output_prefix: str, failure_prefix: str, key: kms.IKey,
                  volume_key: kms.IKey | None) -> None:
         super().__init__(scope, construct_id)
         # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
@@ -63,10 +64,10 @@ class AsyncEndpoint(Construct):
                         success_topic=self.success_topic.topic_arn, error_topic=self.error_topic.topic_arn))),
         )
         if volume_key is None:
-            acknowledge(self.config, "AwsSolutions-SM2",
+            acknowledge_no_volume_key(self.config,
                         f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
                         "module and for which it refuses KmsKeyId. Outputs are still KMS-encrypted in S3.")
-        self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
+        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key)
         self.endpoint_name = self.endpoint.attr_endpoint_name
 
         target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=0,

@@ -13,13 +13,13 @@ from aws_cdk import Duration, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
 
 JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is unique per state machine
@@ -27,11 +27,9 @@ JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is u
 
 class ScheduledBatchTransform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
-                 instance_type: str,
-                 instance_count: int, max_payload_mb: int, max_concurrent_transforms: int, single_record: bool,
-                 bucket: s3.IBucket,
-                 input_prefix: str, output_prefix: str, schedule: str, key: kms.IKey,
-                 volume_key: kms.IKey | None) -> None:
+                 instance_type: str, instance_count: int, max_payload_mb: int, max_concurrent_transforms: int,
+                 single_record: bool, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
+                 key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         bucket.grant_read(model_role, input_prefix + "*")
         bucket.grant_put(model_role, output_prefix + "*")
@@ -58,7 +56,7 @@ class ScheduledBatchTransform(Construct):
             max_concurrent_transforms=max_concurrent_transforms,
             batch_strategy=tasks.BatchStrategy.SINGLE_RECORD if single_record else tasks.BatchStrategy.MULTI_RECORD,
         )
-        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
+        log_group = kept_log_group(self, "Logs", key=logs_key)
         self.state_machine = sfn.StateMachine(
             self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(transform),
             timeout=Duration.hours(24), tracing_enabled=True,

@@ -14,16 +14,17 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..nag import acknowledge, acknowledge_prefix_grants
+from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
 
 class RealtimeEndpoint(Construct):
     """`kms_key` is None for instance types with local NVMe: SageMaker refuses KmsKeyId there."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
-                 instance_type: str, min_instances: int, max_instances: int, invocations_per_instance: int,
-                 kms_key: kms.IKey | None, bucket: s3.IBucket, capture_prefix: str, capture_percent: int = 0) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
+                 model_role: iam.IRole, instance_type: str, min_instances: int, max_instances: int,
+                 invocations_per_instance: int, kms_key: kms.IKey | None, bucket: s3.IBucket, capture_prefix: str, capture_percent: int = 0) -> None:
         super().__init__(scope, construct_id)
         capture_uri = bucket.s3_url_for_object(capture_prefix)
         if capture_percent:
@@ -45,10 +46,10 @@ class RealtimeEndpoint(Construct):
                                  for m in ("Input", "Output")]) if capture_percent else None,
         )
         if kms_key is None:
-            acknowledge(self.config, "AwsSolutions-SM2",
+            acknowledge_no_volume_key(self.config,
                         f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
                         "module and for which it refuses KmsKeyId.")
-        self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
+        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key)
         self.endpoint_name = self.endpoint.attr_endpoint_name
 
         target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=min_instances,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ..nag import acknowledge
+from .logged_endpoint import logged_endpoint
+from ..nag import acknowledge_no_volume_key
 
 
 class ServerlessEndpoint(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, memory_mb: int,
-                 max_concurrency: int, provisioned_concurrency: int | None) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
+                 memory_mb: int, max_concurrency: int, provisioned_concurrency: int | None) -> None:
         super().__init__(scope, construct_id)
         self.config = sagemaker.CfnEndpointConfig(
             self, "Config",
@@ -20,7 +22,7 @@ class ServerlessEndpoint(Construct):
                     memory_size_in_mb=memory_mb, max_concurrency=max_concurrency,
                     provisioned_concurrency=provisioned_concurrency))],
         )
-        acknowledge(self.config, "AwsSolutions-SM2", "A serverless endpoint has no ML storage volume to encrypt; "
-                    "SageMaker manages the serverless compute's storage.")
-        self.endpoint = sagemaker.CfnEndpoint(self, "Endpoint", endpoint_config_name=self.config.attr_endpoint_config_name)
+        acknowledge_no_volume_key(self.config, "A serverless endpoint has no ML storage volume to encrypt; SageMaker "
+                                  "manages the serverless compute's storage and accepts no KmsKeyId for it.")
+        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key)
         self.endpoint_name = self.endpoint.attr_endpoint_name

@@ -1,0 +1,33 @@
+"""An endpoint whose log group exists before it does, with the estate's retention and key.
+
+SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/[EndpointName] (SageMaker
+Developer Guide, "Log groups and streams that Amazon SageMaker AI sends to Amazon CloudWatch Logs"),
+creating the group on first write when it does not exist. So the endpoint is named here, and its group
+made first. The name carries the stack's name and the first block of the stack's ID: two estates never
+collide, and a stack created again gets new names, so a retained group of the old one is never in the way.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Fn, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from ..logs_key import kept_log_group
+
+MAX_NAME = 63  # EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
+STACK_ID_BLOCK = 8  # hex characters of the stack ID's UUID, after the last "/"
+
+
+def logged_endpoint(scope: Construct, *, config: sagemaker.CfnEndpointConfig,
+                    logs_key: kms.IKey) -> sagemaker.CfnEndpoint:
+    stack = Stack.of(scope)
+    prefix = f"{stack.stack_name}-{scope.node.id}"[:MAX_NAME - STACK_ID_BLOCK - 1]
+    unique = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", stack.stack_id))))
+    name = Fn.join("-", [prefix, unique])
+    logs = kept_log_group(scope, "Logs", key=logs_key, name=Fn.join("", ["/aws/sagemaker/Endpoints/", name]))
+    endpoint = sagemaker.CfnEndpoint(scope, "Endpoint", endpoint_name=name,
+                                     endpoint_config_name=config.attr_endpoint_config_name)
+    endpoint.node.add_dependency(logs)
+    return endpoint

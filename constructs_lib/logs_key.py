@@ -1,0 +1,41 @@
+"""The estate's key for CloudWatch Logs, and the one way the estate makes a log group.
+
+Every log group the estate writes to is created ahead by CloudFormation, with a retention and this key,
+rather than left to the service that would otherwise create it on first write (unencrypted, kept forever).
+CloudWatch Logs encrypts with a customer managed key only when the key policy lets the regional logs
+service use it for this account's log groups (CloudWatch Logs user guide, "Encrypt log data in CloudWatch
+Logs using AWS KMS").
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+RETENTION = logs.RetentionDays.ONE_YEAR
+
+
+class LogsKey(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, description: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        # Retained, like the log groups it encrypts: destroying a stack never makes its logs unreadable.
+        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True,
+                           removal_policy=RemovalPolicy.RETAIN)
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchLogsOfThisAccount",
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
+
+
+def kept_log_group(scope: Construct, construct_id: str, *, key: kms.IKey, name: str | None = None,
+                   removal: RemovalPolicy = RemovalPolicy.RETAIN) -> logs.LogGroup:
+    """A log group with the estate's retention and key; `name` when the service writes to a fixed name."""
+    return logs.LogGroup(scope, construct_id, log_group_name=name, retention=RETENTION, encryption_key=key,
+                         removal_policy=removal)
