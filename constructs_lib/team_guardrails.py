@@ -1,5 +1,5 @@
-"""A team's cost guardrails: what its ML users may launch, a boundary for every role the
-toolkit creates for it, and a monthly budget with alerts (80% actual, 100% forecast).
+"""A team's cost guardrails: a boundary for every role the toolkit creates for it, and a monthly
+budget with alerts (80% actual, 100% forecast). What its ML users may do is team_ml_users.py.
 
 The instance limits use the `sagemaker:InstanceTypes` condition key (SageMaker IAM condition
 keys: it lists every instance type a create request asks for) and `ec2:InstanceType`.
@@ -13,17 +13,10 @@ from constructs import Construct
 
 from .nag import acknowledge, acknowledge_wildcards
 
-# Requests that carry instance types, and the rest of what ML users create.
+# Requests that carry instance types (the boundary caps them for every role of the team).
 SIZED_CREATES = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateEndpointConfig",
                  "sagemaker:CreateNotebookInstance", "sagemaker:CreateTransformJob",
                  "sagemaker:CreateHyperParameterTuningJob", "sagemaker:CreateCluster"]
-OTHER_CREATES = ["sagemaker:CreateModel", "sagemaker:CreateEndpoint", "sagemaker:AddTags"]
-OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJob", "sagemaker:StopTransformJob",
-                        "sagemaker:UpdateEndpoint", "sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
-                        "sagemaker:DeleteModel", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
-                        "sagemaker:StartNotebookInstance", "sagemaker:StopNotebookInstance",
-                        "sagemaker:DeleteNotebookInstance", "sagemaker:CreatePresignedNotebookInstanceUrl"]
-READ_ACTIONS = ["sagemaker:Describe*", "sagemaker:List*", "sagemaker:Search"]
 IAM_WRITES = ["iam:Create*", "iam:Delete*", "iam:Put*", "iam:Attach*", "iam:Detach*", "iam:Update*", "iam:Add*",
               "iam:Remove*", "iam:Tag*", "iam:Untag*", "iam:Set*"]
 
@@ -38,24 +31,6 @@ class TeamGuardrails(Construct):
                  monthly_budget_usd: float, alert_emails: list[str]) -> None:
         super().__init__(scope, construct_id)
         ml, ec2 = instance_patterns(allowed_families)
-        tagged = {"StringEquals": {"aws:RequestTag/team": team}}
-
-        self.users_policy = iam.ManagedPolicy(self, "MlUsers", description=f"ML users of team {team}", statements=[
-            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=SIZED_CREATES, resources=["*"], conditions={
-                "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ml},
-                "Null": {"sagemaker:InstanceTypes": "false"}, **tagged}),
-            iam.PolicyStatement(sid="CreateTagged", actions=OTHER_CREATES, resources=["*"], conditions=tagged),
-            iam.PolicyStatement(sid="ManageOwn", actions=OWN_RESOURCE_ACTIONS, resources=["*"],
-                                conditions={"StringEquals": {"aws:ResourceTag/team": team}}),
-            iam.PolicyStatement(sid="Read", actions=READ_ACTIONS, resources=["*"]),
-            iam.PolicyStatement(sid="PassTeamRoles", actions=["iam:PassRole"], resources=["*"], conditions={
-                "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com", "aws:ResourceTag/team": team}}),
-        ])
-        acknowledge_wildcards(self.users_policy, actions=["sagemaker:Describe*", "sagemaker:List*"], resources=["*"],
-                              reason="Resource ARNs of jobs and endpoints do not exist before they are created; every "
-                                     "create is bound by the team tag and the sagemaker:InstanceTypes condition, every "
-                                     "change by the resource's team tag; reads are account-wide by design.")
-
         self.boundary = iam.ManagedPolicy(self, "Boundary", description=f"Permissions boundary of team {team}'s roles",
                                           statements=[
             iam.PolicyStatement(sid="CapOnly", actions=["*"], resources=["*"]),

@@ -10,7 +10,7 @@ from workloads.teams import Team
 
 
 class GuardrailsStack(cdk.Stack):
-    """A team's IAM policy for its ML users, the boundary of its roles, and its budget."""
+    """The boundary of a team's roles and its budget: deployed first, every role of the team needs it."""
 
     def __init__(self, scope: Construct, construct_id: str, *, team: Team, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -18,6 +18,4 @@ class GuardrailsStack(cdk.Stack):
                                          allowed_families=team.allowed_instance_families,
                                          monthly_budget_usd=team.budget.monthly_usd,
                                          alert_emails=team.budget.alert_emails)
-        cdk.CfnOutput(self, "MlUsersPolicyArn", value=self.guardrails.users_policy.managed_policy_arn,
-                      description="Attach to the team's ML users or their SSO permission set")
         cdk.CfnOutput(self, "BoundaryPolicyArn", value=self.guardrails.boundary.managed_policy_arn)

@@ -1,4 +1,5 @@
-"""One team's stamped estate: TEAM/NetworkStack, TEAM/DataStack, ... and TEAM/GuardrailsStack."""
+"""One team's stamped estate: TEAM/GuardrailsStack first, TEAM/NetworkStack, TEAM/DataStack, ..., then
+TEAM/MlUsersStack."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from workloads.teams import StampedTeam
 
 from .estate import Estate, build_estate
 from .guardrails_stack import GuardrailsStack
+from .ml_users_stack import MlUsersStack
 
 
 class TeamStage(cdk.Stage):
@@ -21,6 +23,9 @@ class TeamStage(cdk.Stage):
                                           env=cdk.Environment(account=team.account, region=team.region),
                                           description=f"Guardrails and budget of team {team.name}")
         self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod)
+        self.ml_users = MlUsersStack(self, "MlUsersStack", team=team, estate=self.estate, termination_protection=prod,
+                                     env=cdk.Environment(account=team.account, region=team.region),
+                                     description=f"What team {team.name}'s ML users may do in SageMaker")
         # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
         iam.PermissionsBoundary.of(self).apply(self.guardrails.guardrails.boundary)
         tags = {"team": team.name, "cost-center": team.cost_center, "workload": plan.workload.name,

@@ -208,6 +208,13 @@ class World:
         return Principal(arn=arn, account=stack.account, identity=identity, boundary=boundary,
                          unknown_managed_policies=tuple(unknown))
 
+    def policy_holder(self, path_suffix: str, user: str) -> "Principal":
+        """A user (or SSO role) with only the managed policy at `path_suffix` attached, e.g. a team's ML users."""
+        stack, logical = self.find(path_suffix, "AWS::IAM::ManagedPolicy")
+        statements = _statements(self._resolve(stack, stack.template["Resources"][logical]["Properties"]["PolicyDocument"]))
+        return Principal(arn=f"arn:{PARTITION}:iam::{stack.account}:user/{user}", account=stack.account,
+                         identity=statements)
+
     def _managed_policy(self, arn: str) -> list[dict] | None:
         for s in self.stacks.values():
             for lid, r in s.template["Resources"].items():

@@ -16,7 +16,7 @@ from .conftest import TEAMS_FILE
 from .test_quality import LINT_CONFIG
 
 TEAMS = yaml.safe_load(TEAMS_FILE.read_text())["teams"]
-STACK_IDS = {"GuardrailsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack"}
+STACK_IDS = {"GuardrailsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack", "MlUsersStack"}
 
 
 def test_one_stage_per_team_with_prefixed_stacks(teams_synth):
@@ -75,14 +75,14 @@ def test_every_role_has_the_team_boundary(teams_synth):
     assert roles >= 3 * 5  # training, model, flow-log, notebook, handler roles ... in every team
 
 
-def _guardrail(teams_synth, team: str, prefix: str) -> dict:
-    res = teams_synth.templates[team]["GuardrailsStack"]["Resources"]
+def _guardrail(teams_synth, team: str, prefix: str, stack: str = "GuardrailsStack") -> dict:
+    res = teams_synth.templates[team][stack]["Resources"]
     return next(v["Properties"] for k, v in res.items() if k.startswith(prefix))
 
 
 def test_users_may_create_only_allowed_instance_types_with_the_team_tag(teams_synth):
     for t in TEAMS:
-        statements = _guardrail(teams_synth, t["name"], "GuardrailsMlUsers")["PolicyDocument"]["Statement"]
+        statements = _guardrail(teams_synth, t["name"], "MlUsersPolicy", "MlUsersStack")["PolicyDocument"]["Statement"]
         create = next(s for s in statements if s["Sid"] == "CreateOnAllowedInstanceTypes")
         assert "sagemaker:CreateTrainingJob" in create["Action"] and "sagemaker:CreateEndpointConfig" in create["Action"]
         assert create["Condition"]["ForAllValues:StringLike"]["sagemaker:InstanceTypes"] == \

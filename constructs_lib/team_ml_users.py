@@ -1,0 +1,97 @@
+"""What a team's ML users may do in SageMaker: create on allowed instance types, in the team's subnet and
+security group, with the team's key, tagged with the team; and change, invoke or delete only what carries
+the team's tag, which they can neither change nor remove.
+
+Every condition key below is one the IAM service authorization reference lists for the action
+("Actions, resources, and condition keys for Amazon SageMaker AI"): sagemaker:InstanceTypes,
+sagemaker:VpcSubnets, sagemaker:VpcSecurityGroupIds, sagemaker:VolumeKmsKey, sagemaker:OutputKmsKey,
+sagemaker:NetworkIsolation, sagemaker:DirectInternetAccess, sagemaker:RootAccess, and on AddTags
+sagemaker:TaggingAction, which is present only when the tags come with a create request.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from .nag import acknowledge_wildcards
+from .team_guardrails import SIZED_CREATES, instance_patterns
+
+OTHER_CREATES = ["sagemaker:CreateModel", "sagemaker:CreateEndpoint"]
+OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJob", "sagemaker:StopTransformJob",
+                        "sagemaker:UpdateEndpoint", "sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
+                        "sagemaker:DeleteModel", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
+                        "sagemaker:StartNotebookInstance", "sagemaker:StopNotebookInstance",
+                        "sagemaker:DeleteNotebookInstance", "sagemaker:CreatePresignedNotebookInstanceUrl"]
+READ_ACTIONS = ["sagemaker:Describe*", "sagemaker:List*", "sagemaker:Search"]
+# Jobs that run containers in a VPC of their own choosing; they must choose the team's.
+IN_VPC = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob",
+          "sagemaker:CreateNotebookInstance"]
+# Jobs whose containers can be cut off the network (EnableNetworkIsolation); SageMaker still moves their data.
+ISOLATED = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob"]
+WITH_OUTPUT_KEY = [*ISOLATED, "sagemaker:CreateTransformJob"]
+WITH_VOLUME_KEY = [*WITH_OUTPUT_KEY, "sagemaker:CreateEndpointConfig", "sagemaker:CreateNotebookInstance"]
+TEAM_TAG = "team"
+
+
+class TeamMlUsers(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, team: str, allowed_families: list[str],
+                 subnet_ids: list[str], security_group_ids: list[str], key_arn: str) -> None:
+        super().__init__(scope, construct_id)
+        ml, _ = instance_patterns(allowed_families)
+        tagged = {"StringEquals": {f"aws:RequestTag/{TEAM_TAG}": team}}
+        own = {"StringEquals": {f"aws:ResourceTag/{TEAM_TAG}": team}}
+
+        def deny(sid: str, actions: list[str], conditions: dict) -> iam.PolicyStatement:
+            return iam.PolicyStatement(sid=sid, effect=iam.Effect.DENY, actions=actions, resources=["*"],
+                                       conditions=conditions)
+
+        self.policy = iam.ManagedPolicy(self, "Policy", description=f"ML users of team {team}", statements=[
+            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=SIZED_CREATES, resources=["*"], conditions={
+                "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ml},
+                "Null": {"sagemaker:InstanceTypes": "false"}, **tagged}),
+            iam.PolicyStatement(sid="CreateTagged", actions=OTHER_CREATES, resources=["*"], conditions=tagged),
+            # Tags that come with a create request (the create itself requires the team tag).
+            iam.PolicyStatement(sid="TagOnCreate", actions=["sagemaker:AddTags"], resources=["*"], conditions={
+                "Null": {"sagemaker:TaggingAction": "false"}, **tagged}),
+            # Re-tagging only what already carries the team's tag: another team's resource stays out of reach.
+            iam.PolicyStatement(sid="TagOwn", actions=["sagemaker:AddTags", "sagemaker:DeleteTags"], resources=["*"],
+                                conditions=own),
+            iam.PolicyStatement(sid="ManageOwn", actions=OWN_RESOURCE_ACTIONS, resources=["*"], conditions=own),
+            iam.PolicyStatement(sid="Read", actions=READ_ACTIONS, resources=["*"]),
+            iam.PolicyStatement(sid="PassTeamRoles", actions=["iam:PassRole"], resources=["*"], conditions={
+                "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com",
+                                 f"aws:ResourceTag/{TEAM_TAG}": team}}),
+            # The team tag is the boundary between teams: it is never changed to another team nor removed.
+            deny("TeamTagNeverChanges", ["sagemaker:AddTags"], {
+                "Null": {f"aws:RequestTag/{TEAM_TAG}": "false"},
+                "StringNotEquals": {f"aws:RequestTag/{TEAM_TAG}": team}}),
+            deny("TeamTagNeverRemoved", ["sagemaker:DeleteTags"], {
+                "ForAnyValue:StringEquals": {"aws:TagKeys": [TEAM_TAG]}}),
+            # Inside the team's network.
+            deny("JobsInAVpc", IN_VPC, {"Null": {"sagemaker:VpcSubnets": "true"}}),
+            deny("OnlyTheTeamsSubnets", [*IN_VPC, "sagemaker:CreateModel"], {
+                "ForAnyValue:StringNotEquals": {"sagemaker:VpcSubnets": subnet_ids}}),
+            deny("OnlyTheTeamsSecurityGroups", [*IN_VPC, "sagemaker:CreateModel"], {
+                "ForAnyValue:StringNotEquals": {"sagemaker:VpcSecurityGroupIds": security_group_ids}}),
+            # A model outside a VPC (serverless has none) must be network-isolated.
+            deny("ModelsInTheVpcOrIsolated", ["sagemaker:CreateModel"], {
+                "Null": {"sagemaker:VpcSubnets": "true"}, "BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
+            deny("JobsNetworkIsolated", ISOLATED, {"BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
+            # With the team's key: always for outputs; for volumes wherever a key is given (instance types with
+            # local NVMe take none: SageMaker encrypts those with a hardware module).
+            deny("OutputsWithTheTeamsKey", WITH_OUTPUT_KEY, {"ArnNotEquals": {"sagemaker:OutputKmsKey": key_arn}}),
+            # (ArnNotEqualsIfExists would also deny the request that names no key: IfExists holds when absent.)
+            deny("VolumesWithTheTeamsKey", WITH_VOLUME_KEY, {"Null": {"sagemaker:VolumeKmsKey": "false"},
+                                                             "ArnNotEquals": {"sagemaker:VolumeKmsKey": key_arn}}),
+            # Notebooks: no direct internet access, no root.
+            deny("NotebooksWithoutInternet", ["sagemaker:CreateNotebookInstance"],
+                 {"StringNotEqualsIfExists": {"sagemaker:DirectInternetAccess": "Disabled"}}),
+            deny("NotebooksWithoutRoot", ["sagemaker:CreateNotebookInstance"],
+                 {"StringNotEqualsIfExists": {"sagemaker:RootAccess": "Disabled"}}),
+        ])
+        acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"], resources=["*"],
+                              reason="Resource ARNs of jobs and endpoints do not exist before they are created; every "
+                                     "create is bound by the team tag, instance types, subnet, security group and key "
+                                     "conditions, every change by the resource's own team tag; reads are account-wide "
+                                     "by design.")
