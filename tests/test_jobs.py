@@ -56,6 +56,19 @@ def test_submit_runs_the_planned_job(emulator):
     assert job["CheckpointConfig"]["S3Uri"].endswith(f"/checkpoints/{jobs.base_job_name(p, 'train')}/")
     assert not job.get("EnableManagedSpotTraining")
     assert "on-demand" in submitted.estimate
+    # What a team's ML users' policy requires of a job (test_team_isolation): isolated, outputs with the data key;
+    # p5 has local NVMe, so no volume key.
+    assert job["EnableNetworkIsolation"] is True
+    key = job["OutputDataConfig"]["KmsKeyId"]
+    assert key == jobs.read_estate(p).key_arn and ":key/" in key
+    assert not job["ResourceConfig"].get("VolumeKmsKeyId")
+
+
+def test_a_teams_job_carries_its_tag():
+    estate = jobs.Estate(region="us-west-2", role_arn="r", bucket="b", subnets=("s",), security_groups=("g",),
+                         key_arn="arn:aws:kms:us-west-2:123456789012:key/k", team="vision")
+    assert estate.tags() == [{"Key": "team", "Value": "vision"}]
+    assert estate.volume_key("ml.m5.xlarge") == estate.key_arn and estate.volume_key("ml.g5.xlarge") is None
 
 
 def test_submit_with_managed_spot(emulator):

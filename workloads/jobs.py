@@ -45,6 +45,18 @@ class Estate:
     fsx_file_system_id: str | None = None
     fsx_mount_name: str | None = None
     home_file_system_id: str | None = None
+    key_arn: str | None = None  # the data key: job outputs, and volumes where the instance type takes a key
+    team: str = ""  # a team's jobs carry its tag: its ML users' policy requires it (constructs_lib/team_ml_users.py)
+
+    def tags(self) -> list[dict[str, str]]:
+        return [{"Key": "team", "Value": self.team}] if self.team else []
+
+    def volume_key(self, instance_type: str) -> str | None:
+        """None on instance types with local NVMe: SageMaker refuses a volume key there."""
+        from .catalog import load_catalog
+
+        itype = load_catalog().get(instance_type.removeprefix("ml."))
+        return None if itype is not None and itype.local_nvme else self.key_arn
 
 
 def stack_name(workload: str, stack: str, *, stage: str = "") -> str:
@@ -81,7 +93,7 @@ def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
         region=plan.workload.region, role_arn=outputs["TrainingRoleArn"], bucket=outputs["DatasetBucketName"],
         subnets=(outputs["PrivateSubnetId"],), security_groups=(outputs["ClusterSecurityGroupId"],),
         fsx_file_system_id=outputs.get("FsxFileSystemId"), fsx_mount_name=mount.rsplit(":/", 1)[-1] or None,
-        home_file_system_id=outputs.get("SharedHomeFileSystemId"),
+        home_file_system_id=outputs.get("SharedHomeFileSystemId"), key_arn=outputs.get("DataKeyArn"), team=stage,
     )
 
 
@@ -171,14 +183,19 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         distributed=Torchrun() if w.model.framework == "pytorch" and (t.instance_count > 1 or t.accelerator_kind)
         else None,
         compute=Compute(instance_type=t.sagemaker_instance_type, instance_count=t.instance_count,
+                        volume_kms_key_id=estate.volume_key(t.sagemaker_instance_type),
                         enable_managed_spot_training=w.training.spot),
         stopping_condition=StoppingCondition(max_runtime_in_seconds=runtime,
                                              max_wait_time_in_seconds=min(MAX_RUNTIME_S, 2 * runtime)
                                              if w.training.spot else None),
         # Spot interruptions resume from here; on-demand jobs keep them too.
         checkpoint_config=CheckpointConfig(s3_uri=f"s3://{estate.bucket}/{layout.CHECKPOINTS}{name}/"),
-        networking=Networking(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups)),
-        output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/{layout.OUTPUT}"),
+        # Network-isolated: SageMaker moves the data and checkpoints; the container reaches only its peers.
+        networking=Networking(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),
+                              enable_network_isolation=True),
+        output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/{layout.OUTPUT}",
+                                            kms_key_id=estate.key_arn),
+        tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)
     trainer.train(input_data_config=[channel], wait=False, logs=False)
@@ -204,7 +221,9 @@ def process(plan: Plan, *, code: str, input_prefix: str, output_prefix: str, ins
                                                             **PROCESSING_IMAGE),
         command=["python3"], instance_count=instance_count, instance_type=instance_type,
         base_job_name=base_job_name(plan, "process"), sagemaker_session=_session(estate),
-        network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups)),
+        network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),
+                                     enable_network_isolation=True),
+        volume_kms_key=estate.volume_key(instance_type), output_kms_key=estate.key_arn, tags=estate.tags() or None,
     )
     processor.run(
         code=code,
