@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 
 from .nag import acknowledge_wildcards
@@ -15,43 +16,62 @@ def image_repository_arn(image_uri: str, *, partition: str) -> str:
     return f"arn:{partition}:ecr:{region}:{account}:repository/{rest.split(':')[0].split('@')[0]}"
 
 
-def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None = None) -> None:
-    """`image_uri`: the one image the role pulls (its repository only); None: any AWS DLC in the region."""
+def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None) -> None:
+    """`image_uri`: the one image the role pulls (its repository only, in the account the URI names);
+    None for a role that pulls no image (HyperPod nodes)."""
     stack = Stack.of(role)
     log_groups = stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)
-    # AWS Deep Learning Containers live in AWS-owned accounts that differ by region and framework.
-    images = image_repository_arn(image_uri, partition=stack.partition) if image_uri \
-        else f"arn:{stack.partition}:ecr:{stack.region}:*:repository/*"
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
         resources=[log_groups],
     ))
-    role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
-    role.add_to_principal_policy(iam.PolicyStatement(
-        actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-        resources=[images],
-    ))
+    if image_uri:
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+            resources=[image_repository_arn(image_uri, partition=stack.partition)],
+        ))
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["cloudwatch:PutMetricData"], resources=["*"],
         conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
     ))
-    wildcards = [log_groups, "*"] + ([] if image_uri else [images])
-    acknowledge_wildcards(role, resources=wildcards, reason=(
+    acknowledge_wildcards(role, resources=[log_groups, "*"], reason=(
         "SageMaker basics: logs confined to /aws/sagemaker/* log groups; ecr:GetAuthorizationToken and "
-        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace)"
-        + ("." if image_uri else "; AWS Deep Learning Container images live in AWS-owned accounts that vary by "
-           "region and framework, and the job's image is chosen at submission.")))
+        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace)."))
 
 
-def allow_vpc_access(role: iam.Role) -> None:
-    """SageMaker jobs and HyperPod attach network interfaces in our subnet on the role's behalf."""
+def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
+                     security_group: ec2.ISecurityGroup) -> None:
+    """SageMaker jobs and HyperPod attach network interfaces in our subnet on the role's behalf: only there.
+
+    Scoped as the EC2 service authorization reference allows: CreateNetworkInterface on our subnet, our
+    security group and interfaces in our VPC (ec2:Vpc); the other interface actions on interfaces in our VPC;
+    CreateTags only as part of CreateNetworkInterface (ec2:CreateAction). Describe* take no resource.
+    """
+    stack = Stack.of(role)
+
+    def ec2_arn(resource: str, name: str) -> str:
+        return stack.format_arn(service="ec2", resource=resource, resource_name=name)
+
+    in_vpc = {"ArnEquals": {"ec2:Vpc": ec2_arn("vpc", vpc.vpc_id)}}
+    interfaces = ec2_arn("network-interface", "*")
     role.add_to_principal_policy(iam.PolicyStatement(
-        actions=["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                 "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-                 "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                 "ec2:DetachNetworkInterface", "ec2:CreateTags"],
-        resources=["*"]))
-    acknowledge_wildcards(role, resources=["*"], reason=(
-        "VPC mode: SageMaker creates and deletes the job's network interfaces in our private subnet; these EC2 "
-        "actions take no resource ARNs that exist before the job starts (AmazonSageMakerFullAccess grants them on *)."))
+        sid="NetworkInterfacesInOurSubnet", actions=["ec2:CreateNetworkInterface"],
+        resources=[ec2_arn("subnet", subnet.subnet_id), ec2_arn("security-group", security_group.security_group_id),
+                   interfaces], conditions=in_vpc))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="NetworkInterfacesInOurVpc", actions=[
+            "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+            "ec2:DeleteNetworkInterfacePermission", "ec2:DetachNetworkInterface"],
+        resources=[interfaces], conditions=in_vpc))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="TagNewNetworkInterfaces", actions=["ec2:CreateTags"], resources=[interfaces],
+        conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}}))
+    describe = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets",
+                "ec2:DescribeSecurityGroups"]
+    role.add_to_principal_policy(iam.PolicyStatement(actions=describe, resources=["*"]))
+    acknowledge_wildcards(role, resources=["*", interfaces], reason=(
+        "VPC mode: interface IDs do not exist before SageMaker creates them, so interfaces are network-interface/* "
+        "narrowed to our VPC by ec2:Vpc (and CreateTags to CreateNetworkInterface); the EC2 Describe actions take "
+        "no resource ARN."))

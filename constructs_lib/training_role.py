@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -21,7 +22,8 @@ class TrainingRole(Construct):
     """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket,
-                 path: str | None = None) -> None:
+                 vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
+                 image_uri: str | None = None, path: str | None = None) -> None:
         super().__init__(scope, construct_id)
         # AWS PCS accepts node roles named AWSPCS* or under the path /aws-pcs/.
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"), path=path,
@@ -36,5 +38,6 @@ class TrainingRole(Construct):
                    "the wildcard actions are CDK's grant action groups on that one bucket and its key.")
         if service == "sagemaker":
             bucket.grant_read(self.role, JOBS_PREFIX + "*")
-            allow_sagemaker_basics(self.role)
-            allow_vpc_access(self.role)
+            # SageMaker training jobs pull the planned training image; HyperPod nodes pull none.
+            allow_sagemaker_basics(self.role, image_uri=image_uri)
+            allow_vpc_access(self.role, vpc=vpc, subnet=subnet, security_group=security_group)

@@ -32,12 +32,17 @@ class TrainStack(EstateStack):
                  subnet: ec2.ISubnet,
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
-                 training_plan_arn: str | None, **kwargs: Any) -> None:
+                 training_plan_arn: str | None, vpc: ec2.IVpc, training_image: str | None,
+                 **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         slurm = training.orchestrator == "slurm"
         self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
-                                 path="/aws-pcs/" if slurm else None).role
+                                 vpc=vpc, subnet=subnet, security_group=security.cluster,
+                                 image_uri=training_image, path="/aws-pcs/" if slurm else None).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
+        if training_image:
+            cdk.CfnOutput(self, "TrainingImage", value=training_image,
+                          description="The image `python -m workloads submit` runs; the role pulls only this one")
         cdk.CfnOutput(self, "Cluster", value=f"{training.instance_count} x {training.instance_type} "
                                              f"({training.orchestrator})")
         cdk.CfnOutput(self, "InputMode", value=_INPUT_MODE[training.storage],

@@ -278,9 +278,39 @@ def schedule(e: Estate) -> Contract | None:
 
 # ------------------------------------------------------------------ training
 
-_VPC_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-                "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups")
+_DESCRIBE = ("ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets",
+             "ec2:DescribeSecurityGroups")
+
+
+def _vpc_calls(e: Estate, doc: str) -> tuple[list[Call], list[Call]]:
+    """(allowed, denied): the network interfaces SageMaker makes for a job or node in our subnet, with the
+    resources and condition keys EC2 evaluates (service authorization reference: ec2:Vpc, ec2:CreateAction)."""
+    w = e.world
+
+    def ref(path: str, kind: str, attr: str | None = None) -> str:
+        stack, logical = w.find(e.scope + path, kind)
+        return w.get_att(stack, logical, attr) if attr else w.ref(stack, logical)
+
+    def arn(resource: str, rid: str) -> str:
+        return f"arn:{PARTITION}:ec2:{e.region}:{e.account}:{resource}/{rid}"
+
+    vpc = arn("vpc", ref("NetworkStack/Network/Vpc/Resource", "AWS::EC2::VPC"))
+    subnet = arn("subnet", ref("NetworkStack/Network/Vpc/privateSubnet1/Subnet", "AWS::EC2::Subnet"))
+    group = arn("security-group", ref("NetworkStack/Security/Cluster/Resource", "AWS::EC2::SecurityGroup", "GroupId"))
+    eni, ours = arn("network-interface", "eni-0123456789abcdef0"), {"ec2:Vpc": vpc}
+    allowed = [*[Call("ec2:CreateNetworkInterface", r, doc, context=ours) for r in (subnet, group, eni)],
+               *[Call(a, eni, doc, context=ours) for a in (
+                   "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                   "ec2:DeleteNetworkInterfacePermission", "ec2:DetachNetworkInterface")],
+               Call("ec2:CreateTags", eni, doc, context={"ec2:CreateAction": "CreateNetworkInterface"}),
+               *[Call(a, "*", doc) for a in _DESCRIBE]]
+    theirs = {"ec2:Vpc": arn("vpc", "vpc-0ther")}
+    denied = [Call("ec2:CreateNetworkInterface", arn("subnet", "subnet-0ther"), doc, context=theirs,
+                   why="only in our subnet"),
+              Call("ec2:DeleteNetworkInterface", eni, doc, context=theirs, why="only interfaces in our VPC"),
+              Call("ec2:CreateTags", arn("instance", "i-0123456789abcdef0"), doc,
+                   context={"ec2:CreateAction": "RunInstances"}, why="tags only on the interfaces it creates")]
+    return allowed, denied
 
 
 def _data_calls(e: Estate, doc: str) -> list[Call]:
@@ -301,11 +331,18 @@ def training_job(e: Estate) -> Contract | None:
             or e.has("TrainStack/Slurm/Cluster", "AWS::PCS::Cluster"):
         return None
     doc = DOC["training"]
-    image = "763104351884.dkr.ecr.{}.amazonaws.com/pytorch-training:2.6.0-gpu-py312".format(e.region)
+    stack, _ = e.world.find(e.scope + path, "AWS::IAM::Role")
+    image = stack.template["Outputs"]["TrainingImage"]["Value"]  # what `workloads submit` runs (test_jobs pins it)
     allowed = [*_data_calls(e, doc), *e.read(layout.JOBS + "train-1/source/sourcedir.tar.gz", doc),
                *e.image_pull(image, doc), *e.logs("/aws/sagemaker/TrainingJobs", doc),
-               e.metrics("/aws/sagemaker/TrainingJobs", doc), *[Call(a, "*", doc) for a in _VPC_ACTIONS]]
-    return Contract("training job role", e.world.role(e.scope + path), allowed, _no_rewrite_calls(e, doc))
+               e.metrics("/aws/sagemaker/TrainingJobs", doc)]
+    vpc_allowed, vpc_denied = _vpc_calls(e, doc)
+    other_image = image.split("/")[0] + "/some-other-training:1.0"
+    denied = [*_no_rewrite_calls(e, doc), *vpc_denied,
+              Call("ecr:BatchGetImage", f"arn:{PARTITION}:ecr:{e.region}:999999999999:repository/pytorch-training", doc,
+                   why="the image's own account only"),
+              Call("ecr:BatchGetImage", e.image_pull(other_image, doc)[-1].resource, doc, why="the planned image only")]
+    return Contract("training job role", e.world.role(e.scope + path), [*allowed, *vpc_allowed], denied)
 
 
 def hyperpod(e: Estate) -> Contract | None:
@@ -315,11 +352,12 @@ def hyperpod(e: Estate) -> Contract | None:
     cluster = e.props("TrainStack/HyperPod/Cluster", "AWS::SageMaker::Cluster")
     scripts = cluster["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"]
     script = scripts.rstrip("/") + "/" + cluster["InstanceGroups"][0]["LifeCycleConfig"]["OnInitComplete"]
-    allowed = [e.list_prefix(scripts, doc), *e.read(script, doc), *[Call(a, "*", doc) for a in _VPC_ACTIONS],
+    vpc_allowed, vpc_denied = _vpc_calls(e, doc)
+    allowed = [e.list_prefix(scripts, doc), *e.read(script, doc), *vpc_allowed,
                *e.logs("/aws/sagemaker/Clusters/cluster/node", doc), e.metrics("/aws/sagemaker/Clusters", doc),
                Call("ssmmessages:CreateControlChannel", "*", doc), Call("ssmmessages:OpenDataChannel", "*", doc)]
     denied = [Call("s3:PutObject", e._arn(script), doc, why="lifecycle scripts run as root on every node: no node "
-                                                            "may rewrite them")]
+                                                            "may rewrite them"), *vpc_denied]
     return Contract("HyperPod instance role", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
                     allowed, denied)
 

@@ -64,6 +64,14 @@ def test_submit_runs_the_planned_job(emulator):
     assert not job["ResourceConfig"].get("VolumeKmsKeyId")
 
 
+def test_the_training_role_pulls_the_image_submit_runs(synth):
+    for workload in ("intermediate", "small"):
+        p = plan(load(workload))
+        outputs = synth(workload).templates["TrainStack"]["Outputs"]
+        if p.training.orchestrator == "sagemaker-jobs":
+            assert outputs["TrainingImage"]["Value"] == jobs.training_image(p)
+
+
 def test_a_teams_job_carries_its_tag():
     estate = jobs.Estate(region="us-west-2", role_arn="r", bucket="b", subnets=("s",), security_groups=("g",),
                          key_arn="arn:aws:kms:us-west-2:123456789012:key/k", team="vision")
