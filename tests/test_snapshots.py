@@ -41,7 +41,7 @@ def test_hyperpod_train_stack_snapshot(synth, snapshot_json):
     assert _mask(s.templates["TrainStack"]) == snapshot_json
 
 
-@pytest.mark.parametrize("stack", ["GuardrailsStack", *STACKS])
+@pytest.mark.parametrize("stack", ["GuardrailsStack", *STACKS, "MlUsersStack"])
 @pytest.mark.parametrize("team", ["vision", "language", "tabular"])
 def test_team_template_snapshot(teams_synth, snapshot_json, team, stack):
     assert _mask(teams_synth.templates[team][stack]) == snapshot_json
