@@ -15,9 +15,10 @@ REPLICATION_REASON = ("One region by design: the estate, its cluster and its fil
                       "and key, which is an account decision outside this estate.")
 
 
-def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey, access_logs: s3.IBucket,
-                   log_prefix: str) -> s3.Bucket:
-    """A KMS-encrypted, TLS-only, versioned, private, access-logged bucket that outlives its stack."""
+def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey, access_logs: s3.IBucket | None,
+                   log_prefix: str | None = None, lifecycle_rules: list[s3.LifecycleRule] | None = None) -> s3.Bucket:
+    """A KMS-encrypted, TLS-only, versioned, private bucket that outlives its stack; access-logged
+    unless it is the access-log target itself (`access_logs` None)."""
     bucket = s3.Bucket(
         scope, construct_id,
         encryption=s3.BucketEncryption.KMS,
@@ -29,8 +30,11 @@ def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey, access
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         server_access_logs_bucket=access_logs,
         server_access_logs_prefix=log_prefix,
+        lifecycle_rules=lifecycle_rules,
         removal_policy=RemovalPolicy.RETAIN,
     )
+    if access_logs is None:
+        acknowledge(bucket, "AwsSolutions-S1", "This is the access-log target bucket; logging it into itself would loop.")
     acknowledge(bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", REPLICATION_REASON)
     return bucket
 
@@ -38,24 +42,10 @@ def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey, access
 class DatasetBucket(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.Key) -> None:
         super().__init__(scope, construct_id)
-        self.access_logs = s3.Bucket(
-            self, "AccessLogs",
-            # SSE-KMS on a log target works when the key lets the logging service encrypt (S3 user guide,
-            # "Enabling Amazon S3 server access logging", key policy for logging.s3.amazonaws.com).
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365),
-                                              noncurrent_version_expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        acknowledge(self.access_logs, "AwsSolutions-S1",
-                    "This is the access-log target bucket; logging it into itself would loop.")
-        acknowledge(self.access_logs, "NIST.800.53.R5-S3BucketReplicationEnabled", REPLICATION_REASON)
+        # SSE-KMS on a log target works when the key lets the logging service encrypt (S3 user guide,
+        # "Enabling Amazon S3 server access logging", key policy for logging.s3.amazonaws.com).
+        self.access_logs = private_bucket(self, "AccessLogs", key=key, access_logs=None, lifecycle_rules=[
+            s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(365))])
         stack = Stack.of(self)
         key.add_to_resource_policy(iam.PolicyStatement(
             sid="S3ServerAccessLogDelivery", principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
