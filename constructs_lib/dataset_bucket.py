@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -43,12 +42,8 @@ class DatasetBucket(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.Key) -> None:
         super().__init__(scope, construct_id)
         # SSE-KMS on a log target works when the key lets the logging service encrypt (S3 user guide,
-        # "Enabling Amazon S3 server access logging", key policy for logging.s3.amazonaws.com).
+        # "Enabling Amazon S3 server access logging"): aws-cdk-lib adds that key policy statement for
+        # logging.s3.amazonaws.com itself when a KMS bucket is a log target.
         self.access_logs = private_bucket(self, "AccessLogs", key=key, access_logs=None, lifecycle_rules=[
             s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(365))])
-        stack = Stack.of(self)
-        key.add_to_resource_policy(iam.PolicyStatement(
-            sid="S3ServerAccessLogDelivery", principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
-            actions=["kms:GenerateDataKey*"], resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": stack.account}}))
         self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/")

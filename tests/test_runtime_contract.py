@@ -177,3 +177,40 @@ def test_endpoint_scaling_runs_as_the_service_linked_role(synth, variant):
     trusted = [json.dumps(r["Properties"]["AssumeRolePolicyDocument"]) for r in resources.values()
                if r["Type"] == "AWS::IAM::Role"]
     assert not any("application-autoscaling.amazonaws.com" in t for t in trusted)
+
+
+def test_services_that_encrypt_our_logs_can_use_their_keys_and_nothing_more(synth):
+    """CloudWatch Logs encrypts a log group with the logs key (context aws:logs:arn of the group), and S3 server
+    access logging writes the access-log bucket with the data key (CloudWatch Logs user guide, "Encrypt log data
+    in CloudWatch Logs using AWS KMS"; S3 user guide, "Enabling Amazon S3 server access logging")."""
+    world = world_of(synth("huge"))
+    region, account = "us-west-2", FAKE_ACCOUNT
+    logs_key = world.arn("NetworkStack/LogsKey/Key/Resource", "AWS::KMS::Key")
+    data_key = world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
+    logs = Principal(arn="", account=account, identity=[], service=f"logs.{region}.amazonaws.com")
+    s3_logging = Principal(arn="", account=account, identity=[], service="logging.s3.amazonaws.com")
+
+    def group(acct: str) -> dict:
+        return {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{region}:{acct}:log-group:/aws/sagemaker/x"}
+
+    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+        assert evaluate(logs, Call(action, logs_key, "logs", context=group(account)), world).allowed
+        assert not evaluate(logs, Call(action, logs_key, "logs", context=group("999999999999")), world).allowed
+    assert not evaluate(logs, Call("kms:GenerateDataKey", data_key, "logs", context=group(account)), world).allowed
+    assert evaluate(s3_logging, Call("kms:GenerateDataKey", data_key, "s3 logging",
+                                     context={"aws:SourceAccount": account}), world).allowed
+    assert not evaluate(s3_logging, Call("kms:GenerateDataKey", logs_key, "s3 logging",
+                                         context={"aws:SourceAccount": account}), world).allowed
+
+
+def test_the_scripts_deployment_writes_its_bucket_and_not_the_datasets(synth):
+    """CDK's BucketDeployment handler copies the lifecycle scripts as its role: into their own bucket only."""
+    world = world_of(synth(*VARIANTS["huge-hyperpod"]))
+    handler = world.role("ServiceRole/Resource")
+    scripts = world.arn("TrainStack/HyperPod/Scripts/Resource", "AWS::S3::Bucket")
+    datasets = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+    put = "s3:PutObject"
+    assert evaluate(handler, Call(put, f"{scripts}/lifecycle/hyperpod/on_init_complete.sh", "cdk"), world).allowed
+    for key in ("lifecycle/hyperpod/on_init_complete.sh", "models/model.tar.gz", "datasets/train/part-0"):
+        assert not evaluate(handler, Call(put, f"{datasets}/{key}", "cdk"), world).allowed
+        assert not evaluate(handler, Call("s3:DeleteObject", f"{datasets}/{key}", "cdk"), world).allowed
