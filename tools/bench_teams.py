@@ -30,6 +30,12 @@ def teams_file(n: int, folder: Path) -> Path:
     return path
 
 
+def stack_count(outdir: Path) -> int:
+    """Stacks in the synthesized assembly (each team's stage is a nested assembly)."""
+    return sum(1 for m in outdir.glob("assembly-*/manifest.json")
+               for a in json.loads(m.read_text())["artifacts"].values() if a["type"] == "aws:cloudformation:stack")
+
+
 def synth_seconds(path: Path, outdir: Path) -> float:
     context = {**json.loads((ROOT / "cdk.json").read_text())["context"], "teams": str(path)}
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir),
@@ -44,8 +50,9 @@ def main(counts: list[int]) -> None:
         folder = Path(tmp)
         print(f"{'teams':>6} {'stacks':>7} {'synth s':>8} {'s/team':>7}")
         for n in counts:
-            seconds = synth_seconds(teams_file(n, folder), folder / f"out-{n}")
-            print(f"{n:>6} {n * 5:>7} {seconds:>8.1f} {seconds / n:>7.2f}", flush=True)
+            outdir = folder / f"out-{n}"
+            seconds = synth_seconds(teams_file(n, folder), outdir)
+            print(f"{n:>6} {stack_count(outdir):>7} {seconds:>8.1f} {seconds / n:>7.2f}", flush=True)
 
 
 if __name__ == "__main__":
