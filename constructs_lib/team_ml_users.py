@@ -17,6 +17,9 @@ from constructs import Construct
 from .nag import acknowledge_wildcards
 from .team_guardrails import SIZED_CREATES, instance_patterns
 
+# HyperPod clusters are the estate's (TrainStack builds them in the team's subnet, security group and key);
+# CreateCluster takes none of the VPC or key condition keys the jobs below are bound by, so ML users get none.
+SIZED_USER_CREATES = [a for a in SIZED_CREATES if a != "sagemaker:CreateCluster"]
 OTHER_CREATES = ["sagemaker:CreateModel", "sagemaker:CreateEndpoint"]
 OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJob", "sagemaker:StopTransformJob",
                         "sagemaker:UpdateEndpoint", "sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
@@ -47,7 +50,7 @@ class TeamMlUsers(Construct):
                                        conditions=conditions)
 
         self.policy = iam.ManagedPolicy(self, "Policy", description=f"ML users of team {team}", statements=[
-            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=SIZED_CREATES, resources=["*"], conditions={
+            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=SIZED_USER_CREATES, resources=["*"], conditions={
                 "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ml},
                 "Null": {"sagemaker:InstanceTypes": "false"}, **tagged}),
             iam.PolicyStatement(sid="CreateTagged", actions=OTHER_CREATES, resources=["*"], conditions=tagged),

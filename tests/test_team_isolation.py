@@ -100,6 +100,8 @@ def _denied(world: World, team: str, other: str) -> list[Call]:
         _training_job(t, team, **{"sagemaker:NetworkIsolation": None}),
         _training_job(t, team, **{"sagemaker:InstanceTypes": ["ml.p5.48xlarge"]}),
         _training_job(t, team, **{"aws:RequestTag/team": other}),
+        Call("sagemaker:CreateCluster", _arn(t, "cluster", "c"), DOC, why="clusters are the estate's, not users'",
+             context={"aws:RequestTag/team": team, "sagemaker:InstanceTypes": ["ml.g5.12xlarge"]}),
         Call("sagemaker:CreateModel", _arn(t, "model", "open"), DOC, why="no VPC and not isolated",
              context={"aws:RequestTag/team": team}),
         Call("sagemaker:CreateModel", _arn(t, "model", "theirs"), DOC, why="another team's subnet",
