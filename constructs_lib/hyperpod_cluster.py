@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aws_cdk import DefaultStackSynthesizer, IgnoreMode, Stack, SymlinkFollowMode
+from aws_cdk import DefaultStackSynthesizer, Fn, IgnoreMode, Stack, SymlinkFollowMode
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -23,9 +23,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .dataset_bucket import private_bucket
+from .ensured_log_group import EnsuredLogGroup
 from .logs_key import kept_log_group
 from .lustre import LustreFileSystem
-from .nag import GRANT_ACTIONS, acknowledge, acknowledge_managed_policies, acknowledge_wildcards, ignore_cfn_lint
+from .nag import GRANT_ACTIONS, acknowledge_cdk_handler, acknowledge_wildcards
 from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
@@ -100,6 +101,11 @@ class HyperPodCluster(Construct):
         self.cluster.node.add_dependency(role.node.find_child("DefaultPolicy"), scripts)
         self.cluster_arn = self.cluster.attr_cluster_arn
         self.cluster_name = self.cluster.cluster_name
+        # HyperPod's nodes log to /aws/sagemaker/Clusters/NAME/ID (SageMaker Developer Guide, "Log groups and
+        # streams that Amazon SageMaker AI sends to Amazon CloudWatch Logs"); the ID is the ARN's last part.
+        cluster_id = Fn.select(1, Fn.split("/", self.cluster.attr_cluster_arn))
+        self.log_group = EnsuredLogGroup(self, "ClusterLogs", key=logs_key, name=Fn.join(
+            "/", ["/aws/sagemaker/Clusters", self.cluster_name, cluster_id]))
 
 
 def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:
@@ -108,17 +114,11 @@ def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:
     handler = next(c for c in stack.node.children if c.node.id.startswith("Custom::CDKBucketDeployment"))
     reason = ("CDK's BucketDeployment handler: runs only during deployment to copy the lifecycle scripts; its "
               "role and runtime are managed by aws-cdk-lib.")
-    acknowledge(handler, "AwsSolutions-L1", reason + " The runtime is the one aws-cdk-lib pins for it.")
+    acknowledge_cdk_handler(handler, reason=reason, network=(
+        "it talks only to S3 (the CDK assets bucket to the scripts bucket) with IAM and TLS, never to anything in "
+        "the estate's network"))
     acknowledge_wildcards(handler, actions=GRANT_ACTIONS,
                           resources=[bucket.arn_for_objects("*"), _assets_bucket_objects(stack)], reason=reason)
-    acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
-    for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of the scripts"),
-                      ("LambdaDLQ", "CloudFormation invokes it synchronously and receives its failure; there is no "
-                                    "asynchronous event to lose"),
-                      ("LambdaInsideVPC", "it talks only to S3 (the CDK assets bucket to the scripts bucket) with IAM "
-                                          "and TLS, never to anything in the estate's network")):
-        acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
-    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
 
 
 def _assets_bucket_objects(stack: Stack) -> str:

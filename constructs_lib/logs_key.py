@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 RETENTION = logs.RetentionDays.ONE_YEAR
+RETENTION_DAYS = 365  # RETENTION in days, for the API calls that take a number
 
 
 class LogsKey(Construct):

@@ -56,6 +56,21 @@ def acknowledge_wildcards(scope: IConstruct, *, actions: Sequence[str] = (), res
         scope.node.add_validation(_Deferred(scope, "AwsSolutions-IAM5[Resource::{}]", list(resources), reason))
 
 
+def acknowledge_cdk_handler(handler: IConstruct, *, reason: str, network: str, managed_policy: bool = True) -> None:
+    """A deployment-time Lambda of aws-cdk-lib's own (a singleton it creates and manages): why its findings stand.
+    `reason`: what it does; `network`: what it talks to, which is why it needs no place in the estate's VPC;
+    `managed_policy`: it runs with aws-cdk-lib's role (AWSLambdaBasicExecutionRole), not one of ours."""
+    acknowledge(handler, "AwsSolutions-L1", reason + " The runtime is the one aws-cdk-lib pins for it.")
+    if managed_policy:
+        acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
+    for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of its resources"),
+                      ("LambdaDLQ", "CloudFormation invokes it synchronously and receives its failure; there is no "
+                                    "asynchronous event to lose"),
+                      ("LambdaInsideVPC", network)):
+        acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
+    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
+
+
 # The wildcard action groups CDK's bucket and key grants use.
 GRANT_ACTIONS = ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
                  "kms:GenerateDataKey*", "kms:ReEncrypt*")

@@ -17,6 +17,7 @@ from workloads.planner import Plan
 
 from .data_stack import DataStack
 from .inference_stack import InferenceStack
+from .job_logs_stack import JobLogsStack
 from .network_stack import NetworkStack
 from .train_stack import TrainStack
 
@@ -27,6 +28,7 @@ class Estate:
     data: DataStack
     train: TrainStack
     inference: InferenceStack | None  # only when the plan serves the model
+    job_logs: JobLogsStack  # shared by every estate of the account and region; no workload or team in it
 
     @property
     def stacks(self) -> tuple[cdk.Stack, ...]:
@@ -47,6 +49,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
     protect = dict(termination_protection=True) if protect_all else {}
     what = f"{w.name}: {plan.training.instance_count} x {plan.training.instance_type}"
 
+    # The SageMaker job log groups exist before any job or notebook of this estate can write to them.
+    job_logs = JobLogsStack(scope, "JobLogsStack", env=env)
     network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"), description=f"One-AZ VPC for {what}",
                            **common, **protect)
     net = network.network
@@ -66,7 +70,10 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
         inference=plan.inference, vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
         bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common, **protect)
-    estate = Estate(network, data, train, inference)
+    estate = Estate(network, data, train, inference, job_logs)
+    for stack in (train, inference):
+        if stack is not None:
+            stack.add_stack_dependency(job_logs, "SageMaker job and notebook log groups exist before anything writes")
     for stack in estate.stacks:
         cdk.Tags.of(stack).add("workload", w.name)
     return estate

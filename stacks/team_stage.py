@@ -26,13 +26,15 @@ class TeamStage(cdk.Stage):
         self.ml_users = MlUsersStack(self, "MlUsersStack", team=team, estate=self.estate, termination_protection=prod,
                                      env=cdk.Environment(account=team.account, region=team.region),
                                      description=f"What team {team.name}'s ML users may do in SageMaker")
-        # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
-        iam.PermissionsBoundary.of(self).apply(self.guardrails.guardrails.boundary)
         tags = {"team": team.name, "cost-center": team.cost_center, "workload": plan.workload.name,
                 "stage": team.stage}
-        for key, value in tags.items():
-            cdk.Tags.of(self).add(key, value)
-        _tag_raw_resources(self, tags)
+        # The team's own stacks; the shared job-logs stack stays the same for every team of the account and region.
+        for stack in (self.guardrails, *self.estate.stacks, self.ml_users):
+            # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
+            iam.PermissionsBoundary.of(stack).apply(self.guardrails.guardrails.boundary)
+            for key, value in tags.items():
+                cdk.Tags.of(stack).add(key, value)
+            _tag_raw_resources(stack, tags)
 
 
 def _tag_raw_resources(scope: Construct, tags: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"
 PRESETS = ("small", "intermediate", "huge")
-STACKS = ("NetworkStack", "DataStack", "TrainStack", "InferenceStack")
+STACKS = ("JobLogsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack")
 
 # jsii starts `node`: use the supported Node.js inside the virtualenv, never the system one.
 if (VENV_BIN / "node").exists():

@@ -14,7 +14,8 @@ KNOWN_SKIPPED = {"AWS::S3::BucketPolicy", "AWS::EC2::SecurityGroupEgress", "AWS:
                  "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::EC2::PlacementGroup", "AWS::FSx::FileSystem",
                  "AWS::FSx::DataRepositoryAssociation", "AWS::PCS::Cluster", "AWS::PCS::ComputeNodeGroup",
                  "AWS::PCS::Queue", "AWS::CloudWatch::Alarm", "AWS::SNS::TopicPolicy", "AWS::Scheduler::Schedule",
-                 "AWS::SageMaker::Cluster", "Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG"}
+                 "AWS::SageMaker::Cluster", "Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG",
+                 "Custom::AWS"}
 
 
 def test_emulator_refuses_a_real_endpoint():

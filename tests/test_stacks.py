@@ -16,7 +16,7 @@ DATA_LOGICAL_IDS = {
 }
 
 
-def test_every_preset_synthesizes_four_stacks_in_its_region(preset_synth):
+def test_every_preset_synthesizes_its_stacks_in_its_region(preset_synth):
     name, s = preset_synth
     region = load(name).region
     assert set(s.templates) == set(STACKS)

@@ -93,7 +93,8 @@ def _print_reports(console: Console, reports) -> None:
     console.print(f"Created by the emulator: {sum(created.values())} resources of {len(created)} types.")
     if skipped:
         console.print("[bold yellow]Skipped by the emulator[/bold yellow] (moto has no CloudFormation model for "
-                      "these; they are in the templates and deploy on a real account):")
+                      "these, or cannot run the Lambda behind a Custom:: type; they are in the templates and deploy "
+                      "on a real account):")
         for rtype, n in sorted(skipped.items()):
             console.print(f"  - {rtype} x{n}")
 

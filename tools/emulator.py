@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
-LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG")
+LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "Custom::AWS")
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
