@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -46,4 +47,12 @@ class DatasetBucket(Construct):
         # logging.s3.amazonaws.com itself when a KMS bucket is a log target.
         self.access_logs = private_bucket(self, "AccessLogs", key=key, access_logs=None, lifecycle_rules=[
             s3.LifecycleRule(expiration=Duration.days(365), noncurrent_version_expiration=Duration.days(365))])
+        # aws-cdk-lib conditions its logging grant on the source bucket only when that bucket is in this stack;
+        # the scripts bucket's (TrainStack) has none. The S3 user guide's logging grant names aws:SourceAccount
+        # ("Enabling Amazon S3 server access logging"): no other account's bucket may log into ours.
+        self.access_logs.add_to_resource_policy(iam.PolicyStatement(
+            sid="S3LoggingFromThisAccountOnly", effect=iam.Effect.DENY,
+            principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")], actions=["s3:PutObject"],
+            resources=[self.access_logs.arn_for_objects("*")],
+            conditions={"StringNotEquals": {"aws:SourceAccount": Stack.of(self).account}}))
         self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/")

@@ -203,6 +203,22 @@ def test_services_that_encrypt_our_logs_can_use_their_keys_and_nothing_more(synt
                                          context={"aws:SourceAccount": account}), world).allowed
 
 
+def test_s3_access_logs_come_from_this_account_only(synth):
+    """The access-log bucket takes S3 server access logs of the dataset bucket and of the HyperPod scripts bucket
+    (another stack, so aws-cdk-lib's grant names no source): from buckets of this account only (S3 user guide,
+    "Enabling Amazon S3 server access logging": aws:SourceAccount)."""
+    world = world_of(synth(*VARIANTS["huge-hyperpod"]))
+    s3_logging = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="logging.s3.amazonaws.com")
+    access_logs = world.arn("DataStack/Datasets/AccessLogs/Resource", "AWS::S3::Bucket")
+    for prefix, source in (("dataset/", "DataStack/Datasets/Dataset/Resource"),
+                           ("lifecycle-scripts/", "TrainStack/HyperPod/Scripts/Resource")):
+        put = f"{access_logs}/{prefix}2026-11-22-00-00-00-ABCDEF"
+        ours = {"aws:SourceAccount": FAKE_ACCOUNT, "aws:SourceArn": world.arn(source, "AWS::S3::Bucket")}
+        assert evaluate(s3_logging, Call("s3:PutObject", put, "s3 logging", context=ours), world).allowed, prefix
+        theirs = {"aws:SourceAccount": "999999999999", "aws:SourceArn": "arn:aws:s3:::someone-elses"}
+        assert not evaluate(s3_logging, Call("s3:PutObject", put, "s3 logging", context=theirs), world).allowed
+
+
 def test_the_scripts_deployment_writes_its_bucket_and_not_the_datasets(synth):
     """CDK's BucketDeployment handler copies the lifecycle scripts as its role: into their own bucket only."""
     world = world_of(synth(*VARIANTS["huge-hyperpod"]))
