@@ -16,7 +16,10 @@ from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog, load_utilisation
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, plan_serving,
+from . import parallelism
+from .parallelism import Parallelism
+from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, model_shape,
+                      plan_serving,
                       tensor_parallel)
 from .storage import FsxPlan, size_fsx
 
@@ -103,6 +106,7 @@ class TrainingPlan:
     decisions: tuple[str, ...]
     candidates: tuple[Candidate, ...]
     estimate: TrainingEstimate
+    parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
 
 
 @dataclass(frozen=True)
@@ -336,6 +340,7 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
 
     final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
+    spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
@@ -344,8 +349,24 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         efa_gbps=itype.network_gbps * efa / itype.network_cards if efa else 0.0, network_gbps=itype.network_gbps,
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
-        estimate=estimate,
+        estimate=estimate, parallelism=spread,
     )
+
+
+def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
+    layers, _, _, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                                heads=heads, itype=itype, nodes=count)
+    if spread is None:
+        per_node, gib = parallelism.ranks_per_node(itype)
+        field = "training.instance_count" if w.training.instance_count else "training.instance_type"
+        value = w.training.instance_count if w.training.instance_count else itype.name
+        raise ConfigError(field, value, "more nodes, or a type with more accelerator memory",
+                          reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
+                                 f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
+    decisions.append(f"layout: {spread.reason}")
+    return spread
 
 
 def _nothing_ignored(w: Workload, orchestrator: str) -> None:

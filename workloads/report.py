@@ -49,6 +49,12 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         reservation = f", {'Capacity Block' if t.capacity_block else 'capacity reservation'} {t.capacity_reservation_id}"
     console.print(f"  orchestrator {t.orchestrator}, storage {t.storage}, "
                   f"placement group {'yes' if t.placement_group else 'no'}{reservation}")
+    if t.parallelism:
+        lay = t.parallelism
+        console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
+                      f"ranks, {'FSDP2 full shard' if lay.sharding == 'full' else 'DDP (no sharding)'}; about "
+                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank (bf16 + AdamW, "
+                      f"{lay.sequence}-token sequences, activation checkpointing)")
     if t.fsx:
         f = t.fsx
         console.print(f"  FSx for Lustre: {f.storage_capacity_gib:,} GiB at {f.per_unit_mb_s} MB/s/TiB = "

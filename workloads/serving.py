@@ -116,7 +116,8 @@ def artifact_format(w: Workload) -> tuple[str, str]:
     return _FORMAT_OF_FRAMEWORK[w.model.framework], f"from the framework ({w.model.framework})"
 
 
-def _shape(w: Workload) -> tuple[int, int, int, int]:
+def model_shape(w: Workload) -> tuple[int, int, int, int]:
+    """(layers, heads, KV heads, hidden) of the usual decoder at this size."""
     return next(shape for limit, *shape in _TYPICAL_SHAPES if w.model.parameters_billion <= limit)
 
 
@@ -124,12 +125,12 @@ def attention_heads(w: Workload) -> tuple[int, bool]:
     """(heads, assumed): the config's value, or the usual decoder's at this size."""
     if w.model.attention_heads:
         return w.model.attention_heads, False
-    return _shape(w)[1], True
+    return model_shape(w)[1], True
 
 
 def kv_cache_gib(w: Workload) -> float:
     """The KV cache at the generation limits: 2 (K and V) x layers x KV heads x head size x tokens x batch."""
-    layers, heads, kv_heads, hidden = _shape(w)
+    layers, heads, kv_heads, hidden = model_shape(w)
     g = w.inference.generation
     per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
     return per_token * g.max_total_tokens * g.max_batch_size / 2**30
