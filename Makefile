@@ -12,7 +12,7 @@ export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test synth lint plan snapshot-update clean
+.PHONY: setup demo test test-trainer synth lint plan snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -36,7 +36,11 @@ demo: setup
 	@WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 test: setup
-	@$(PY) -m pytest -n 2 --dist loadfile  # two workers: this machine has two cores
+	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
+
+# The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (about 40 s; CI runs it).
+test-trainer: setup
+	@$(PY) -m pytest -m trainer tests/test_trainer.py
 
 synth: setup
 	@cdk synth --quiet -c workload=$(WORKLOAD)

@@ -36,7 +36,11 @@ FSX_PERMISSIONS = ("mkdir -p /fsx/datasets /fsx/checkpoints /fsx/output /fsx/neu
                    "chown root:root /fsx/datasets && chmod 0755 /fsx/datasets")
 
 
-def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
+LAYOUT_ON_NODE = "/opt/ml-estate/layout.json"  # where the sbatch examples read the plan's layout
+
+
+def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None) -> str:
+    """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node."""
     lines = ["#!/bin/bash", "set -euo pipefail"]
     if mounts.lustre_dns:
         source = f"{mounts.lustre_dns}@tcp:/{mounts.lustre_mount_name}"
@@ -56,6 +60,9 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts) -> str:
             f"grep -q ' /home ' /etc/fstab || echo '{mounts.home_dns}:/ /home nfs4 {EFS_OPTIONS} 0 0' >> /etc/fstab",
             "mountpoint -q /home || mount /home",
         ]
+    if layout:
+        lines += ["# The plan's layout: how train.py spreads the model (training.parallelism)",
+                  f"mkdir -p {LAYOUT_ON_NODE.rsplit('/', 1)[0]}", f"cat > {LAYOUT_ON_NODE} <<'EOF'", layout, "EOF"]
     env = ENVIRONMENT.get(accelerator_kind or "", {})
     if env:
         lines.append("cat > /etc/profile.d/ml-estate-efa.sh <<'EOF'")

@@ -8,7 +8,11 @@ first `cdk deploy` waits for the bake (about 30-45 minutes).
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import io
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +90,7 @@ python3 -m venv {ML_VENV}"""
 {ML_VENV}/bin/pip install torch torchvision""",
                                check=f"{ML_VENV}/bin/python -c 'import torch; print(torch.__version__)'"),
     }
-    return [pcs, lustre, frameworks[accelerator_kind]]
+    return [pcs, lustre, frameworks[accelerator_kind], ship_examples()]
 
 
 def component_document(*, accelerator_kind: str, region: str) -> str:
@@ -99,11 +103,27 @@ def component_document(*, accelerator_kind: str, region: str) -> str:
             lines.append("        onFailure: Continue")
         lines += ["        inputs:", "          commands:", "            - |",
                   *(f"              {line}" for line in step.commands().splitlines())]
-    lines += ["      - name: ShipExamples", "        action: CreateFile", "        inputs:"]
-    for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
-        lines += [f"          - path: {EXAMPLES_ON_NODE}/{example.name}", "            permissions: 0755",
-                  "            content: |", *(f"              {line}" for line in example.read_text().splitlines())]
     return "\n".join(lines) + "\n"
+
+
+def examples_archive() -> str:
+    """The examples as a base64 gzipped tar, byte-identical for identical files (no times, owners or modes
+    from this machine): a component's document is at most 16,000 characters, too few for the files inline."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
+            data = example.read_bytes()
+            info = tarfile.TarInfo(example.name)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def ship_examples() -> BakeStep:
+    return BakeStep("ShipExamples", f"""
+mkdir -p {EXAMPLES_ON_NODE}
+echo '{examples_archive()}' | base64 -d | tar -xz --no-same-owner -C {EXAMPLES_ON_NODE}""",
+                    check=f"test -s {EXAMPLES_ON_NODE}/train.py && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch")
 
 
 class NodeImage(Construct):

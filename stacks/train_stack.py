@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import Any
 
 import aws_cdk as cdk
@@ -77,7 +79,8 @@ class TrainStack(EstateStack):
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
-        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts))
+        layout = json.dumps(asdict(t.parallelism), sort_keys=True) if t.parallelism else None
+        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout))
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, efa_interfaces=t.efa_interfaces,

@@ -3,12 +3,18 @@ for trn1.32xlarge (preset huge) and p4d.24xlarge, p5.48xlarge, trn1n.32xlarge vi
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import re
+import tarfile
 
 import pytest
 import yaml
 
 from constructs_lib.node_image import PARENT_IMAGES, SLURM_VERSION
+
+from .conftest import ROOT
 
 TYPES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "p4d.24xlarge": 4, "p5.48xlarge": 32}
 
@@ -127,8 +133,13 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
     steps = {step["name"]: step for step in doc["phases"][0]["steps"]}
     assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFrameworks", "ShipExamples"} <= set(steps)
     assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
-    shipped = {f["path"].rsplit("/", 1)[1] for f in steps["ShipExamples"]["inputs"]}
-    assert {"train-gpu.sbatch", "train-trainium.sbatch", "ddp_train.py"} <= shipped
+    archive = re.search(r"echo '([A-Za-z0-9+/=]+)' \| base64 -d", steps["ShipExamples"]["inputs"]["commands"][0])[1]
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive))) as tar:
+        shipped = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+    assert shipped["train.py"] == (ROOT / "examples" / "slurm" / "train.py").read_bytes()
+    assert {"train-gpu.sbatch", "train-trainium.sbatch", "train.py"} <= set(shipped)
+    # Image Builder refuses a component document over 16,000 characters (CloudFormation validation).
+    assert len(s.one("TrainStack", "AWS::ImageBuilder::Component")["Properties"]["Data"]) <= 16_000
 
 
 def test_efa_security_group_rules(cluster):
@@ -239,5 +250,5 @@ def test_examples_are_valid_scripts():
     from .conftest import ROOT
     for script in ("train-gpu.sbatch", "train-trainium.sbatch"):
         assert subprocess.run(["bash", "-n", str(ROOT / "examples" / "slurm" / script)]).returncode == 0
-    path = ROOT / "examples" / "slurm" / "ddp_train.py"
+    path = ROOT / "examples" / "slurm" / "train.py"
     compile(path.read_text(), str(path), "exec")

@@ -34,7 +34,7 @@ def _job(emu, name: str) -> dict:
 
 def _submit(overrides=None):
     p = plan(load("intermediate", overrides))
-    return p, jobs.submit(p, entry_point="ddp_train.py", source_dir=str(SOURCE), estate=jobs.read_estate(p))
+    return p, jobs.submit(p, entry_point="train.py", source_dir=str(SOURCE), estate=jobs.read_estate(p))
 
 
 def test_estate_is_read_from_the_stacks(emulator):
@@ -111,12 +111,12 @@ def test_submit_image_per_family(emulator, itype, image):
 def test_submit_refuses_a_slurm_plan(emulator):
     p = plan(load("huge"))
     with pytest.raises(ConfigError, match="submit runs SageMaker training jobs"):
-        jobs.submit(p, entry_point="ddp_train.py", source_dir=str(SOURCE), estate=jobs.read_estate(plan(load("intermediate"))))
+        jobs.submit(p, entry_point="train.py", source_dir=str(SOURCE), estate=jobs.read_estate(plan(load("intermediate"))))
 
 
 def test_process_shards_the_input_over_instances(emulator):
     p = plan(load("intermediate"))
-    name = jobs.process(p, code=str(SOURCE / "ddp_train.py"), input_prefix="datasets/", output_prefix="processed/",
+    name = jobs.process(p, code=str(SOURCE / "train.py"), input_prefix="datasets/", output_prefix="processed/",
                         instance_type="ml.m5.xlarge", instance_count=4, estate=jobs.read_estate(p))
     job = emulator.client("sagemaker").describe_processing_job(ProcessingJobName=name)
     assert job["ProcessingResources"]["ClusterConfig"]["InstanceCount"] == 4
@@ -127,7 +127,7 @@ def test_process_shards_the_input_over_instances(emulator):
 
 def test_submit_cli_prints_job_and_cost(emulator):
     result = subprocess.run([sys.executable, "-m", "workloads", "submit", "intermediate", "--entry-point",
-                             "ddp_train.py", "--source-dir", str(SOURCE)], cwd=ROOT, capture_output=True, text=True,
+                             "train.py", "--source-dir", str(SOURCE)], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("training job intermediate-train-") and "estimated cost $" in result.stdout
