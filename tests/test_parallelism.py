@@ -1,19 +1,13 @@
 """Issue 11: the plan's layout (training.parallelism): the simplest spread whose memory per rank fits, degrees
-whose product is the rank count, and a refusal when nothing fits."""
+whose product is the rank count, and a refusal when nothing fits. Its plan JSON: test_planner.py."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
 
 import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_catalog
 from workloads.parallelism import choose
-
-from .conftest import ROOT
 
 
 def _types():
@@ -26,15 +20,6 @@ def test_presets_get_the_simplest_layout_that_fits(preset, sharding, ranks):
     assert spread.sharding == sharding and spread.ranks == ranks
     assert spread.data * spread.tensor * spread.pipeline == spread.ranks
     assert spread.gib_per_rank <= 0.85 * spread.rank_memory_gib
-
-
-def test_plan_json_carries_the_layout():
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
-    spread = json.loads(out)["training"]["parallelism"]
-    assert {k: spread[k] for k in ("data", "tensor", "pipeline", "sharding")} == \
-        {"data": 512, "tensor": 1, "pipeline": 1, "sharding": "full"}
-    assert all(isinstance(spread[k], int) for k in ("data", "tensor", "pipeline"))
 
 
 def test_activations_that_do_not_fit_sharded_get_tensor_parallel_dividing_the_heads():

@@ -140,6 +140,10 @@ def test_plan_json_has_the_interface_fields():
     assert data["estimates"]["usd_total"] > 0 and data["estimates"]["hours"] > 0
     assert set(data["inference"]) == {"realtime", "async", "batch"}
     assert data["inference"]["realtime"]["instance_type"].startswith("ml.")
+    spread = data["training"]["parallelism"]  # issue 11: the layout, integer degrees
+    assert {k: spread[k] for k in ("data", "tensor", "pipeline", "sharding")} == \
+        {"data": 512, "tensor": 1, "pipeline": 1, "sharding": "full"}
+    assert all(isinstance(spread[k], int) for k in ("data", "tensor", "pipeline"))
 
 
 def test_plan_table_is_readable_and_fast():

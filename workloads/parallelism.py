@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import InstanceType
+from .catalog import InstanceType, devices
 
 STATE_BYTES_PER_PARAM = 16
 WORKING_BYTES_PER_LAYER_PARAM = 4
@@ -32,12 +32,6 @@ SEQUENCE = 4096  # tokens per training sequence, one sequence per rank per micro
 # Model state, working weights and activations fill at most this share of a rank's memory; the rest is the
 # framework, communication buffers and fragmentation.
 MEMORY_FRACTION = 0.85
-# Ranks per accelerator: one per GPU; one per NeuronCore on Trainium (2 NeuronCore-v2 per Trainium chip), and on
-# Trainium2 one per logical NeuronCore: 8 physical NeuronCore-v3 per chip, grouped in pairs by default (logical
-# NeuronCore config 2), so 4 ranks per chip (Neuron docs: Trainium2 architecture; Logical NeuronCore configuration).
-RANKS_PER_ACCELERATOR = {"Trainium": 2, "Trainium2": 4}
-
-
 @dataclass(frozen=True)
 class Parallelism:
     data: int
@@ -55,14 +49,6 @@ class Parallelism:
     reason: str
 
 
-def ranks_per_node(itype: InstanceType) -> tuple[int, float]:
-    """(ranks, GiB each): one rank per GPU or (logical) NeuronCore."""
-    acc = itype.accelerator
-    assert acc is not None
-    ranks = acc.count * RANKS_PER_ACCELERATOR.get(acc.model, 1)
-    return ranks, acc.memory_gib / ranks
-
-
 def _gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
                   sharded: bool) -> float:
     state = params * STATE_BYTES_PER_PARAM / (shards if sharded else tensor * pipeline)
@@ -75,7 +61,7 @@ def _gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tenso
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
            nodes: int) -> Parallelism | None:
     """The simplest layout that fits, or None when none does on this many nodes of this type."""
-    per_node, rank_gib = ranks_per_node(itype)
+    per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
     budget = rank_gib * MEMORY_FRACTION
     params = parameters_billion * 1e9

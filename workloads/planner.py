@@ -13,14 +13,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
-from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog, load_utilisation
+from .catalog import ML_PREFIX, Catalog, InstanceType, devices, load_catalog, load_utilisation
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from . import parallelism
 from .parallelism import Parallelism
 from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, model_shape,
-                      plan_serving,
-                      tensor_parallel)
+                      plan_serving, tensor_parallel)
 from .storage import FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -359,7 +358,7 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
     spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
                                 heads=heads, itype=itype, nodes=count)
     if spread is None:
-        per_node, gib = parallelism.ranks_per_node(itype)
+        per_node, gib = devices(itype)
         field = "training.instance_count" if w.training.instance_count else "training.instance_type"
         value = w.training.instance_count if w.training.instance_count else itype.name
         raise ConfigError(field, value, "more nodes, or a type with more accelerator memory",

@@ -30,14 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import estimates as est
-from .catalog import InstanceType
+from .catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
 from .errors import ConfigError
 from .schema import Workload
 
 MODEL_DIR = "/opt/ml/model"
 CODE_DIR = MODEL_DIR + "/code"
-# NeuronCores per chip (Neuron docs, "Inferentia2 Architecture": 2x NeuronCore-v2 per chip).
-NEURON_CORES_PER_CHIP = {"Inferentia2": 2}
 DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model.tar.gz",
                 "xgboost": "models/model.tar.gz", "scikit-learn": "models/model.tar.gz"}
 _FORMAT_OF_FRAMEWORK = {"pytorch": "framework-archive", "tensorflow": "framework-archive", "xgboost": "xgboost",
@@ -134,14 +132,6 @@ def kv_cache_gib(w: Workload) -> float:
     g = w.inference.generation
     per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
     return per_token * g.max_total_tokens * g.max_batch_size / 2**30
-
-
-def devices(itype: InstanceType) -> tuple[int, float]:
-    """(tensor-parallel devices, GiB each): GPUs, or NeuronCores on Inferentia2."""
-    acc = itype.accelerator
-    assert acc is not None
-    count = acc.count * NEURON_CORES_PER_CHIP.get(acc.model, 1) if acc.kind == "inferentia" else acc.count
-    return count, acc.memory_gib / count
 
 
 def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, *,

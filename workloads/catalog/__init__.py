@@ -71,6 +71,20 @@ class InstanceType:
         return None
 
 
+# Devices per accelerator chip: one process (a tensor-parallel shard, a training rank) runs on each. NeuronCores
+# per chip (Neuron docs): Inferentia2 and Trainium 2 NeuronCore-v2; Trainium2 8 NeuronCore-v3 in pairs by default
+# (logical NeuronCore config 2), so 4 logical cores. GPUs: one device each.
+NEURON_CORES_PER_CHIP = {"Inferentia2": 2, "Trainium": 2, "Trainium2": 4}
+
+
+def devices(itype: InstanceType) -> tuple[int, float]:
+    """(devices, GiB each) of an accelerated type: its GPUs, or its (logical) NeuronCores."""
+    acc = itype.accelerator
+    assert acc is not None
+    count = acc.count * NEURON_CORES_PER_CHIP.get(acc.model, 1)
+    return count, acc.memory_gib / count
+
+
 @dataclass(frozen=True)
 class Source:
     key: str
