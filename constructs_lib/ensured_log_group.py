@@ -36,7 +36,8 @@ class EnsuredLogGroup(Construct):
         # One handler per stack, so one role per stack: each ensured group adds its own three actions to it.
         handler_logs = stack.node.try_find_child(HANDLER_LOGS) or kept_log_group(stack, HANDLER_LOGS, key=key)
         role = stack.node.try_find_child(HANDLER_ROLE)
-        if role is None:
+        first_in_stack = role is None
+        if first_in_stack:
             role = iam.Role(stack, HANDLER_ROLE, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                             description="Ensures SageMaker's log groups carry the estate's key and retention")
             handler_logs.grant_write(role)
@@ -61,11 +62,9 @@ class EnsuredLogGroup(Construct):
             if previous is not None:
                 resource.node.add_dependency(previous)
             previous = resource
-        provider = stack.node.find_child(PROVIDER_ID)
-        if not getattr(provider, "_ensured_acknowledged", False):
-            acknowledge_cdk_handler(provider, reason=(
+        if first_in_stack:  # the handler exists once the first AwsCustomResource of the stack made it
+            acknowledge_cdk_handler(stack.node.find_child(PROVIDER_ID), reason=(
                 "aws-cdk-lib's AwsCustomResource handler: runs only during deployment to create a log group a "
                 "service names, or give an existing one our key and retention."), network=(
                 "it calls only the CloudWatch Logs API, with IAM and TLS, on those log groups alone; nothing in the "
                 "estate's network"), managed_policy=False)
-            provider._ensured_acknowledged = True

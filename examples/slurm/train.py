@@ -122,7 +122,7 @@ def setup(kind: str) -> torch.device:
     if kind == "cpu":
         return torch.device("cpu")
     device = torch.device(kind, local_rank)
-    getattr(torch, kind).set_device(device)
+    torch.accelerator.set_device_index(local_rank)  # cuda or neuron alike (TorchNeuron supports torch.accelerator)
     return device
 
 
