@@ -10,7 +10,7 @@ from constructs_lib.job_log_groups import JOB_LOG_GROUPS
 from stacks.job_logs_stack import STACK_NAME
 
 from .conftest import VARIANTS
-from .contract_policy import Call, World, evaluate
+from .contract_policy import Call, Principal, World, evaluate
 from .test_runtime_contract import world_of
 
 DOC = "CloudWatch Logs API Reference (CreateLogGroup, AssociateKmsKey, PutRetentionPolicy)"
@@ -101,3 +101,25 @@ def test_the_ensuring_role_touches_its_log_groups_and_nothing_else(synth):
                 assert not evaluate(role, Call(action, arn(name), DOC), world).allowed, (stack, action, name)
         for name in others:
             assert not evaluate(role, Call("logs:AssociateKmsKey", arn(name), DOC), world).allowed, (stack, name)
+
+
+def test_cloudwatch_logs_encrypts_the_job_groups_with_the_shared_key_and_nothing_more(synth):
+    """As CloudWatch Logs uses the key (encryption context aws:logs:arn of the group; CloudWatch Logs user guide,
+    "Encrypt log data in CloudWatch Logs using AWS KMS"), and as the handler writes its own log."""
+    world = world_of(synth("huge"))
+    stack = world.stacks["JobLogsStack"]
+    key = world.get_att(stack, JOB_LOGS_KEY, "Arn")
+    logs = Principal(arn="", account=stack.account, identity=[], service=f"logs.{stack.region}.amazonaws.com")
+    s3_logging = Principal(arn="", account=stack.account, identity=[], service="logging.s3.amazonaws.com")
+
+    def group(account: str) -> dict:
+        return {"kms:EncryptionContext:aws:logs:arn":
+                f"arn:aws:logs:{stack.region}:{account}:log-group:/aws/sagemaker/TrainingJobs"}
+    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+        assert evaluate(logs, Call(action, key, DOC, context=group(stack.account)), world).allowed, action
+        assert not evaluate(logs, Call(action, key, DOC, context=group("999999999999")), world).allowed, action
+        assert not evaluate(s3_logging, Call(action, key, DOC, context=group(stack.account)), world).allowed, action
+    role = world.role("JobLogsStack/EnsuredLogGroupsHandlerRole/Resource")
+    own = world.arn("JobLogsStack/EnsuredLogGroupsHandlerLogs/Resource", "AWS::Logs::LogGroup").removesuffix(":*")
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+        assert evaluate(role, Call(action, f"{own}:log-stream:2026/11/22/x", DOC), world).allowed, action
