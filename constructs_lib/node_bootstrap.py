@@ -13,13 +13,20 @@ from aws_cdk import Fn
 
 BOUNDARY = "==ML-ESTATE-BOUNDARY=="
 EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+# Where the EFA installer puts the AWS OFI NCCL plugin on Ubuntu (multiarch directory first) and libfabric.
+OFI_NCCL_DIRS = ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib")
+EFA_LIB = "/opt/amazon/efa/lib"
 # Jobs inherit these from the submitting shell (sbatch exports the environment by default).
+EFA = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
 ENVIRONMENT = {
-    "nvidia-gpu": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1",
-                   "NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "^docker,lo,veth"},
-    "trainium": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1",
-                 "MALLOC_ARENA_MAX": "64"},
+    "nvidia-gpu": {"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "^docker,lo,veth"},
+    "trainium": {"MALLOC_ARENA_MAX": "64"},
 }
+# PyPI's torch brings its own NCCL, which finds the AWS OFI NCCL plugin only on the library path. With NCCL_NET set,
+# NCCL fails when the plugin's network is missing instead of falling back to TCP sockets silently (NCCL environment
+# variables: NCCL_NET). Confirm with NCCL_DEBUG=INFO: the job log shows "NET/OFI" and "Using network AWS Libfabric".
+OFI_NCCL = {"LD_LIBRARY_PATH": ":".join((*OFI_NCCL_DIRS, EFA_LIB)) + "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+            "NCCL_NET": "'AWS Libfabric'"}
 
 
 @dataclass(frozen=True)
@@ -39,8 +46,9 @@ FSX_PERMISSIONS = ("mkdir -p /fsx/datasets /fsx/checkpoints /fsx/output /fsx/neu
 LAYOUT_ON_NODE = "/opt/ml-estate/layout.json"  # where the sbatch examples read the plan's layout
 
 
-def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None) -> str:
-    """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node."""
+def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None, efa: bool = False) -> str:
+    """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node. `efa`: the nodes
+    have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin)."""
     lines = ["#!/bin/bash", "set -euo pipefail"]
     if mounts.lustre_dns:
         source = f"{mounts.lustre_dns}@tcp:/{mounts.lustre_mount_name}"
@@ -63,7 +71,8 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | N
     if layout:
         lines += ["# The plan's layout: how train.py spreads the model (training.parallelism)",
                   f"mkdir -p {LAYOUT_ON_NODE.rsplit('/', 1)[0]}", f"cat > {LAYOUT_ON_NODE} <<'EOF'", layout, "EOF"]
-    env = ENVIRONMENT.get(accelerator_kind or "", {})
+    env = {**(EFA if efa else {}), **ENVIRONMENT.get(accelerator_kind or "", {}),
+           **(OFI_NCCL if efa and accelerator_kind == "nvidia-gpu" else {})}
     if env:
         lines.append("cat > /etc/profile.d/ml-estate-efa.sh <<'EOF'")
         lines += [f"export {k}={v}" for k, v in env.items()]

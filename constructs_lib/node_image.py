@@ -1,9 +1,9 @@
-"""The cluster's node image: the matching Deep Learning AMI plus what AWS PCS needs, baked once.
+"""The cluster's node image: the plan's software stack on its Deep Learning AMI, plus what AWS PCS needs, baked once.
 
 AWS PCS runs only on AMIs with its agent and PCS-built Slurm installed (PCS user guide,
 "AMIs for AWS PCS"; aws-hpc-recipes dlami_for_pcs bakes the DLAMI the same way). The parent
-image is the DLAMI's public SSM parameter, so each bake starts from the current DLAMI; the
-first `cdk deploy` waits for the bake (about 30-45 minutes).
+image is the stack's DLAMI public SSM parameter (driver, EFA, and on GPUs the AWS OFI NCCL plugin);
+the framework is pinned in workloads/catalog/software.yaml. The first `cdk deploy` waits for the bake.
 """
 
 from __future__ import annotations
@@ -22,14 +22,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_imagebuilder as imagebuilder
 from constructs import Construct
 
-from .nag import acknowledge_managed_policies
+from workloads.catalog import SoftwareStack
 
-# DLAMI public SSM parameters (DLAMI developer guide "Find a DLAMI ID"; Neuron SDK "Neuron DLAMI":
-# Ubuntu 22.04 Neuron DLAMIs are retired, new deployments use Ubuntu 24.04).
-PARENT_IMAGES = {
-    "trainium": "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
-    "nvidia-gpu": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id",
-}
+from .nag import acknowledge_managed_policies
+from .node_bootstrap import OFI_NCCL_DIRS
+
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
@@ -55,7 +52,7 @@ class BakeStep:
         return "\n".join(lines)
 
 
-def bake_steps(*, accelerator_kind: str, region: str) -> list[BakeStep]:
+def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     slurm_bin = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/bin"
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
@@ -76,28 +73,39 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} update
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
-    # The DLAMI's python3 has no ensurepip until python3-venv is installed: `python3 -m venv` fails without it.
-    venv = f"""
+    return [pcs, lustre, install_framework(software), *_network_checks(software), ship_examples()]
+
+
+def install_framework(software: SoftwareStack) -> BakeStep:
+    """The plan's pinned stack (workloads/catalog/software.yaml) in its own venv; the check proves the pinned torch
+    (and, on Trainium, torch_neuronx) imports. The DLAMI's python3 has no ensurepip until python3-venv is installed."""
+    indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
+    packages = " ".join(f"'{p}'" for p in software.pip)
+    extra = ", torch_neuronx" if software.device == "neuron" else ""
+    return BakeStep("InstallFramework", f"""
+# {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
-python3 -m venv {ML_VENV}"""
-    frameworks = {
-        "trainium": BakeStep("InstallFrameworks", venv + f"""
-{ML_VENV}/bin/pip install --extra-index-url https://pip.repos.neuron.amazonaws.com \\
-  neuronx-cc torch-neuronx neuronx_distributed torchvision""",
-                             check=f"{ML_VENV}/bin/python -c 'import torch, torch_neuronx; print(torch.__version__)'"),
-        "nvidia-gpu": BakeStep("InstallFrameworks", venv + f"""
-{ML_VENV}/bin/pip install torch torchvision""",
-                               check=f"{ML_VENV}/bin/python -c 'import torch; print(torch.__version__)'"),
-    }
-    return [pcs, lustre, frameworks[accelerator_kind], ship_examples()]
+python3 -m venv {ML_VENV}
+{ML_VENV}/bin/pip install{indexes} {packages}""", check=(
+        f"{ML_VENV}/bin/python -c 'import torch{extra}; v = torch.__version__; print(v); "
+        f"assert v.startswith(\"{software.torch}.\"), v'"))
 
 
-def component_document(*, accelerator_kind: str, region: str) -> str:
+def _network_checks(software: SoftwareStack) -> list[BakeStep]:
+    """GPU jobs need the AWS OFI NCCL plugin the DLAMI ships, or NCCL talks TCP: fail the bake if it is missing."""
+    if software.device != "cuda":
+        return []
+    found = " || ".join(f"compgen -G '{d}/libnccl-net*.so'" for d in OFI_NCCL_DIRS)
+    return [BakeStep("CheckOfiNcclPlugin", "ls -l /opt/amazon/efa/lib/ /opt/amazon/ofi-nccl/lib/ || true",
+                     check=found)]
+
+
+def component_document(*, software: SoftwareStack, region: str) -> str:
     """The Image Builder component (AWSTOE YAML): PCS agent and Slurm, Lustre client, frameworks, examples."""
     lines = ["name: ml-estate-node", "description: AWS PCS agent, Slurm, Lustre client and ML examples",
              "schemaVersion: 1.0", "phases:", "  - name: build", "    steps:"]
-    for step in bake_steps(accelerator_kind=accelerator_kind, region=region):
+    for step in bake_steps(software=software, region=region):
         lines += [f"      - name: {step.name}", "        action: ExecuteBash"]
         if step.check is None:
             lines.append("        onFailure: Continue")
@@ -129,15 +137,15 @@ echo '{examples_archive()}' | base64 -d | tar -xz --no-same-owner -C {EXAMPLES_O
 class NodeImage(Construct):
     """Bakes the node AMI in the cluster's private subnet; `image_id` is the result."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, accelerator_kind: str, subnet: ec2.ISubnet,
+    def __init__(self, scope: Construct, construct_id: str, *, software: SoftwareStack, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, build_instance_type: str = "m5.2xlarge") -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        document = component_document(accelerator_kind=accelerator_kind, region=stack.region)
+        document = component_document(software=software, region=stack.region)
         # Image Builder resources are named and immutable: the content hash makes a changed
         # recipe a new resource, the stack name keeps two teams' images apart.
         digest = hashlib.sha256(document.encode()).hexdigest()[:10]
-        name = f"{stack.stack_name}-node-{accelerator_kind}-{digest}"
+        name = f"{stack.stack_name}-node-{software.device}-{digest}"
 
         role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
                         description="Image Builder build instance for the cluster node image",
@@ -150,7 +158,7 @@ class NodeImage(Construct):
                                               data=document, description="PCS agent, Slurm, Lustre client, frameworks")
         recipe = imagebuilder.CfnImageRecipe(
             self, "Recipe", name=name, version="1.0.0",
-            parent_image="ssm:" + PARENT_IMAGES[accelerator_kind],
+            parent_image="ssm:" + software.parent_image,
             components=[imagebuilder.CfnImageRecipe.ComponentConfigurationProperty(component_arn=component.attr_arn)],
             block_device_mappings=[imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
                 device_name="/dev/sda1",
@@ -170,7 +178,7 @@ class NodeImage(Construct):
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
         )
         self.image_id = self.image.attr_image_id
-        self.parent_parameter = PARENT_IMAGES[accelerator_kind]
+        self.parent_parameter = software.parent_image
 
 
 _BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")

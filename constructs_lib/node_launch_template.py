@@ -1,37 +1,37 @@
-"""A launch template for cluster nodes, built from the instance catalog.
+"""A launch template for cluster nodes, its network interfaces derived from the instance catalog.
 
-Multi-card EFA layout (EC2 user guide, "EFA on instances with multiple network cards"; the
-aws-hpc-recipes PCS EFA templates): one EFA interface per network card up to the type's
-maximum, card 0 at device index 0 and every other card at device index 1, all in the
-cluster's private subnet and security group. No public IP: the private subnet assigns none, and
-EC2 refuses AssociatePublicIpAddress on multi-interface launches. IMDSv2 only; encrypted root.
+The interfaces come from `workloads.catalog.network_interfaces` (the EC2 guide's multi-card layout:
+ENA primary, EFA-only interfaces on the cards that carry EFA), all in the cluster's private subnet and
+security group. No public IP: the private subnet assigns none, and EC2 refuses AssociatePublicIpAddress
+on multi-interface launches. IMDSv2 only; encrypted root.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from aws_cdk import CfnTag
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from workloads.catalog import NetworkInterface
+
+PRIMARY = (NetworkInterface(0, 0, "interface"),)  # login nodes and single-node jobs: one ordinary interface
+
 
 class NodeLaunchTemplate(Construct):
-    """`efa_interfaces` 0 gives one ordinary interface (login nodes, single-node jobs)."""
-
     def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
-                 security_group: ec2.ISecurityGroup, efa_interfaces: int, user_data: str,
+                 security_group: ec2.ISecurityGroup, interfaces: Sequence[NetworkInterface], user_data: str,
                  placement_group: ec2.CfnPlacementGroup | None = None, capacity_reservation_id: str | None = None,
                  capacity_block_instance_type: str | None = None, name_tag: str) -> None:
         super().__init__(scope, construct_id)
         L = ec2.CfnLaunchTemplate
-        interfaces = [
-            L.NetworkInterfaceProperty(
-                network_card_index=card, device_index=0 if card == 0 else 1,
-                interface_type="efa" if efa_interfaces else None,
-                subnet_id=subnet.subnet_id, groups=[security_group.security_group_id], delete_on_termination=True)
-            for card in range(max(efa_interfaces, 1))
-        ]
         data = L.LaunchTemplateDataProperty(
-            network_interfaces=interfaces,
+            network_interfaces=[L.NetworkInterfaceProperty(
+                network_card_index=i.card, device_index=i.device,
+                interface_type=None if i.kind == "interface" else i.kind,  # omitted: an ENA interface
+                subnet_id=subnet.subnet_id, groups=[security_group.security_group_id], delete_on_termination=True)
+                for i in interfaces],
             metadata_options=L.MetadataOptionsProperty(http_tokens="required", http_endpoint="enabled",
                                                        http_put_response_hop_limit=4),
             block_device_mappings=[L.BlockDeviceMappingProperty(

@@ -15,7 +15,7 @@ from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
 from constructs_lib.node_image import EXAMPLES_ON_NODE, NodeImage
-from constructs_lib.node_launch_template import NodeLaunchTemplate
+from constructs_lib.node_launch_template import PRIMARY, NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
@@ -74,26 +74,27 @@ class TrainStack(EstateStack):
 
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
                lustre: LustreFileSystem | None, home: SharedHome | None) -> None:
-        kind = "trainium" if t.accelerator_kind == "trainium" else "nvidia-gpu"
-        image = NodeImage(self, "NodeImage", accelerator_kind=kind, subnet=subnet, security_group=security.cluster)
+        assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
+        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
         layout = json.dumps(asdict(t.parallelism), sort_keys=True) if t.parallelism else None
-        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout))
+        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout,
+                                                   efa=t.efa_interfaces > 0))
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
-            self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, efa_interfaces=t.efa_interfaces,
+            self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,
             user_data=user_data, placement_group=placement, capacity_reservation_id=t.capacity_reservation_id,
             capacity_block_instance_type=t.instance_type if t.capacity_block else None,
             name_tag=f"{self.stack_name}-compute")
         login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
-                                   efa_interfaces=0, user_data=user_data, name_tag=f"{self.stack_name}-login")
+                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login")
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                capacity_block=t.capacity_block)
-        example = "train-trainium.sbatch" if kind == "trainium" else "train-gpu.sbatch"
+        example = "train-trainium.sbatch" if t.software.device == "neuron" else "train-gpu.sbatch"
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")

@@ -119,6 +119,9 @@ def preset_synth(request, synth) -> tuple[str, Synth]:
     return request.param, synth(request.param)
 
 
+P6_B300 = {"training.instance_type": "p6-b300.48xlarge", "region": "us-west-2", "availability_zone": "us-west-2d"}
+# HyperPod is priced at SageMaker rates; no ml.trn2 rate is recorded, so the HyperPod variant trains on p5.
+HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30", "training.instance_type": "p5.48xlarge"}
 # Every variant the quality checks (cfn-lint, cdk-nag) cover: the presets and the cluster types.
 VARIANTS = {
     "small": ("small", None),
@@ -126,12 +129,13 @@ VARIANTS = {
     "huge": ("huge", None),
     "huge-p4d": ("huge", {"training.instance_type": "p4d.24xlarge"}),
     "huge-p5": ("huge", {"training.instance_type": "p5.48xlarge"}),
-    "huge-trn1n": ("huge", {"training.instance_type": "trn1n.32xlarge"}),
+    # p6-b300: card 0 carries no EFA (ENA only); offered in us-west-2, not in huge's us-east-2.
+    "huge-p6-b300": ("huge", P6_B300),
     "huge-capacity-block": ("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                                     "training.capacity_reservation_az": "us-west-2d",
+                                     "training.capacity_reservation_az": "us-east-2b",
                                      "training.capacity_block": "true"}),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
-    "huge-hyperpod": ("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"}),
+    "huge-hyperpod": ("huge", HYPERPOD),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }

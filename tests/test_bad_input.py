@@ -23,10 +23,11 @@ CASES = {
                      "inference.serverless.max_concurrency = 0: wrong type or out of range; allowed: greater than or equal to 1"),
     "type not in catalog": (["huge", "-c", "training.instance_type=p9.48xlarge"],
                             "training.instance_type = 'p9.48xlarge': not in the instance catalog"),
-    "type not in region": (["huge", "-c", "training.instance_type=trn2.48xlarge"],
-                           "training.instance_type = 'trn2.48xlarge': not offered in region us-west-2; allowed: regions us-east-2"),
+    "type not in region": (["huge", "-c", "training.instance_type=p6-b300.48xlarge"],
+                           "training.instance_type = 'p6-b300.48xlarge': not offered in region us-east-2; allowed: regions "
+                           "us-east-1, us-west-2, ap-northeast-2"),
     "zone outside region": (["huge", "-c", "availability_zone=eu-west-1a"],
-                            "availability_zone = 'eu-west-1a': not a zone of region us-west-2; allowed: us-west-2a"),
+                            "availability_zone = 'eu-west-1a': not a zone of region us-east-2; allowed: us-east-2a"),
     "accelerator for classic ML": (["small", "-c", "training.instance_type=g5.xlarge"],
                                    "training.instance_type = 'g5.xlarge': xgboost trains on CPU, not on an accelerator; "
                                    "allowed: CPU families c5, c6i, m5, r5, t3"),

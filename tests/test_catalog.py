@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from workloads.catalog import PRICED_REGIONS, load_catalog
+from workloads.catalog import PRICED_REGIONS, NetworkInterface, load_catalog, network_interfaces
 
 CAT = load_catalog()
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -14,7 +14,8 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 def test_families_of_the_seeds_and_successors_are_covered():
     families = {t.family for t in CAT.types.values()}
-    assert {"c5", "c6i", "m5", "r5", "g4dn", "g5", "g6", "p3", "p4d", "p5", "trn1", "trn1n", "trn2",
+    assert {"c5", "c6i", "m5", "r5", "g4dn", "g5", "g6", "p3", "p4d", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
+            "trn1", "trn1n", "trn2",
             "inf1", "inf2"} <= families
 
 
@@ -37,12 +38,46 @@ def test_sources_are_dated_and_addressed():
         assert DATE.match(source.checked) and source.url.startswith("https://") and source.title
 
 
-@pytest.mark.parametrize("name, efa", [
-    ("trn1.32xlarge", 8), ("trn1n.32xlarge", 16), ("trn2.48xlarge", 16), ("p4d.24xlarge", 4), ("p5.48xlarge", 32),
+@pytest.mark.parametrize("name, efa, cards, card0", [
+    ("trn1.32xlarge", 8, 8, True), ("trn1n.32xlarge", 16, 16, True), ("trn2.48xlarge", 16, 16, True),
+    ("p4d.24xlarge", 4, 4, True), ("p5.48xlarge", 32, 32, True), ("p5e.48xlarge", 32, 32, True),
+    ("p5en.48xlarge", 16, 16, True), ("p6-b200.48xlarge", 8, 8, True),
+    # EC2 guide: P6-B300 has 17 network cards and its primary card supports only an ENA interface.
+    ("p6-b300.48xlarge", 16, 17, False),
 ])
-def test_efa_interfaces_per_type(name, efa):
-    assert CAT.types[name].efa_max_interfaces == efa
-    assert CAT.types[name].network_cards == efa
+def test_efa_facts_per_type(name, efa, cards, card0):
+    t = CAT.types[name]
+    assert (t.efa_max_interfaces, t.network_cards, t.efa_on_card0) == (efa, cards, card0)
+
+
+EFA_TYPES = [t for t in CAT.types.values() if t.efa_max_interfaces]
+
+
+@pytest.mark.parametrize("itype", EFA_TYPES, ids=lambda t: t.name)
+def test_interfaces_follow_the_ec2_guide_for_every_efa_type(itype):
+    """ENA primary (card 0, device 0; never EFA-only), an EFA-only interface at card 0 device 1 where card 0
+    carries EFA, one EFA-only interface at device 0 on every further card: as many EFA devices as the type has,
+    none on a card that cannot carry one, and one IP address per node."""
+    nics = network_interfaces(itype, efa=True)
+    slots = [(n.card, n.device) for n in nics]
+    assert len(set(slots)) == len(slots) and all(n.card < itype.network_cards for n in nics)
+    efa = [n for n in nics if n.kind in ("efa", "efa-only")]
+    assert len(efa) == itype.efa_max_interfaces
+    assert len({n.card for n in efa}) == len(efa)  # at most one EFA per network card
+    with_ip = [n for n in nics if n.kind in ("interface", "efa")]
+    assert with_ip == [nics[0]] and (nics[0].card, nics[0].device) == (0, 0)
+    if itype.network_cards == 1:
+        assert nics == (NetworkInterface(0, 0, "efa"),)
+        return
+    assert nics[0].kind == "interface"
+    assert all(n.kind == "efa-only" for n in efa)
+    assert any(n.card == 0 for n in efa) == itype.efa_on_card0
+    assert all(n.device == (1 if n.card == 0 else 0) for n in efa)
+
+
+def test_interfaces_without_efa_are_one_ordinary_interface():
+    assert network_interfaces(CAT.types["p5.48xlarge"], efa=False) == (NetworkInterface(0, 0, "interface"),)
+    assert network_interfaces(CAT.types["m5.xlarge"], efa=True) == (NetworkInterface(0, 0, "interface"),)
 
 
 def test_trn1_facts_from_the_seeds():

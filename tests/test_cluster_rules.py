@@ -5,17 +5,23 @@ from __future__ import annotations
 import pytest
 
 from workloads import ConfigError, load, plan
+from workloads.catalog import load_catalog
+
+CAT = load_catalog()
 from workloads.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
 
 RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-               "training.capacity_reservation_az": "us-west-2d"}
+               "training.capacity_reservation_az": "us-east-2b"}
 
 
 @pytest.mark.parametrize("itype, efa, gbps", [
-    ("trn1.32xlarge", 8, 800), ("trn1n.32xlarge", 16, 1600), ("p4d.24xlarge", 4, 400), ("p5.48xlarge", 32, 3200),
+    ("trn2.48xlarge", 16, 3200), ("p4d.24xlarge", 4, 400), ("p5.48xlarge", 32, 3200), ("p5en.48xlarge", 16, 3200),
+    ("p6-b200.48xlarge", 8, 3200), ("p6-b300.48xlarge", 16, 6400),
 ])
 def test_efa_bandwidth_per_node_is_the_types_maximum(itype, efa, gbps):
-    t = plan(load("huge", {"training.instance_type": itype})).training
+    region = {} if "us-east-2" in CAT.types[itype].regions else {"region": "us-west-2",
+                                                                 "availability_zone": "us-west-2d"}
+    t = plan(load("huge", {"training.instance_type": itype, **region})).training
     assert (t.efa_interfaces, t.efa_max_interfaces, t.efa_gbps, t.network_gbps) == (efa, efa, gbps, gbps)
     assert t.placement_group
 
@@ -83,3 +89,31 @@ def test_sagemaker_orchestrators_need_the_ml_form():
     with pytest.raises(ConfigError, match="SageMaker does not offer ml.p5.48xlarge"):
         orchestrator_supports_type(w, fake)
     orchestrator_supports_type(w.model_copy(update={"training": w.training.model_copy(update={"orchestrator": "slurm"})}), fake)
+
+
+@pytest.mark.parametrize("itype", ["trn1.32xlarge", "trn1n.32xlarge"])
+def test_training_on_trn1_is_refused_with_the_reason(itype):
+    """Neuron trains on Trn2 and Trn3 only since PyTorch/XLA training ended: no supported stack runs on Trn1."""
+    with pytest.raises(ConfigError) as err:
+        plan(load("huge", {"training.instance_type": itype}))
+    text = str(err.value)
+    assert "training.instance_type" in text and itype in text and "Trn2 and Trn3 only" in text
+    assert "allowed: trn2.48xlarge" in text
+
+
+def test_volta_gpus_are_refused_for_training():
+    with pytest.raises(ConfigError, match="Volta"):
+        plan(load("intermediate", {"training.instance_type": "p3.16xlarge"}))
+
+
+def test_sagemaker_jobs_on_trainium_are_refused():
+    """No ml.trn2 price is recorded, and no TorchNeuron SageMaker training image is known offline either."""
+    with pytest.raises(ConfigError, match="training.orchestrator = 'sagemaker-jobs'"):
+        plan(load("huge", {"training.orchestrator": "sagemaker-jobs"}))
+
+
+def test_every_planned_accelerator_has_a_pinned_stack():
+    t = plan(load("huge")).training
+    assert t.software is not None and t.software.device == "neuron" and "Neuron 2.33.0" in t.software.name
+    gpu = plan(load("huge", {"training.instance_type": "p5.48xlarge"})).training.software
+    assert gpu is not None and gpu.device == "cuda" and gpu.pip == ("torch==2.15.0",)

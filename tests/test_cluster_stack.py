@@ -1,5 +1,6 @@
 """Issue 3: the EFA cluster on Slurm (AWS PCS), FSx for Lustre and the network rules around them,
-for trn1.32xlarge (preset huge) and p4d.24xlarge, p5.48xlarge, trn1n.32xlarge via overrides."""
+for trn2.48xlarge (preset huge) and every GPU EFA family via overrides; issue 11: interfaces from the catalog's
+network-card facts, and the pinned software stack in the node image."""
 
 from __future__ import annotations
 
@@ -12,18 +13,22 @@ import tarfile
 import pytest
 import yaml
 
-from constructs_lib.node_image import PARENT_IMAGES, SLURM_VERSION
+from constructs_lib.node_image import SLURM_VERSION
+from workloads.catalog import load_catalog, load_software, network_interfaces
 
-from .conftest import ROOT
+from .conftest import P6_B300, ROOT
 
-TYPES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "p4d.24xlarge": 4, "p5.48xlarge": 32}
+CAT = load_catalog()
+# Each network-card layout the planner trains on, synthesized: trn2 (16 cards), p4d (4), p5 (32), p6-b200 (8) and
+# p6-b300 (17, card 0 without EFA). p5en's 16-card layout is trn2's; tests/test_catalog.py derives every EFA type.
+TYPES = {"trn2.48xlarge": None, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
+         "p5.48xlarge": {"training.instance_type": "p5.48xlarge"},
+         "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300}
 
 
 @pytest.fixture(scope="module", params=list(TYPES))
 def cluster(request, synth):
-    itype = request.param
-    overrides = None if itype == "trn1.32xlarge" else {"training.instance_type": itype}
-    return itype, synth("huge", overrides)
+    return request.param, synth("huge", TYPES[request.param])
 
 
 def _by_prefix(s, stack, rtype, prefix):
@@ -40,14 +45,17 @@ def _user_data(template_data: dict) -> str:
     return "".join(p if isinstance(p, str) else "${" + json.dumps(p) + "}" for p in joined["Fn::Join"][1])
 
 
-def test_one_efa_interface_per_network_card(cluster):
+def test_launch_template_interfaces_come_from_the_network_card_facts(cluster):
+    """ENA primary, then one EFA-only interface per EFA-capable card (card 0 at device 1 where it carries EFA;
+    p6-b300's card 0 carries none): the template holds exactly the catalog-derived layout."""
     itype, s = cluster
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
     nics = data["NetworkInterfaces"]
-    assert len(nics) == TYPES[itype]
-    assert [n["NetworkCardIndex"] for n in nics] == list(range(TYPES[itype]))
-    assert [n["DeviceIndex"] for n in nics] == [0] + [1] * (TYPES[itype] - 1)
-    assert all(n["InterfaceType"] == "efa" for n in nics)
+    expected = network_interfaces(CAT.types[itype], efa=True)
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType", "interface")) for n in nics] == \
+        [(i.card, i.device, i.kind) for i in expected]
+    assert sum(n.get("InterfaceType") == "efa-only" for n in nics) == CAT.types[itype].efa_max_interfaces
+    assert nics[0].get("InterfaceType") is None  # the primary is ENA: an EFA-only interface cannot be primary
     assert all(not n.get("AssociatePublicIpAddress") for n in nics)
     assert len({json.dumps(n["Groups"]) for n in nics}) == 1 and len({json.dumps(n["SubnetId"]) for n in nics}) == 1
 
@@ -78,8 +86,9 @@ def test_user_data_mounts_fsx_and_sets_the_efa_environment(cluster):
     assert "mount -t lustre -o relatime,flock" in script and " /fsx" in script
     assert "DNSName" in script and "LustreMountName" in script  # from the DataStack's file system
     assert "export FI_PROVIDER=efa" in script and "export FI_EFA_USE_DEVICE_RDMA=1" in script
-    if itype.startswith("p"):
-        assert "NCCL_SOCKET_IFNAME" in script
+    if itype.startswith("p"):  # GPU jobs load the AWS OFI NCCL plugin and refuse a TCP fallback
+        assert "NCCL_SOCKET_IFNAME" in script and "NCCL_NET='AWS Libfabric'" in script
+        assert "/opt/amazon/ofi-nccl/lib" in script
     else:
         assert "NCCL" not in script and "MALLOC_ARENA_MAX" in script
 
@@ -126,12 +135,13 @@ def test_node_role_is_least_privilege_for_pcs(cluster):
 
 def test_node_image_is_baked_from_the_matching_dlami(cluster):
     itype, s = cluster
-    kind = "trainium" if itype.startswith("trn") else "nvidia-gpu"
+    stack = load_software().for_type(CAT.types[itype])
     recipe = s.one("TrainStack", "AWS::ImageBuilder::ImageRecipe")["Properties"]
-    assert recipe["ParentImage"] == "ssm:" + PARENT_IMAGES[kind]
+    assert recipe["ParentImage"] == "ssm:" + stack.parent_image
     doc = yaml.safe_load(s.one("TrainStack", "AWS::ImageBuilder::Component")["Properties"]["Data"])
     steps = {step["name"]: step for step in doc["phases"][0]["steps"]}
-    assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFrameworks", "ShipExamples"} <= set(steps)
+    assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFramework", "ShipExamples"} <= set(steps)
+    assert all(f"'{p}'" in steps["InstallFramework"]["inputs"]["commands"][0] for p in stack.pip)
     assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
     archive = re.search(r"echo '([A-Za-z0-9+/=]+)' \| base64 -d", steps["ShipExamples"]["inputs"]["commands"][0])[1]
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive))) as tar:
@@ -201,7 +211,7 @@ def test_fsx_lustre_persistent2_linked_to_the_bucket(cluster):
 def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
     ids = [set(synth("huge", o).templates["DataStack"]["Resources"]) for o in
            (None, {"training.instance_type": "p5.48xlarge"}, {"training.instance_type": "p4d.24xlarge"},
-            {"training.instance_type": "trn1n.32xlarge"})]
+            {"training.instance_type": "p6-b200.48xlarge"})]
     assert ids[0] == ids[1] == ids[2] == ids[3]
     assert {"LustreFileSystem4AFDAE78", "DatasetsDataset6D2CC711", "DataKey2A0DE9E6", "LustreLinkDatasets543B8A99",
             "LustreLinkCheckpointsD44243DB", "LustreLinkOutputD6D3E02B"} <= ids[0]
@@ -209,12 +219,12 @@ def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
 
 def test_capacity_block_template(synth):
     s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                       "training.capacity_reservation_az": "us-west-2d", "training.capacity_block": "true"})
+                       "training.capacity_reservation_az": "us-east-2b", "training.capacity_block": "true"})
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
         "CapacityReservationId": "cr-0123456789abcdef0"}
-    assert data["InstanceType"] == "trn1.32xlarge" and "Placement" not in data
+    assert data["InstanceType"] == "trn2.48xlarge" and "Placement" not in data
     assert not s.resources("TrainStack", "AWS::EC2::PlacementGroup")
     compute = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute")
     assert compute["PurchaseOption"] == "CAPACITY_BLOCK"
@@ -222,7 +232,7 @@ def test_capacity_block_template(synth):
 
 def test_on_demand_reservation_template(synth):
     s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                       "training.capacity_reservation_az": "us-west-2d"})
+                       "training.capacity_reservation_az": "us-east-2b"})
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
     assert data["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == \
         "cr-0123456789abcdef0"
@@ -241,7 +251,7 @@ def test_shared_home_on_efs(synth):
     assert efs["DeletionPolicy"] == "Retain" and efs["Properties"]["Encrypted"] is True
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
     script = _user_data(data)
-    assert ".efs.us-west-2.amazonaws.com:/ /home nfs4 nfsvers=4.1" in script and "SharedHome" in script
+    assert ".efs.us-east-2.amazonaws.com:/ /home nfs4 nfsvers=4.1" in script and "SharedHome" in script
 
 
 def test_examples_are_valid_scripts():

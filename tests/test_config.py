@@ -60,8 +60,8 @@ def test_load_from_file(tmp_path):
 
 @pytest.mark.parametrize("overrides, field, fragment", [
     ({"region": "mars-1"}, "region", "not a region the catalog covers"),
-    ({"availability_zone": "us-east-1a"}, "availability_zone", "not a zone of region us-west-2"),
-    ({"availability_zone": "us-west-2z"}, "availability_zone", "us-west-2a, us-west-2b, us-west-2c, us-west-2d"),
+    ({"availability_zone": "us-east-1a"}, "availability_zone", "not a zone of region us-east-2"),
+    ({"availability_zone": "us-east-2z"}, "availability_zone", "us-east-2a, us-east-2b, us-east-2c"),
     ({"training.instance_type": "p9.huge"}, "training.instance_type", "not in the instance catalog"),
     ({"training.instance_count": "0"}, "training.instance_count", "greater than or equal to 1"),
     ({"training.instance_count": "many"}, "training.instance_count", "valid integer"),
@@ -84,8 +84,8 @@ def test_bad_values_name_field_value_and_allowed(overrides, field, fragment):
 
 
 def test_type_not_offered_in_region():
-    with pytest.raises(ConfigError, match=r"training.instance_type = 'trn2.48xlarge': not offered in region us-west-2"):
-        load("huge", {"training.instance_type": "trn2.48xlarge"})
+    with pytest.raises(ConfigError, match=r"training.instance_type = 'p6-b300.48xlarge': not offered in region us-east-2"):
+        load("huge", {"training.instance_type": "p6-b300.48xlarge"})
 
 
 def test_scikit_learn_is_single_node():

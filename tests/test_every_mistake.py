@@ -166,8 +166,10 @@ def test_booleans_are_not_numbers(overrides, field):
 
 @pytest.mark.parametrize("overrides, field", [
     ({"training.spot": "true"}, "training.spot"),  # huge runs on Slurm (PCS)
-    ({"training.spot": "true", "training.orchestrator": "hyperpod"}, "training.spot"),
-    ({"data.shared_home": "true", "training.orchestrator": "hyperpod"}, "data.shared_home"),
+    ({"training.spot": "true", "training.orchestrator": "hyperpod", "training.instance_type": "p5.48xlarge"},
+     "training.spot"),
+    ({"data.shared_home": "true", "training.orchestrator": "hyperpod", "training.instance_type": "p5.48xlarge"},
+     "data.shared_home"),
 ])
 def test_values_the_orchestrator_would_ignore_are_refused(overrides, field):
     with pytest.raises(ConfigError) as err:

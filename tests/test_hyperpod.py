@@ -10,11 +10,11 @@ import pytest
 from constructs_lib.hyperpod_cluster import LIFECYCLE, LIFECYCLE_PREFIX, LIFECYCLE_SCRIPT
 from constructs_lib.notebook import autostop_script
 
-PLAN_ARN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/reserved-trn1"
+PLAN_ARN = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/reserved-p5"
 HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"}
 
 
-@pytest.fixture(scope="module", params=["trn1.32xlarge", "p5.48xlarge"])
+@pytest.fixture(scope="module", params=["p5.48xlarge"])
 def hyperpod(request, synth):
     return request.param, synth("huge", {**HYPERPOD, "training.instance_type": request.param,
                                          "training.training_plan_arn": PLAN_ARN})

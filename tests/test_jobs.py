@@ -49,7 +49,7 @@ def test_submit_runs_the_planned_job(emulator):
     t = p.training
     assert job["ResourceConfig"]["InstanceType"] == t.sagemaker_instance_type == "ml.p5.48xlarge"
     assert job["ResourceConfig"]["InstanceCount"] == t.instance_count
-    assert job["AlgorithmSpecification"]["TrainingImage"].endswith("pytorch-training:2.9-gpu-py312")
+    assert job["AlgorithmSpecification"]["TrainingImage"].endswith("pytorch-training:2.10-gpu-py313")
     train = next(c for c in job["InputDataConfig"] if c["ChannelName"] == "train")
     assert train["InputMode"] == "FastFile" and train["DataSource"]["S3DataSource"]["S3Uri"].endswith("/datasets/")
     assert job["VpcConfig"]["Subnets"] and job["VpcConfig"]["SecurityGroupIds"]
@@ -97,9 +97,9 @@ def test_submit_multi_instance_uses_torchrun(emulator):
 
 
 @pytest.mark.parametrize("itype, image", [
-    ("trn1.32xlarge", "pytorch-training-neuronx:2.1.2-neuronx-py310"),
-    ("p4d.24xlarge", "pytorch-training:2.9-gpu-py312"),
-    ("g5.12xlarge", "pytorch-training:2.9-gpu-py312"),
+    ("p5.48xlarge", "pytorch-training:2.10-gpu-py313"),
+    ("p4d.24xlarge", "pytorch-training:2.10-gpu-py313"),
+    ("g5.12xlarge", "pytorch-training:2.10-gpu-py313"),
 ])
 def test_submit_image_per_family(emulator, itype, image):
     _, submitted = _submit({"training.instance_type": itype})

@@ -25,8 +25,9 @@ def test_emulator_refuses_a_real_endpoint():
 
 
 def test_deploy_all_stacks_to_the_emulator(synth):
-    s, beside = synth("huge"), synth("intermediate")
-    with running("us-west-2") as emulator:
+    s = synth("huge")
+    beside = synth("intermediate", {"region": "us-east-2", "availability_zone": "us-east-2b"})  # huge's region
+    with running("us-east-2") as emulator:
         emulator.bootstrap(quiet=True)
         emulator.deploy("--app", str(s.outdir), quiet=True)
         reports = {r.name: r for r in deployed_resources(emulator, s.outdir)}
@@ -51,10 +52,10 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert reports["DataStack"].outputs["DatasetBucketName"]
     assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == "ml.inf2.48xlarge"
-    assert reports["TrainStack"].outputs["Cluster"] == "16 x trn1.32xlarge (slurm)"
+    assert reports["TrainStack"].outputs["Cluster"] == "16 x trn2.48xlarge (slurm)"
     skipped = {t for r in reports.values() for t in r.skipped.values()}
     assert skipped <= KNOWN_SKIPPED, skipped - KNOWN_SKIPPED
     assert "AWS::SageMaker::Endpoint" in {t for r in reports.values() for t in r.created.values()}
     ours = [sn for sn in subnets if not sn.get("DefaultForAz")]
-    assert len(ours) == 2 and {sn["AvailabilityZone"] for sn in ours} == {"us-west-2d"}
+    assert len(ours) == 2 and {sn["AvailabilityZone"] for sn in ours} == {"us-east-2b"}
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.inf2.48xlarge"

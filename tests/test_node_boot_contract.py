@@ -13,10 +13,11 @@ import yaml
 
 from constructs_lib.node_bootstrap import Mounts, node_script
 from constructs_lib.node_image import bake_steps, component_document
+from workloads.catalog import load_software
 
 from .conftest import ROOT
 
-KINDS = ("nvidia-gpu", "trainium")
+KINDS = load_software().stacks  # every pinned stack the node image can bake
 SHELLCHECK = shutil.which("shellcheck") or str(ROOT / ".venv" / "bin" / "shellcheck")
 
 
@@ -32,10 +33,10 @@ def test_shellcheck_is_live():
     assert shellcheck('#!/bin/bash\necho "ok"\n') == ""
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
 def test_every_bake_step_is_required_and_checked_or_allowed_to_fail(kind):
-    document = yaml.safe_load(component_document(accelerator_kind=kind, region="us-west-2"))
-    steps = {s.name: s for s in bake_steps(accelerator_kind=kind, region="us-west-2")}
+    document = yaml.safe_load(component_document(software=kind, region="us-west-2"))
+    steps = {s.name: s for s in bake_steps(software=kind, region="us-west-2")}
     for entry in document["phases"][0]["steps"]:
         if entry["action"] != "ExecuteBash":
             continue
@@ -48,17 +49,17 @@ def test_every_bake_step_is_required_and_checked_or_allowed_to_fail(kind):
             assert script.rstrip().endswith(step.check), f"{step.name}: the check runs last"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
 def test_bake_scripts_pass_shellcheck(kind):
-    for step in bake_steps(accelerator_kind=kind, region="us-west-2"):
+    for step in bake_steps(software=kind, region="us-west-2"):
         findings = shellcheck("#!/bin/bash\n" + step.commands() + "\n")
         assert not findings, f"{step.name}:\n{findings}"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
 def test_bake_installs_what_it_then_uses(kind):
     """`python3 -m venv` needs python3-venv (the DLAMI's python3 has no ensurepip); apt waits for the dpkg lock."""
-    script = "\n".join(s.commands() for s in bake_steps(accelerator_kind=kind, region="us-west-2"))
+    script = "\n".join(s.commands() for s in bake_steps(software=kind, region="us-west-2"))
     venv_at = script.index("python3 -m venv")
     assert re.search(r"install -y[^\n]*\bpython3-venv\b", script[:venv_at])
     for line in script.splitlines():
@@ -82,3 +83,31 @@ def test_fsx_mount_waits_for_the_network_that_ubuntu_24_has():
 def test_shipped_scripts_pass_shellcheck(path):
     findings = shellcheck((ROOT / path).read_text())
     assert not findings, findings
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
+def test_bake_installs_the_pinned_stack_and_checks_its_torch(kind):
+    """Every package the stack names is pinned (== or a release-series glob), installed from its indexes, and
+    the bake fails unless the pinned torch imports: a bake never picks up an unknown stack."""
+    steps = {s.name: s for s in bake_steps(software=kind, region="us-west-2")}
+    install = steps["InstallFramework"]
+    assert kind.pip and all("==" in p for p in kind.pip)
+    for package in kind.pip:
+        assert f"'{package}'" in install.script
+    for url in kind.index_urls:
+        assert f"--extra-index-url {url}" in install.script
+    assert f'startswith("{kind.torch}.")' in install.check
+    if kind.device == "neuron":
+        assert "torch_neuronx" in install.check
+    else:  # GPU nodes must have the AWS OFI NCCL plugin the DLAMI ships, or the bake fails
+        assert "libnccl-net" in steps["CheckOfiNcclPlugin"].check
+
+
+def test_gpu_nodes_load_the_ofi_nccl_plugin_and_refuse_a_tcp_fallback():
+    efa = node_script(accelerator_kind="nvidia-gpu", mounts=Mounts(), efa=True)
+    assert "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu" in efa and "export NCCL_NET='AWS Libfabric'" in efa
+    assert "export FI_PROVIDER=efa" in efa
+    single = node_script(accelerator_kind="nvidia-gpu", mounts=Mounts(), efa=False)
+    assert "NCCL_NET" not in single and "FI_PROVIDER" not in single  # no EFA: NCCL may use sockets
+    sbatch = (ROOT / "examples" / "slurm" / "train-gpu.sbatch").read_text()
+    assert "/opt/amazon/ofi-nccl/lib" in sbatch and 'NCCL_NET="AWS Libfabric"' in sbatch and "NCCL_DEBUG=INFO" in sbatch

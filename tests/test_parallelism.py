@@ -14,7 +14,7 @@ def _types():
     return load_catalog().types
 
 
-@pytest.mark.parametrize("preset, sharding, ranks", [("intermediate", "none", 8), ("huge", "full", 16 * 32)])
+@pytest.mark.parametrize("preset, sharding, ranks", [("intermediate", "none", 8), ("huge", "full", 16 * 64)])
 def test_presets_get_the_simplest_layout_that_fits(preset, sharding, ranks):
     spread = plan(load(preset)).training.parallelism
     assert spread.sharding == sharding and spread.ranks == ranks

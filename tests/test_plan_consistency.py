@@ -53,7 +53,7 @@ def test_the_seeds_p4d_price_is_labelled_as_the_price_of_its_time():
 
 def test_a_capacity_block_is_not_priced_as_on_demand():
     e = plan(load("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                           "training.capacity_reservation_az": "us-west-2d",
+                           "training.capacity_reservation_az": "us-east-2b",
                            "training.capacity_block": "true"})).training.estimate
     assert e.usd_total is None and e.hours  # time is known, the block's price is not
     assert "Capacity Block" in e.price_note and "unknown" in e.price_note

@@ -79,14 +79,16 @@ def test_huge_is_a_trainium_efa_cluster_on_fsx():
     p = plan(load("huge"))
     t = p.training
     assert tier_of(p.workload) == "large-dl"
-    assert (t.instance_type, t.instance_count, t.orchestrator, t.storage) == ("trn1.32xlarge", 16, "slurm", "fsx-lustre")
-    assert t.efa_interfaces == 8 and t.placement_group
-    assert any("p5.48xlarge" in d and "less" in d for d in t.decisions), t.decisions
+    assert (t.instance_type, t.instance_count, t.orchestrator, t.storage) == ("trn2.48xlarge", 16, "slurm", "fsx-lustre")
+    assert t.efa_interfaces == 16 and t.placement_group
+    # Trn2 is the cheapest candidate that fits, so no "would cost less" note; Trn1 is refused with its reason.
+    assert not any("less" in d for d in t.decisions), t.decisions
 
 
 def test_huge_left_open_picks_an_efa_cluster_type():
     p = plan(load("huge", {"training.instance_type": "null"}))
-    assert p.training.instance_type in ("trn1.32xlarge", "trn1n.32xlarge", "p4d.24xlarge", "p5.48xlarge")
+    assert p.training.instance_type in ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge",
+                                        "p6-b200.48xlarge")
     assert CAT.types[p.training.instance_type].efa_max_interfaces >= 4
 
 
@@ -100,7 +102,7 @@ def test_instance_count_sized_for_memory_and_time():
 def test_too_few_nodes_for_the_model_is_refused():
     from workloads import ConfigError
     with pytest.raises(ConfigError, match="model state needs"):
-        plan(load("huge", {"training.instance_count": "1"}))
+        plan(load("huge", {"training.instance_type": "p4d.24xlarge", "training.instance_count": "1"}))
 
 
 def test_storage_modes():
@@ -135,14 +137,16 @@ def test_plan_json_has_the_interface_fields():
     out = _cli("plan", "huge", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["training"]["instance_type"] == "trn1.32xlarge"
+    assert data["training"]["instance_type"] == "trn2.48xlarge"
+    assert data["training"]["software"]["device"] == "neuron"  # issue 11: the pinned stack the nodes run
+    assert data["training"]["network_interfaces"][0] == {"card": 0, "device": 0, "kind": "interface"}
     assert data["training"]["instance_count"] == 16
     assert data["estimates"]["usd_total"] > 0 and data["estimates"]["hours"] > 0
     assert set(data["inference"]) == {"realtime", "async", "batch"}
     assert data["inference"]["realtime"]["instance_type"].startswith("ml.")
     spread = data["training"]["parallelism"]  # issue 11: the layout, integer degrees
     assert {k: spread[k] for k in ("data", "tensor", "pipeline", "sharding")} == \
-        {"data": 512, "tensor": 1, "pipeline": 1, "sharding": "full"}
+        {"data": 1024, "tensor": 1, "pipeline": 1, "sharding": "full"}
     assert all(isinstance(spread[k], int) for k in ("data", "tensor", "pipeline"))
 
 
@@ -151,7 +155,8 @@ def test_plan_table_is_readable_and_fast():
     out = _cli("plan", "huge")
     elapsed = time.perf_counter() - start
     assert out.returncode == 0, out.stderr
-    for text in ("trn1.32xlarge x 16", "Training candidates", "p5.48xlarge", "Inference", "Assumptions"):
+    for text in ("trn2.48xlarge x 16", "software: Neuron 2.33.0", "Training candidates", "p5.48xlarge", "Inference",
+                 "Assumptions"):
         assert text in out.stdout
     assert elapsed < 1.0, f"plan took {elapsed:.2f} s"
 

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from workloads import load
+
 from .conftest import VARIANTS
 from .contract_calls import FSX_S3_ROLE, Contract, contracts
 from .contract_policy import FAKE_ACCOUNT, Call, Principal, Stack, World, evaluate, metadata_paths
@@ -184,7 +186,7 @@ def test_services_that_encrypt_our_logs_can_use_their_keys_and_nothing_more(synt
     access logging writes the access-log bucket with the data key (CloudWatch Logs user guide, "Encrypt log data
     in CloudWatch Logs using AWS KMS"; S3 user guide, "Enabling Amazon S3 server access logging")."""
     world = world_of(synth("huge"))
-    region, account = "us-west-2", FAKE_ACCOUNT
+    region, account = load("huge").region, FAKE_ACCOUNT
     logs_key = world.arn("NetworkStack/LogsKey/Key/Resource", "AWS::KMS::Key")
     data_key = world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
     logs = Principal(arn="", account=account, identity=[], service=f"logs.{region}.amazonaws.com")

@@ -7,7 +7,7 @@ import re
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from .conftest import PRESETS, STACKS
+from .conftest import HYPERPOD, PRESETS, STACKS
 
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
@@ -37,7 +37,7 @@ def test_template_snapshot(synth, snapshot_json, preset, stack):
 
 
 def test_hyperpod_train_stack_snapshot(synth, snapshot_json):
-    s = synth("huge", {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30"})
+    s = synth("huge", HYPERPOD)
     assert _mask(s.templates["TrainStack"]) == snapshot_json
 
 

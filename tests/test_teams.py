@@ -6,14 +6,13 @@ import json
 
 import pytest
 import yaml
-from cfnlint.api import lint_file
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
 from workloads import ConfigError
 from workloads.teams import load_teams
 
 from .conftest import TEAMS_FILE
-from .test_quality import LINT_CONFIG
+from .test_quality import lint
 
 TEAMS = yaml.safe_load(TEAMS_FILE.read_text())["teams"]
 STACK_IDS = {"GuardrailsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack", "MlUsersStack"}
@@ -148,7 +147,7 @@ def test_two_teams_in_one_account_do_not_collide(teams_synth):
 
 def test_team_templates_are_cfn_lint_clean(teams_synth):
     problems = [f"{team}/{sid}: {m}" for team, paths in teams_synth.paths.items() for sid, path in paths.items()
-                for m in lint_file(path, LINT_CONFIG)]
+                for m in lint(path, teams_synth.artifacts[team][sid]["environment"].rsplit("/", 1)[-1])]
     assert not problems, "\n".join(problems)
 
 

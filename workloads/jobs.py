@@ -16,16 +16,14 @@ from . import layout
 from .errors import ConfigError
 from .planner import Plan
 
-# Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27).
-_TRAINING_IMAGES = {
-    "pytorch": dict(framework="pytorch", version="2.9", py_version="py312"),
+# Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
+# PyTorch 2.10 is the newest training image its table holds (pytorch.json, training versions).
+TRAINING_IMAGES = {
+    "pytorch": dict(framework="pytorch", version="2.10", py_version="py313"),
     "tensorflow": dict(framework="tensorflow", version="2.21", py_version="py312"),
     "xgboost": dict(framework="xgboost", version="1.7-1"),
     "scikit-learn": dict(framework="sklearn", version="1.2-1", py_version="py3"),
 }
-# The SDK maps plain "pytorch" on Trainium to a 2022 Neuron image; its HyperPod-recipes entry
-# holds the newest Neuron training container it knows offline (pytorch-training-neuronx 2.1.2).
-_NEURON_TRAINING_IMAGE = dict(framework="hyperpod-recipes-neuron", version="2.1.2", py_version="py310")
 PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
 MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
@@ -101,9 +99,8 @@ def training_image(plan: Plan) -> str:
     from sagemaker.core import image_uris
 
     region, t = plan.workload.region, plan.training
-    if t.accelerator_kind == "trainium":
-        return image_uris.retrieve(region=region, image_scope="training", **_NEURON_TRAINING_IMAGE)
-    args = dict(_TRAINING_IMAGES[plan.workload.model.framework])
+    # Trainium never gets here: the planner refuses SageMaker jobs on it (no TorchNeuron training image is known).
+    args = dict(TRAINING_IMAGES[plan.workload.model.framework])
     if plan.workload.model.framework in ("pytorch", "tensorflow"):
         args.update(instance_type=t.sagemaker_instance_type)
     return image_uris.retrieve(region=region, image_scope="training", **args)

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
-from .catalog import ML_PREFIX, Catalog, InstanceType, devices, load_catalog, load_utilisation
+from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, devices, load_catalog, load_utilisation,
+                      SoftwareStack, load_software, network_interfaces)
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from . import parallelism
@@ -34,15 +35,17 @@ FILE_MODE_MAX_GIB = 50
 XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
 
 TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
-    "large-dl": ("trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
-    "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge", "trn1.32xlarge"),
+    "large-dl": ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                 "p6-b300.48xlarge"),
+    "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
     "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
     "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge"),
     "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
                      "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
 }
 TIER_REASON = {
-    "large-dl": "10B+ parameters on TB-scale data: Trn1/Trn1n or P4d/P5 cluster with EFA (seeds)",
+    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA (seeds); Trainium means "
+                "Trn2 now, the generation Neuron still trains on",
     "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed (seeds)",
     "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5 (seeds)",
     "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5 (seeds)",
@@ -94,9 +97,10 @@ class TrainingPlan:
     tier: str
     accelerator: str
     accelerator_kind: str | None  # nvidia-gpu | trainium | None (CPU)
-    efa_interfaces: int
+    efa_interfaces: int  # EFA devices per node
     efa_max_interfaces: int
     efa_gbps: float  # aggregate EFA bandwidth per node with efa_interfaces attached
+    network_interfaces: tuple[NetworkInterface, ...]  # the launch template's, from the type's network cards
     network_gbps: float  # the type's maximum
     placement_group: bool
     capacity_reservation_id: str | None
@@ -106,6 +110,7 @@ class TrainingPlan:
     candidates: tuple[Candidate, ...]
     estimate: TrainingEstimate
     parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
+    software: SoftwareStack | None = None  # accelerators: the pinned stack the nodes run (catalog/software.yaml)
 
 
 @dataclass(frozen=True)
@@ -201,6 +206,12 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     if itype.accelerator and itype.accelerator.kind == "trainium":
         if w.model.framework != "pytorch" or not w.model.neuron_supported:
             return None, "Trainium needs a PyTorch model that compiles with Neuron"
+        if orchestrator == "sagemaker-jobs":
+            # sagemaker 3.27's offline image table knows no TorchNeuron training image (its newest Neuron one is
+            # pytorch-training-neuronx 2.1.2, PyTorch/XLA), so a job would start on an unsupported stack.
+            return None, "no SageMaker training image with TorchNeuron is known: train on Trainium with slurm or hyperpod"
+    if itype.accelerator and isinstance(stack := load_software().for_type(itype), str):
+        return None, stack
     if _price(itype, w, orchestrator) is None:
         return None, "no price for this form"
     return itype, ""
@@ -290,8 +301,10 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
         return chosen
     chosen = next((c for c in cands if c.instance_type == wanted), None)
     if chosen is None:
-        raise ConfigError("training.instance_type", wanted, "; ".join(skipped) or "a catalog type",
-                          reason="cannot be planned for this workload")
+        why = next((r.split(": ", 1)[1] for r in skipped if r.startswith(f"{wanted}: ")), "not a candidate")
+        plannable = [c.instance_type for c in cands if c.feasible]
+        raise ConfigError("training.instance_type", wanted, ", ".join(plannable) or "another catalog type",
+                          reason=f"cannot be planned for this workload ({why})")
     if not chosen.feasible:
         raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
                           reason=f"{wanted} x{chosen.count}: {chosen.why}")
@@ -340,15 +353,18 @@ def _plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
+    software = load_software().for_type(itype) if acc else None
+    assert not isinstance(software, str)  # _eligible refused types without a stack
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
         accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
         accelerator_kind=acc.kind if acc else None, efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
-        efa_gbps=itype.network_gbps * efa / itype.network_cards if efa else 0.0, network_gbps=itype.network_gbps,
+        efa_gbps=itype.network_gbps * efa / itype.efa_max_interfaces if efa else 0.0, network_gbps=itype.network_gbps,
+        network_interfaces=network_interfaces(itype, efa=efa > 0),
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
-        estimate=estimate, parallelism=spread,
+        estimate=estimate, parallelism=spread, software=software,
     )
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from . import estimates as est
 from .catalog import Catalog
+from .jobs import TRAINING_IMAGES
 from .planner import Plan
 from .serving import artifact_format
 
@@ -29,6 +30,27 @@ def _console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=150)
 
 
+def _interfaces(t) -> str:
+    """The launch template's layout in a line: the ENA primary, then where the EFA devices sit."""
+    efa = [i for i in t.network_interfaces if i.kind != "interface"]
+    cards = sorted({i.card for i in efa})
+    where = f"card {cards[0]}" if len(cards) == 1 else f"cards {cards[0]}-{cards[-1]}"
+    kinds = "/".join(sorted({i.kind for i in efa}))
+    primary = " and ENA primary" if any(i.kind == "interface" for i in t.network_interfaces) else ""
+    return f"{kinds} on {where}{primary}"
+
+
+def _software(p: Plan) -> str:
+    """What the nodes train with: the pinned stack the node image bakes, or what SageMaker or HyperPod bring."""
+    t = p.training
+    if t.orchestrator == "sagemaker-jobs":
+        image = TRAINING_IMAGES[p.workload.model.framework]
+        return f"SageMaker {image['framework']} {image['version']} training image ({image.get('py_version', '')})"
+    if t.orchestrator == "hyperpod":
+        return f"HyperPod's own AMI; the supported stack for it is {t.software.name} (not installed by the toolkit)"
+    return f"{t.software.name}, baked into the node image"
+
+
 def print_plan(p: Plan, console: Console | None = None) -> None:
     console = console or _console()
     w, t, e = p.workload, p.training, p.training.estimate
@@ -40,10 +62,12 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
     if t.efa_interfaces:
         console.print(f"  EFA per node: {t.efa_interfaces} of {t.efa_max_interfaces} interfaces, "
-                      f"{t.efa_gbps:g} of {t.network_gbps:g} Gbps")
+                      f"{t.efa_gbps:g} of {t.network_gbps:g} Gbps; {_interfaces(t)}")
     else:
         console.print(f"  EFA: none ({'single node' if t.instance_count == 1 else 'type has no EFA'}); "
                       f"network {t.network_gbps:g} Gbps")
+    if t.software:
+        console.print(f"  software: {_software(p)}")
     reservation = ""
     if t.capacity_reservation_id:
         reservation = f", {'Capacity Block' if t.capacity_block else 'capacity reservation'} {t.capacity_reservation_id}"

@@ -43,6 +43,7 @@ class InstanceType:
     peak_tflops_dtype: str | None
     efa_max_interfaces: int
     network_cards: int
+    efa_on_card0: bool  # P6-B300's card 0 is ENA-only: its EFA devices sit on cards 1-16
     network_gbps: float
     local_nvme: bool
     regions: tuple[str, ...]
@@ -83,6 +84,28 @@ def devices(itype: InstanceType) -> tuple[int, float]:
     assert acc is not None
     count = acc.count * NEURON_CORES_PER_CHIP.get(acc.model, 1)
     return count, acc.memory_gib / count
+
+
+@dataclass(frozen=True)
+class NetworkInterface:
+    card: int
+    device: int
+    kind: str  # "interface" (ENA), "efa" (EFA with ENA) or "efa-only"
+
+
+def network_interfaces(itype: InstanceType, *, efa: bool) -> tuple[NetworkInterface, ...]:
+    """A node's interfaces from its network-card facts (EC2 guide, "Maximize network bandwidth on Amazon EC2
+    instances with multiple network cards"): the primary (card 0, device 0) is ENA and never EFA-only; where card 0
+    carries EFA, an EFA-only interface at card 0 device 1; then one EFA-only interface at device 0 on each further
+    card, up to the type's EFA maximum. One IP address per node: EFA-only interfaces take none. A single-card type
+    has one EFA with ENA as its primary (an EFA-only interface cannot be primary, and there is no other card)."""
+    if not efa or itype.efa_max_interfaces == 0:
+        return (NetworkInterface(0, 0, "interface"),)
+    if itype.network_cards == 1:
+        return (NetworkInterface(0, 0, "efa"),)
+    cards = range(0 if itype.efa_on_card0 else 1, itype.network_cards)
+    efa_only = [NetworkInterface(card, 1 if card == 0 else 0, "efa-only") for card in cards]
+    return (NetworkInterface(0, 0, "interface"), *efa_only[:itype.efa_max_interfaces])
 
 
 @dataclass(frozen=True)
@@ -136,6 +159,9 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         raise ValueError(f"catalog entry {raw['type']} cites unknown sources {missing}")
     acc = raw.get("accelerator")
     prices = raw["price_usd_per_hour"]
+    efa_cards = int(raw.get("network_cards") or 1) - (0 if raw.get("efa_on_card0", True) else 1)
+    if int(raw["efa_max_interfaces"]) > efa_cards:
+        raise ValueError(f"catalog entry {raw['type']}: {raw['efa_max_interfaces']} EFA devices on {efa_cards} cards")
     return InstanceType(
         name=raw["type"],
         family=raw["family"],
@@ -146,6 +172,7 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         peak_tflops_dtype=raw.get("peak_tflops_dtype"),
         efa_max_interfaces=int(raw["efa_max_interfaces"]),
         network_cards=int(raw.get("network_cards") or 1),
+        efa_on_card0=bool(raw.get("efa_on_card0", True)),
         network_gbps=float(raw["network_gbps"]),
         local_nvme=bool(raw["local_nvme"]),
         regions=tuple(raw["regions"]),
@@ -202,3 +229,48 @@ def load_utilisation() -> Utilisation:
     return Utilisation(mfu={k: tuple(v) for k, v in mfu.items()}, stand_in=dict(data["stand_in"]),
                        spread_from=data["spread_from"], large_band_billion=float(data["large_band_billion"]),
                        classic_rates=rates, classic_rounds=int(data["classic_rounds"]))
+
+
+@dataclass(frozen=True)
+class SoftwareStack:
+    """The pinned training software of an accelerator family: the node image's parent and what it installs."""
+
+    name: str
+    accelerators: tuple[str, ...]
+    parent_image: str  # public SSM parameter of the parent AMI
+    pip: tuple[str, ...]
+    index_urls: tuple[str, ...]
+    torch: str  # the torch version the bake checks for
+    device: str  # train.py --device
+    sources: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Software:
+    stacks: tuple[SoftwareStack, ...]
+    unsupported: dict[str, str]  # accelerator model -> why no stack trains on it
+
+    def for_type(self, itype: InstanceType) -> SoftwareStack | str:
+        """The stack that trains on this type, or why none does."""
+        model = itype.accelerator.model if itype.accelerator else None
+        for stack in self.stacks:
+            if model in stack.accelerators:
+                return stack
+        return self.unsupported.get(model or "", f"no training software stack recorded for {model}")
+
+
+@cache
+def load_software() -> Software:
+    data = _load_yaml("software.yaml")
+    known = load_catalog().sources
+    stacks = []
+    for raw in data["stacks"]:
+        missing = [s for s in raw["sources"] if s not in known]
+        if missing:
+            raise ValueError(f"software.yaml stack {raw['name']} cites unknown sources {missing}")
+        stacks.append(SoftwareStack(
+            name=raw["name"], accelerators=tuple(raw["accelerators"]), parent_image=raw["parent_image"],
+            pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
+            device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or ""))
+    return Software(stacks=tuple(stacks), unsupported=dict(data["unsupported"]))
