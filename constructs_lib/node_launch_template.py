@@ -16,8 +16,6 @@ from constructs import Construct
 
 from workloads.catalog import NetworkInterface
 
-PRIMARY = (NetworkInterface(0, 0, "interface"),)  # login nodes and single-node jobs: one ordinary interface
-
 
 class NodeLaunchTemplate(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,

@@ -15,11 +15,12 @@ from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
 from constructs_lib.node_image import EXAMPLES_ON_NODE, NodeImage
-from constructs_lib.node_launch_template import PRIMARY, NodeLaunchTemplate
+from constructs_lib.node_launch_template import NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
+from workloads.catalog import PRIMARY
 from workloads.planner import TrainingPlan
 from workloads.schema import Notebook
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from . import estimates as est
 from .catalog import Catalog
 from .jobs import TRAINING_IMAGES
-from .planner import Plan
+from .planner import Plan, TrainingPlan
 from .serving import artifact_format
 
 
@@ -30,7 +30,7 @@ def _console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=150)
 
 
-def _interfaces(t) -> str:
+def _interfaces(t: TrainingPlan) -> str:
     """The launch template's layout in a line: the ENA primary, then where the EFA devices sit."""
     efa = [i for i in t.network_interfaces if i.kind != "interface"]
     cards = sorted({i.card for i in efa})

@@ -93,6 +93,9 @@ class NetworkInterface:
     kind: str  # "interface" (ENA), "efa" (EFA with ENA) or "efa-only"
 
 
+PRIMARY = (NetworkInterface(0, 0, "interface"),)  # one ordinary interface: login nodes, nodes without EFA
+
+
 def network_interfaces(itype: InstanceType, *, efa: bool) -> tuple[NetworkInterface, ...]:
     """A node's interfaces from its network-card facts (EC2 guide, "Maximize network bandwidth on Amazon EC2
     instances with multiple network cards"): the primary (card 0, device 0) is ENA and never EFA-only; where card 0
@@ -100,12 +103,12 @@ def network_interfaces(itype: InstanceType, *, efa: bool) -> tuple[NetworkInterf
     card, up to the type's EFA maximum. One IP address per node: EFA-only interfaces take none. A single-card type
     has one EFA with ENA as its primary (an EFA-only interface cannot be primary, and there is no other card)."""
     if not efa or itype.efa_max_interfaces == 0:
-        return (NetworkInterface(0, 0, "interface"),)
+        return PRIMARY
     if itype.network_cards == 1:
         return (NetworkInterface(0, 0, "efa"),)
     cards = range(0 if itype.efa_on_card0 else 1, itype.network_cards)
     efa_only = [NetworkInterface(card, 1 if card == 0 else 0, "efa-only") for card in cards]
-    return (NetworkInterface(0, 0, "interface"), *efa_only[:itype.efa_max_interfaces])
+    return (*PRIMARY, *efa_only[:itype.efa_max_interfaces])
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,13 @@ def strip_ml(name: str) -> str:
     return name[len(ML_PREFIX):] if name.startswith(ML_PREFIX) else name
 
 
+def _cited(what: str, cited: list[str], known: dict[str, Source]) -> None:
+    """Every fact names sources the catalog records: an unknown key is a typo or a missing source."""
+    missing = [key for key in cited if key not in known]
+    if missing:
+        raise ValueError(f"{what} cites unknown sources {missing}")
+
+
 def _load_yaml(name: str) -> dict:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(_HERE / name, encoding="utf-8") as fh:
@@ -154,9 +164,7 @@ def _load_yaml(name: str) -> dict:
 
 
 def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
-    missing = [s for s in raw["sources"] if s not in known_sources]
-    if missing:
-        raise ValueError(f"catalog entry {raw['type']} cites unknown sources {missing}")
+    _cited(f"catalog entry {raw['type']}", raw["sources"], known_sources)
     acc = raw.get("accelerator")
     prices = raw["price_usd_per_hour"]
     efa_cards = int(raw.get("network_cards") or 1) - (0 if raw.get("efa_on_card0", True) else 1)
@@ -222,8 +230,7 @@ def load_utilisation() -> Utilisation:
     known = load_catalog().sources
     mfu: dict[tuple[str, str], list[Measurement]] = {}
     for m in data["mfu"]:
-        if m["source"] not in known:
-            raise ValueError(f"utilisation.yaml cites unknown source {m['source']}")
+        _cited("utilisation.yaml", [m["source"]], known)
         mfu.setdefault((m["accelerator"], m["band"]), []).append(Measurement(float(m["mfu"]), m["source"], m["what"]))
     rates = tuple(Measurement(float(r["rate"]), r["source"], r["what"]) for r in data["classic_cells_per_vcpu_second"])
     return Utilisation(mfu={k: tuple(v) for k, v in mfu.items()}, stand_in=dict(data["stand_in"]),
@@ -266,9 +273,7 @@ def load_software() -> Software:
     known = load_catalog().sources
     stacks = []
     for raw in data["stacks"]:
-        missing = [s for s in raw["sources"] if s not in known]
-        if missing:
-            raise ValueError(f"software.yaml stack {raw['name']} cites unknown sources {missing}")
+        _cited(f"software.yaml stack {raw['name']}", raw["sources"], known)
         stacks.append(SoftwareStack(
             name=raw["name"], accelerators=tuple(raw["accelerators"]), parent_image=raw["parent_image"],
             pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
