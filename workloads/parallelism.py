@@ -8,15 +8,23 @@ simplest layout whose memory per accelerator fits, in this order:
 4. pipeline parallel across nodes on top: splits the layers' stored activations.
 A layout that still does not fit is refused, naming the fields that would change it.
 
-Memory per rank, in bytes (assumptions stated in the plan):
-- model state: 16 per parameter for bf16 mixed precision with AdamW (bf16 weights and grads, fp32 master
-  weights and two moments: ZeRO, Rajbhandari et al. 2020, section 3.1), divided by the ranks it is sharded over;
-- while a layer computes under FSDP: its bf16 weights and grads unsharded (4 per parameter of one layer);
+Memory per rank, in bytes, as examples/slurm/train.py holds it (measured on an H100, 2026-11-23: the fixtures of
+tests/test_parallelism.py). The peak is the larger of the forward/backward and the optimizer step:
+- model state: 16 per parameter, divided by the ranks it is sharded over: fp32 weights, fp32 gradients and AdamW's
+  two fp32 moments. DDP keeps its gradients in its buckets (gradient_as_bucket_view) and computes in bf16 under
+  autocast; FSDP2 keeps fp32 shards and casts to bf16 per layer (MixedPrecisionPolicy) with fp32 reduction.
+  (ZeRO's accounting gives the same 16: Rajbhandari et al. 2020, section 3.1.)
+- forward/backward: DDP also holds autocast's bf16 copy of every weight (2 per parameter) until the forward
+  ends; FSDP2 holds a gathered layer's bf16 weights and gradients (4 per parameter of one layer);
 - activations with activation checkpointing, one sequence per rank: each layer's input kept
   (2 x sequence x hidden per layer) plus one layer's full activations while it recomputes (34 x sequence x
   hidden bytes: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1,
   without the attention-score term that fused attention never stores); tensor parallel divides both, pipeline
-  parallel divides the layers each rank keeps.
+  parallel divides the layers each rank keeps;
+- the logits and the loss: 16 bytes per token and vocabulary entry (bf16 logits, their fp32 copy, log-softmax
+  and its gradient); 7.8 GiB at 4096 tokens of a 128k vocabulary, more than a small model's state;
+- the optimizer step: the state plus 4 per parameter of temporaries for foreach AdamW, PyTorch's default where
+  no fused kernel is used (the trainer uses the fused kernel on GPUs; the plan counts the foreach peak for all).
 """
 
 from __future__ import annotations
@@ -26,12 +34,19 @@ from dataclasses import dataclass
 from .catalog import InstanceType, devices
 
 STATE_BYTES_PER_PARAM = 16
-WORKING_BYTES_PER_LAYER_PARAM = 4
+AUTOCAST_BYTES_PER_PARAM = 2  # DDP
+WORKING_BYTES_PER_LAYER_PARAM = 4  # FSDP2
 LAYER_ACTIVATION_BYTES = 34  # per token and hidden unit
+LOGIT_BYTES = 16  # per token and vocabulary entry
+STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
 SEQUENCE = 4096  # tokens per training sequence, one sequence per rank per micro-step
+VOCAB = 32000  # the decoder's vocabulary (Llama 2's tokenizer), written into the layout for the trainer
 # Model state, working weights and activations fill at most this share of a rank's memory; the rest is the
-# framework, communication buffers and fragmentation.
+# framework, communication buffers and fragmentation (the allocator reserved 1.04-1.08x what tensors held in
+# the H100 measurements with the fused optimizer).
 MEMORY_FRACTION = 0.85
+
+
 @dataclass(frozen=True)
 class Parallelism:
     data: int
@@ -46,16 +61,24 @@ class Parallelism:
     hidden: int
     heads: int
     sequence: int
+    vocab: int
     reason: str
 
 
-def _gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                  sharded: bool) -> float:
-    state = params * STATE_BYTES_PER_PARAM / (shards if sharded else tensor * pipeline)
-    working = params / layers * WORKING_BYTES_PER_LAYER_PARAM / tensor if sharded else 0.0
+def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
+                 sharded: bool, sequence: int = SEQUENCE, vocab: int = VOCAB) -> float:
+    """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
+    split = shards if sharded else tensor * pipeline
+    state = params * STATE_BYTES_PER_PARAM / split
+    if sharded:
+        working = params / layers * WORKING_BYTES_PER_LAYER_PARAM / tensor
+    else:
+        working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
-    activations = (2 * SEQUENCE * hidden * kept_layers + LAYER_ACTIVATION_BYTES * SEQUENCE * hidden) / tensor
-    return (state + working + activations) / 2**30
+    activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
+    logits = LOGIT_BYTES * sequence * vocab / tensor
+    step = params * STEP_BYTES_PER_PARAM / split
+    return (state + max(working + activations + logits, step)) / 2**30
 
 
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
@@ -67,13 +90,13 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
     params = parameters_billion * 1e9
 
     def layout(tensor: int, pipeline: int, sharded: bool, reason: str) -> Parallelism | None:
-        need = _gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded)
+        need = gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded)
         if need > budget:
             return None
         return Parallelism(data=ranks // (tensor * pipeline), tensor=tensor, pipeline=pipeline,
                            sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
                            gib_per_rank=round(need, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
-                           hidden=hidden, heads=heads, sequence=SEQUENCE, reason=reason)
+                           hidden=hidden, heads=heads, sequence=SEQUENCE, vocab=VOCAB, reason=reason)
 
     found = layout(1, 1, False, "the whole model state fits on every rank: plain data parallel (DDP)") \
         or layout(1, 1, True, "the model state fits only sharded over every rank: FSDP2 full shard")
