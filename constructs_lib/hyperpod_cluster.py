@@ -22,16 +22,21 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from workloads.catalog import SoftwareStack
+
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup
 from .logs_key import kept_log_group
 from .lustre import LustreFileSystem
+from .node_image import framework_script
 from .nag import GRANT_ACTIONS, acknowledge_cdk_handler, acknowledge_wildcards
 from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
 LIFECYCLE_SCRIPT = "on_init_complete.sh"
 LIFECYCLE_PREFIX = "lifecycle/hyperpod/"
+FRAMEWORK_SCRIPT = "install-framework.sh"  # beside the lifecycle script, generated from the plan
+LAYOUT_FILE = "layout.json"
 CONTROLLER_TYPE = "ml.m5.xlarge"
 LOGIN_TYPE = "ml.m5.xlarge"
 PARTITION = "train"
@@ -53,14 +58,17 @@ class HyperPodCluster(Construct):
                  access_logs: s3.IBucket, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, instance_type: str, instance_count: int,
                  accelerator_kind: str | None, lustre: LustreFileSystem | None,
-                 training_plan_arn: str | None) -> None:
+                 training_plan_arn: str | None, software: SoftwareStack | None, layout: str | None) -> None:
+        """`software`: the plan's pinned stack, installed on the accelerated nodes by the lifecycle script;
+        `layout`: the plan's training.parallelism as JSON, where the sbatch examples read it."""
         super().__init__(scope, construct_id)
         bucket = self.scripts_bucket = private_bucket(self, "Scripts", key=key, access_logs=access_logs,
                                                        log_prefix="lifecycle-scripts/")
         scripts = s3deploy.BucketDeployment(
             self, "LifecycleScripts", destination_bucket=bucket, destination_key_prefix=LIFECYCLE_PREFIX,
             sources=[s3deploy.Source.asset(str(LIFECYCLE), follow_symlinks=SymlinkFollowMode.ALWAYS,
-                                           ignore_mode=IgnoreMode.GLOB, exclude=["**/__pycache__", "**/*.pyc"])],
+                                           ignore_mode=IgnoreMode.GLOB, exclude=["**/__pycache__", "**/*.pyc"]),
+                     *_plan_files(software=software, layout=layout)],
             log_group=kept_log_group(self, "DeploymentLogs", key=logs_key),
         )
         _acknowledge_deployment(self, bucket)
@@ -106,6 +114,12 @@ class HyperPodCluster(Construct):
         cluster_id = Fn.select(1, Fn.split("/", self.cluster.attr_cluster_arn))
         self.log_group = EnsuredLogGroup(self, "ClusterLogs", key=logs_key, name=Fn.join(
             "/", ["/aws/sagemaker/Clusters", self.cluster_name, cluster_id]))
+
+
+def _plan_files(*, software: SoftwareStack | None, layout: str | None) -> list[s3deploy.ISource]:
+    """What the lifecycle script takes from the plan, beside it in the prefix (on_init_complete.sh reads them)."""
+    files = [s3deploy.Source.data(FRAMEWORK_SCRIPT, framework_script(software))] if software else []
+    return files + ([s3deploy.Source.data(LAYOUT_FILE, layout)] if layout else [])
 
 
 def _acknowledge_deployment(scope: Construct, bucket: s3.IBucket) -> None:

@@ -73,7 +73,7 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} update
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
-    return [pcs, lustre, install_framework(software), *_network_checks(software), ship_examples()]
+    return [pcs, lustre, install_framework(software), *network_checks(software), ship_examples()]
 
 
 def install_framework(software: SoftwareStack) -> BakeStep:
@@ -92,13 +92,26 @@ python3 -m venv {ML_VENV}
         f"assert v.startswith(\"{software.torch}.\"), v'"))
 
 
-def _network_checks(software: SoftwareStack) -> list[BakeStep]:
+def network_checks(software: SoftwareStack) -> list[BakeStep]:
     """GPU jobs need the AWS OFI NCCL plugin the DLAMI ships, or NCCL talks TCP: fail the bake if it is missing."""
     if software.device != "cuda":
         return []
     found = " || ".join(f"compgen -G '{d}/libnccl-net*.so'" for d in OFI_NCCL_DIRS)
     return [BakeStep("CheckOfiNcclPlugin", "ls -l /opt/amazon/efa/lib/ /opt/amazon/ofi-nccl/lib/ || true",
                      check=found)]
+
+
+def framework_script(software: SoftwareStack) -> str:
+    """The bake's framework steps as one script, for nodes this toolkit does not bake (HyperPod's own AMI): the same
+    pinned stack and checks, and on GPUs one more, that torch reaches the GPUs: a driver older than the wheel's
+    CUDA needs fails here, at node creation, instead of in the first job."""
+    steps = [install_framework(software), *network_checks(software)]
+    if software.device == "cuda":
+        steps.append(BakeStep("CheckTorchSeesTheGpus", "nvidia-smi -L", check=(
+            f"{ML_VENV}/bin/python -c 'import torch; assert torch.cuda.is_available(), "
+            f"\"torch \" + torch.__version__ + \" cannot use this driver\"; print(torch.cuda.device_count())'")))
+    body = "\n".join(f"(\n# {step.name}\n{step.commands()}\n)" for step in steps)
+    return f"#!/bin/bash\n# {software.name}, as the PCS node image bakes it.\nset -euo pipefail\n{body}\n"
 
 
 def component_document(*, software: SoftwareStack, region: str) -> str:

@@ -7,7 +7,10 @@ import json
 
 import pytest
 
-from constructs_lib.hyperpod_cluster import LIFECYCLE, LIFECYCLE_PREFIX, LIFECYCLE_SCRIPT
+from constructs_lib.hyperpod_cluster import FRAMEWORK_SCRIPT, LAYOUT_FILE, LIFECYCLE, LIFECYCLE_PREFIX, LIFECYCLE_SCRIPT
+from constructs_lib.node_bootstrap import LAYOUT_ON_NODE
+from constructs_lib.node_image import ML_VENV, framework_script
+from workloads.catalog import load_catalog, load_software
 from constructs_lib.notebook import autostop_script
 
 PLAN_ARN = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/reserved-p5"
@@ -74,6 +77,25 @@ def test_lifecycle_scripts_are_an_asset_unpacked_into_the_bucket(hyperpod):
         assert life["OnInitComplete"] == LIFECYCLE_SCRIPT and LIFECYCLE_PREFIX in json.dumps(life["SourceS3Uri"])
     assert (LIFECYCLE / LIFECYCLE_SCRIPT).is_file()
     assert (LIFECYCLE / "examples" / "train-trainium.sbatch").is_file()
+
+
+def test_lifecycle_gets_the_plans_layout_and_pinned_stack(hyperpod):
+    """The sbatch examples read the layout and activate the pinned stack's venv: on HyperPod both come from the
+    lifecycle prefix (HyperPod's AMI is not baked), beside the script that puts them in place."""
+    itype, s = hyperpod
+    deployment = s.one("TrainStack", "Custom::CDKBucketDeployment")["Properties"]
+    shipped = {}
+    for key in deployment["SourceObjectKeys"]:
+        folder = s.outdir / f"asset.{key.removesuffix('.zip')}"
+        shipped.update({f.name: f.read_text() for f in folder.iterdir() if f.is_file()})
+    layout = json.loads(shipped[LAYOUT_FILE])
+    assert layout["ranks"] == 16 * 8 and layout["data"] * layout["tensor"] * layout["pipeline"] == layout["ranks"]
+    assert shipped[FRAMEWORK_SCRIPT] == framework_script(load_software().for_type(load_catalog().types[itype]))
+    script = (LIFECYCLE / LIFECYCLE_SCRIPT).read_text()
+    assert f'"$HERE/{LAYOUT_FILE}" {LAYOUT_ON_NODE}' in script and f'bash "$HERE/{FRAMEWORK_SCRIPT}"' in script
+    for example in ("train-gpu.sbatch", "train-trainium.sbatch"):
+        sbatch = (LIFECYCLE / "examples" / example).read_text()
+        assert f"source {ML_VENV}/bin/activate" in sbatch and LAYOUT_ON_NODE in sbatch
 
 
 def test_execution_role_is_least_privilege(hyperpod):

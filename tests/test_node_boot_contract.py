@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from constructs_lib.node_bootstrap import Mounts, node_script
-from constructs_lib.node_image import bake_steps, component_document
+from constructs_lib.node_image import bake_steps, component_document, framework_script
 from workloads.catalog import load_software
 
 from .conftest import ROOT
@@ -111,3 +111,16 @@ def test_gpu_nodes_load_the_ofi_nccl_plugin_and_refuse_a_tcp_fallback():
     assert "NCCL_NET" not in single and "FI_PROVIDER" not in single  # no EFA: NCCL may use sockets
     sbatch = (ROOT / "examples" / "slurm" / "train-gpu.sbatch").read_text()
     assert "/opt/amazon/ofi-nccl/lib" in sbatch and 'NCCL_NET="AWS Libfabric"' in sbatch and "NCCL_DEBUG=INFO" in sbatch
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
+def test_unbaked_nodes_install_the_same_stack_with_the_same_checks(kind):
+    """HyperPod's nodes run framework_script: the bake's own framework steps, each check included, and on GPUs a
+    check that torch reaches the driver (HyperPod's AMI brings its own driver)."""
+    script = framework_script(kind)
+    steps = {s.name: s for s in bake_steps(software=kind, region="us-west-2")}
+    for name in ("InstallFramework", "CheckOfiNcclPlugin"):
+        if name in steps:
+            assert steps[name].commands() in script
+    assert ("torch.cuda.is_available()" in script) == (kind.device == "cuda")
+    assert not shellcheck(script), shellcheck(script)

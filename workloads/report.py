@@ -47,7 +47,7 @@ def _software(p: Plan) -> str:
         image = TRAINING_IMAGES[p.workload.model.framework]
         return f"SageMaker {image['framework']} {image['version']} training image ({image.get('py_version', '')})"
     if t.orchestrator == "hyperpod":
-        return f"HyperPod's own AMI; the supported stack for it is {t.software.name} (not installed by the toolkit)"
+        return f"{t.software.name}, installed on the workers by the lifecycle script (HyperPod's own AMI)"
     return f"{t.software.name}, baked into the node image"
 
 
