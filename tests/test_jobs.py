@@ -3,9 +3,11 @@ parameters (instance, count, distribution, input mode, spot, image per family, V
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 
@@ -62,6 +64,26 @@ def test_submit_runs_the_planned_job(emulator):
     key = job["OutputDataConfig"]["KmsKeyId"]
     assert key == jobs.read_estate(p).key_arn and ":key/" in key
     assert not job["ResourceConfig"].get("VolumeKmsKeyId")
+
+
+def test_the_job_carries_the_plans_layout_and_checkpoint_folder(emulator, monkeypatch):
+    """train.py finds the plan's layout and resumes from the folder SageMaker syncs with the checkpoint URI. The
+    emulator does not keep a job's Environment, so the CreateTrainingJob request itself is read."""
+    import botocore.client
+
+    sent, call = [], botocore.client.BaseClient._make_api_call
+
+    def recording(client, operation, params):
+        if operation == "CreateTrainingJob":
+            sent.append(params)
+        return call(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    p, _ = _submit()
+    env = sent[-1]["Environment"]
+    assert env["CHECKPOINT_DIR"] == jobs.CHECKPOINT_LOCAL_PATH == sent[-1]["CheckpointConfig"].get(
+        "LocalPath", jobs.CHECKPOINT_LOCAL_PATH)
+    assert json.loads(env[jobs.LAYOUT_ENV]) == asdict(p.training.parallelism)
 
 
 def test_the_training_role_pulls_the_image_submit_runs(synth):

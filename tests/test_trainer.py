@@ -88,3 +88,24 @@ def test_a_tensor_or_pipeline_layout_is_refused_with_its_reason(tmp_path):
     done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layout", str(layout)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "tensor 2 x pipeline 1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):
+    """On a SageMaker training job there is no layout file: `submit` passes the plan's layout in the job's
+    environment (jobs.job_environment), and the trainer takes the model's shape and sharding from it."""
+    import importlib.util
+
+    from workloads import jobs
+
+    env = jobs.job_environment(plan(load("huge")))
+    spec = importlib.util.spec_from_file_location("train", TRAINER)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu"])
+    args = train.parse()
+    spread = json.loads(env[jobs.LAYOUT_ENV])
+    assert (args.layers, args.hidden, args.heads, args.seq, args.vocab, args.sharding) == (
+        spread["layers"], spread["hidden"], spread["heads"], spread["sequence"], spread["vocab"], "full")
+    assert str(args.checkpoint_dir) == jobs.CHECKPOINT_LOCAL_PATH

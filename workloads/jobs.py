@@ -8,9 +8,10 @@ inside the functions: the planner's import path never loads them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from . import layout
 from .errors import ConfigError
@@ -27,6 +28,8 @@ TRAINING_IMAGES = {
 PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
 MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath's default
+LAYOUT_ENV = "LAYOUT_JSON"  # the plan's training.parallelism, for train.py on a training job
 
 
 class EstateNotDeployed(Exception):
@@ -159,6 +162,16 @@ def base_job_name(plan: Plan, kind: str) -> str:
     return re.sub(r"[^a-zA-Z0-9-]", "-", f"{plan.workload.name}-{kind}")[:40]
 
 
+def job_environment(plan: Plan) -> dict[str, str]:
+    """What examples/slurm/train.py reads on a training job, as it reads layout.json and CHECKPOINT_DIR on a cluster:
+    the plan's layout, and the local folder SageMaker syncs with the checkpoint S3 URI (CheckpointConfig's default
+    local path), so a spot interruption or a retried job resumes."""
+    env = {"CHECKPOINT_DIR": CHECKPOINT_LOCAL_PATH}
+    if plan.training.parallelism:
+        env[LAYOUT_ENV] = json.dumps(asdict(plan.training.parallelism), sort_keys=True)
+    return env
+
+
 def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> Submitted:
     """Start a SageMaker training job exactly as planned; returns without waiting."""
     from sagemaker.core.training.configs import (CheckpointConfig, Compute, Networking, OutputDataConfig,
@@ -192,6 +205,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
                               enable_network_isolation=True),
         output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/{layout.OUTPUT}",
                                             kms_key_id=estate.key_arn),
+        environment=job_environment(plan),
         tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)

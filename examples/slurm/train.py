@@ -57,7 +57,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
     args = p.parse_args()
-    layout = json.loads(args.layout.read_text()) if args.layout else {}
+    # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
+    layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
                            ("sharding", "none")):
         if getattr(args, field) is None:
