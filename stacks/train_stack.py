@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from typing import Any
 
 import aws_cdk as cdk
@@ -61,7 +59,7 @@ class TrainStack(EstateStack):
                 security_group=security.cluster,
                 instance_type=training.sagemaker_instance_type, instance_count=training.instance_count,
                 accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn,
-                software=training.software, layout=_layout(training))
+                software=training.software, layout=training.parallelism.as_json() if training.parallelism else None)
             cdk.CfnOutput(self, "HyperPodClusterName", value=hyperpod.cluster_name)
             cdk.CfnOutput(self, "Connect", description="Shell on the login node (SSM Session Manager)",
                           value=f"aws sagemaker list-cluster-nodes --cluster-name {hyperpod.cluster_name} "
@@ -81,7 +79,8 @@ class TrainStack(EstateStack):
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
-        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=_layout(t),
+        layout = t.parallelism.as_json() if t.parallelism else None
+        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout,
                                                    efa=t.efa_interfaces > 0))
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
@@ -103,8 +102,3 @@ class TrainStack(EstateStack):
                       description="Shell on the login node (SSM Session Manager)")
         cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
                       description="A data-parallel job on every node (see README: Training on the Slurm cluster)")
-
-
-def _layout(t: TrainingPlan) -> str | None:
-    """The plan's training.parallelism as the nodes' layout file holds it."""
-    return json.dumps(asdict(t.parallelism), sort_keys=True) if t.parallelism else None

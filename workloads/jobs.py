@@ -8,10 +8,9 @@ inside the functions: the planner's import path never loads them.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from . import layout
 from .errors import ConfigError
@@ -168,7 +167,7 @@ def job_environment(plan: Plan) -> dict[str, str]:
     local path), so a spot interruption or a retried job resumes."""
     env = {"CHECKPOINT_DIR": CHECKPOINT_LOCAL_PATH}
     if plan.training.parallelism:
-        env[LAYOUT_ENV] = json.dumps(asdict(plan.training.parallelism), sort_keys=True)
+        env[LAYOUT_ENV] = plan.training.parallelism.as_json()
     return env
 
 

@@ -29,7 +29,8 @@ tests/test_parallelism.py). The peak is the larger of the forward/backward and t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 from .catalog import InstanceType, devices
 
@@ -64,9 +65,13 @@ class Parallelism:
     vocab: int
     reason: str
 
+    def as_json(self) -> str:
+        """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
+        return json.dumps(asdict(self), sort_keys=True)
+
 
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                 sharded: bool, sequence: int = SEQUENCE, vocab: int = VOCAB) -> float:
+                 sharded: bool, vocab: int = VOCAB) -> float:
     """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
     split = shards if sharded else tensor * pipeline
     state = params * STATE_BYTES_PER_PARAM / split
@@ -75,8 +80,8 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
     else:
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
-    activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
-    logits = LOGIT_BYTES * sequence * vocab / tensor
+    activations = (2 * SEQUENCE * hidden * kept_layers + LAYER_ACTIVATION_BYTES * SEQUENCE * hidden) / tensor
+    logits = LOGIT_BYTES * SEQUENCE * vocab / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
 
