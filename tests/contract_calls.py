@@ -353,11 +353,16 @@ def hyperpod(e: Estate) -> Contract | None:
     scripts = cluster["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"]
     script = scripts.rstrip("/") + "/" + cluster["InstanceGroups"][0]["LifeCycleConfig"]["OnInitComplete"]
     vpc_allowed, vpc_denied = _vpc_calls(e, doc)
-    allowed = [e.list_prefix(scripts, doc), *e.read(script, doc), *vpc_allowed,
+    # HyperPod copies the whole prefix to the node: the plan's files beside the script are read too.
+    beside = [scripts.rstrip("/") + "/" + name for name in ("install-framework.sh", "layout.json")]
+    allowed = [e.list_prefix(scripts, doc), *e.read(script, doc), *(c for f in beside for c in e.read(f, doc)),
+               *vpc_allowed,
                *e.logs("/aws/sagemaker/Clusters/cluster/node", doc), e.metrics("/aws/sagemaker/Clusters", doc),
                Call("ssmmessages:CreateControlChannel", "*", doc), Call("ssmmessages:OpenDataChannel", "*", doc)]
     denied = [Call("s3:PutObject", e._arn(script), doc, why="lifecycle scripts run as root on every node: no node "
-                                                            "may rewrite them"), *vpc_denied]
+                                                            "may rewrite them"),
+              Call("s3:PutObject", e._arn(beside[0]), doc, why="the framework install runs as root on every "
+                                                               "accelerated node"), *vpc_denied]
     return Contract("HyperPod instance role", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
                     allowed, denied)
 
