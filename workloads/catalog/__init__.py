@@ -279,3 +279,59 @@ def load_software() -> Software:
             pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or ""))
     return Software(stacks=tuple(stacks), unsupported=dict(data["unsupported"]))
+
+
+@dataclass(frozen=True)
+class DecodeMeasurement:
+    accelerator: str
+    tensor_parallel: int  # GPUs or NeuronCores
+    parameters_billion: float
+    ms_per_token: float
+    source: str
+    what: str
+
+
+@dataclass(frozen=True)
+class ServingFacts:
+    """Memory bandwidth per device and the published serving measurements the planner is calibrated on."""
+
+    bandwidth_gbs: dict[str, float]  # accelerator model -> GB/s per GPU or chip
+    bandwidth_sources: dict[str, str]
+    efficiency: float  # share of bandwidth decode reaches (fitted)
+    overhead_ms_one: float  # per generated token, model on one device (fitted)
+    overhead_ms_sharded: float  # per generated token, tensor-parallel model (fitted)
+    decode: tuple[DecodeMeasurement, ...]
+    encoder_peak_tflops: float
+    encoder: tuple[Measurement, ...]  # value: model-FLOPs utilisation of each published encoder figure
+    scaling_safety_factor: float
+
+    def device_gbs(self, itype: InstanceType) -> float | None:
+        """Bandwidth of one tensor-parallel device (a GPU, or a NeuronCore's share of its chip)."""
+        acc = itype.accelerator
+        gbs = self.bandwidth_gbs.get(acc.model) if acc else None
+        return gbs / NEURON_CORES_PER_CHIP.get(acc.model, 1) if gbs and acc else None
+
+
+@cache
+def load_serving() -> ServingFacts:
+    data = _load_yaml("serving.yaml")
+    known = load_catalog().sources
+    bw = data["bandwidth_gbs"]
+    _cited("serving.yaml bandwidth", [b["source"] for b in bw.values()], known)
+    _cited("serving.yaml decode", [m["source"] for m in data["decode"]], known)
+    enc = data["encoder"]
+    _cited("serving.yaml encoder", [f["source"] for f in enc["figures"]], known)
+    peak = float(enc["peak_tflops_per_device"]) * 1e12
+    fit = data["decode_fit"]
+    return ServingFacts(
+        bandwidth_gbs={k: float(v["gbs"]) for k, v in bw.items()},
+        bandwidth_sources={k: v["source"] for k, v in bw.items()},
+        efficiency=float(fit["bandwidth_efficiency"]), overhead_ms_one=float(fit["overhead_ms_one_device"]),
+        overhead_ms_sharded=float(fit["overhead_ms_sharded"]),
+        decode=tuple(DecodeMeasurement(m["accelerator"], int(m["tensor_parallel"]), float(m["parameters_billion"]),
+                                       float(m["ms_per_token"]), m["source"], m["what"]) for m in data["decode"]),
+        encoder_peak_tflops=float(enc["peak_tflops_per_device"]),
+        encoder=tuple(Measurement(f["per_second"] * 2 * f["parameters_billion"] * 1e9 * f["tokens"] / peak,
+                                  f["source"], f["what"]) for f in enc["figures"]),
+        scaling_safety_factor=float(data["scaling_safety_factor"]),
+    )
