@@ -70,12 +70,12 @@ def test_team_plans_compare_only_allowed_families():
 
 def test_llm_serving_leaves_room_for_the_kv_cache():
     """13B fp16 is 24 GiB: it fits inf2.xlarge's 32 GiB only without its 12.5 GiB KV cache at 4 x 4096 tokens."""
-    p = plan(load("intermediate", {"model.parameters_billion": "13", "model.attention_heads": "40"}))
+    sized = {"model.parameters_billion": "13", "model.attention_heads": "40", "inference.realtime": "{min_instances: 1}"}
+    p = plan(load("intermediate", sized))
     rt = p.inference["realtime"]
     assert rt.instance_type == "ml.inf2.24xlarge" and rt.serving.tensor_parallel == 10  # 40 heads, 12 cores
     assert any("KV cache 12.5 GiB" in n for n in rt.serving.notes)
-    shorter = plan(load("intermediate", {"model.parameters_billion": "13", "model.attention_heads": "40",
-                                         "inference.generation.max_total_tokens": "2048",
+    shorter = plan(load("intermediate", {**sized, "inference.generation.max_total_tokens": "2048",
                                          "inference.generation.max_input_tokens": "1024",
                                          "inference.generation.max_batch_size": "1"}))
     assert shorter.inference["realtime"].instance_type == "ml.inf2.xlarge"  # 1.6 GiB of cache fits

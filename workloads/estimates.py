@@ -128,28 +128,9 @@ def classic_hours(dataset_size_gib: float, vcpus: int, count: int, u: Utilisatio
     return at(rates[-1]), at(statistics.median(rates)), at(rates[0])
 
 
-# Serving throughput (stated in the plan): a transformer request of 512 tokens costs
-# 2 x parameters x tokens FLOPs; accelerators sustain 30% of peak when serving; a CPU core
-# sustains about 50 dense GFLOPS (AVX-512 FP32); a boosted-tree prediction takes about 2 ms of a vCPU.
-SERVE_TOKENS_PER_REQUEST = 512
-SERVE_UTILISATION = 0.30
-CPU_GFLOPS_PER_VCPU = 50
-CLASSIC_MS_PER_REQUEST = 2
 # Serverless compute price per GB-second of memory (us-east-1 list price, not confirmed in this
 # session's sources: treat as an estimate).
 SERVERLESS_USD_PER_GB_SECOND = 0.0000200
-
-
-def requests_per_second(itype: InstanceType, parameters_billion: float, *, classic: bool) -> float:
-    """Sustained requests per second one instance serves, by the stated model."""
-    if classic:
-        return itype.vcpus * 1000 / CLASSIC_MS_PER_REQUEST * SERVE_UTILISATION
-    flops = 2 * parameters_billion * 1e9 * SERVE_TOKENS_PER_REQUEST
-    if itype.accelerator and itype.peak_tflops:
-        peak = itype.peak_tflops * 1e12
-    else:
-        peak = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9
-    return peak * SERVE_UTILISATION / flops
 
 
 def usd_per_million(usd_per_hour: float, rps: float) -> float:

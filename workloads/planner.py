@@ -22,6 +22,8 @@ from .parallelism import Parallelism
 from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, model_shape,
                       plan_serving, tensor_parallel)
 from .storage import FsxPlan, size_fsx
+from . import speed
+from .catalog import load_serving
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
 LARGE_PARAMS_B = 10
@@ -129,7 +131,11 @@ class InferencePlan:
     schedule: str | None = None
     invocations_per_instance: int | None = None  # real-time scaling target, per minute
     why_kind: str = ""
-    requests_per_second_per_instance: float | None = None  # the throughput the $/million assumes
+    requests_per_second_per_instance: float | None = None  # the throughput the $/million assumes (likely)
+    requests_per_second_range: tuple[float, float] | None = None  # (low, high) over the published spread
+    latency_ms: float | None = None  # one request, modelled, at `concurrency` in flight
+    concurrency: int | None = None  # requests one instance serves at once
+    throughput_basis: str = ""  # what the throughput rests on, with sources
     usd_per_million: float | None = None
     instances_needed_at_peak: int | None = None
     data_capture_percent: int = 0
@@ -514,17 +520,43 @@ def measured_choice() -> tuple[str, dict[str, float]]:
 
 # ---------------------------------------------------------------- inference
 
-def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *,
-                      fits: Callable[[InstanceType], bool]) -> InstanceType | None:
-    fitting = []
+def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, fits: Callable[[InstanceType], bool],
+                      cost: Callable[[InstanceType], float | None]) -> tuple[InstanceType | None, list[InstanceType]]:
+    """(the fitting type of least cost, the fitting types whose cost is None: too slow for the latency target)."""
+    fitting, too_slow = [], []
     for name in names:
         itype = cat.get(name)
         if itype is None or not cat.allows(name) or w.region not in itype.regions \
-                or itype.price(w.region, sagemaker=True) is None:
+                or itype.price(w.region, sagemaker=True) is None or not fits(itype):
             continue
-        if fits(itype):
-            fitting.append(itype)
-    return min(fitting, key=lambda t: t.price(w.region, sagemaker=True).usd_per_hour) if fitting else None
+        (too_slow if cost(itype) is None else fitting).append(itype)
+    return (min(fitting, key=cost) if fitting else None), too_slow
+
+
+def serving_speed(kind: str, w: Workload, itype: InstanceType) -> speed.Speed:
+    """How fast one instance serves this workload's requests; the latency target binds real-time only."""
+    target = w.inference.latency_ms if kind == "realtime" else None
+    if w.model.framework in CLASSIC_ML or itype.accelerator is None:
+        return speed.cpu(w, itype, target, classic=w.model.framework in CLASSIC_ML)
+    if artifact_format(w)[0] == "huggingface":
+        heads, _ = attention_heads(w)
+        degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv_cache_gib(w))
+        assert degree is not None
+        return speed.llm(w, itype, degree, target)
+    return speed.encoder(w, itype, target)
+
+
+def _serving_cost(kind: str, w: Workload) -> Callable[[InstanceType], float | None]:
+    """Real-time: $/h of the instances the peak needs; async and batch: $ per request. None: misses the latency."""
+    def cost(itype: InstanceType) -> float | None:
+        s = serving_speed(kind, w, itype)
+        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
+        if not s.meets_latency:
+            return None
+        if kind == "realtime":
+            return hourly * math.ceil(w.inference.requests_per_second / s.requests_per_second)
+        return hourly / s.requests_per_second
+    return cost
 
 
 def _weights_fit(w: Workload, bytes_per_param: float) -> Callable[[InstanceType], bool]:
@@ -543,25 +575,39 @@ def _llm_fits(w: Workload) -> Callable[[InstanceType], bool]:
 
 
 def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
-    classic = w.model.framework in CLASSIC_ML
-    if classic:
-        itype = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat,
-                                  fits=_weights_fit(w, est.CPU_BYTES_PER_PARAM))
+    """The cheapest type that holds the model and meets the latency: at the peak for real-time, per request else."""
+    cost, too_slow = _serving_cost(kind, w), []
+    least = "the fewest dollars an hour at the peak" if kind == "realtime" else "the lowest cost per request"
+    if w.model.framework in CLASSIC_ML:
+        itype, slow = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat,
+                                        fits=_weights_fit(w, est.CPU_BYTES_PER_PARAM), cost=cost)
+        too_slow += slow
         if itype:
-            return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "")
+            return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "") \
+                + f"; {least}"
     llm = artifact_format(w)[0] == "huggingface"
     fits = _llm_fits(w) if llm else _weights_fit(w, est.SERVE_BYTES_PER_PARAM)
     # Inferentia2 serves LLMs through TGI on Neuron; other PyTorch models would need their own Neuron compile.
     if llm and w.model.neuron_supported and kind == "realtime":
-        itype = _cheapest_fitting(INFERENTIA, w, cat, fits=fits)
+        itype, slow = _cheapest_fitting(INFERENTIA, w, cat, fits=fits, cost=cost)
+        too_slow += slow
         if itype:
-            return itype, "Neuron supports the model: Inferentia2 gives the best price-performance (seeds)"
-    itype = _cheapest_fitting(GPU_SERVING, w, cat, fits=fits)
+            return itype, f"Neuron supports the model: Inferentia2 gives the best price-performance (seeds); {least}"
+    itype, slow = _cheapest_fitting(GPU_SERVING, w, cat, fits=fits, cost=cost)
+    too_slow += slow
     if itype:
         why = {"realtime": "GPU for throughput and latency (seeds)",
                "async": "GPU for large payloads and long inferences (seeds)",
-               "batch": "cheapest GPU that holds the model, for periodic large datasets"}[kind]
-        return itype, why
+               "batch": "GPU that holds the model, for periodic large datasets"}[kind]
+        return itype, f"{why}; {least}"
+    if too_slow:
+        fastest = min(too_slow, key=lambda t: serving_speed(kind, w, t).latency_ms)
+        s = serving_speed(kind, w, fastest)
+        raise ConfigError("inference.latency_ms", w.inference.latency_ms,
+                          f"at least {math.ceil(s.latency_ms)} (ml.{fastest.name}, the fastest that holds the model), "
+                          "or fewer inference.generation.typical_output_tokens",
+                          reason=f"no catalog type serves one request within {w.inference.latency_ms} ms; the fastest "
+                                 f"takes about {s.latency_ms:,.0f} ms ({s.basis})")
     raise ConfigError(f"inference.{kind}.instance_type", None, "set one explicitly",
                       reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
 
@@ -617,7 +663,6 @@ def _serverless_memory_mb(w: Workload) -> int | None:
 
 def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     inf = w.inference
-    classic = w.model.framework in CLASSIC_ML
     out: dict[str, InferencePlan] = {}
     for kind, (section, why_kind) in choose_kinds(w).items():
         if kind == "serverless":
@@ -635,10 +680,21 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         assert itype is not None
         serving = plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
         hourly = itype.price(w.region, sagemaker=True).usd_per_hour
-        rps = est.requests_per_second(itype, w.model.parameters_billion, classic=classic)
+        s = serving_speed(kind, w, itype)
+        if not s.meets_latency:
+            raise ConfigError("inference.latency_ms", inf.latency_ms,
+                              f"at least {math.ceil(s.latency_ms)} on ml.{itype.name}, fewer "
+                              "inference.generation.typical_output_tokens, or a faster inference.realtime.instance_type",
+                              reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
+        rps = s.requests_per_second
         needed = max(1, math.ceil(inf.requests_per_second / rps))
+        invocations = getattr(section, "invocations_per_instance", None)
         if kind == "realtime":
             lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
+            if "invocations_per_instance" not in section.model_fields_set:
+                invocations = speed.scaling_target(load_serving(), rps)
+                reason += f"; scales out at {invocations} invocations a minute per instance (half its throughput, " \
+                          "SageMaker's load-testing guide)"
         elif kind == "async":
             lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
         else:
@@ -647,8 +703,10 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4), reason,
             local_nvme=itype.local_nvme, accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
             schedule=getattr(section, "schedule", None),
-            invocations_per_instance=getattr(section, "invocations_per_instance", None),
-            why_kind=why_kind, requests_per_second_per_instance=round(rps, 2),
+            invocations_per_instance=invocations,
+            why_kind=why_kind, requests_per_second_per_instance=round(rps, 3),
+            requests_per_second_range=(round(s.low, 3), round(s.high, 3)), latency_ms=round(s.latency_ms, 1),
+            concurrency=s.concurrency, throughput_basis=s.basis,
             usd_per_million=round(est.usd_per_million(hourly, rps), 2), instances_needed_at_peak=needed,
             data_capture_percent=getattr(section, "data_capture_percent", 0),
             max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
@@ -665,12 +723,12 @@ def _realtime_range(section: Realtime, needed: int, rps: float, peak: float, rea
     lo = section.min_instances
     if "max_instances" not in section.model_fields_set:
         hi = max(lo, needed)
-        return lo, hi, f"{reason}; max {hi} sized from the peak ({peak:g} req/s at {rps:.1f} req/s per instance)"
+        return lo, hi, f"{reason}; max {hi} sized from the peak ({peak:g} req/s at {rps:.3g} req/s per instance)"
     if section.max_instances < needed:
         raise ConfigError("inference.realtime.max_instances", section.max_instances,
                           f"at least {needed}, or a lower inference.requests_per_second",
                           reason=f"inference.requests_per_second {peak:g} at peak needs {needed} instances at "
-                                 f"{rps:.1f} req/s each")
+                                 f"{rps:.3g} req/s each")
     return lo, section.max_instances, reason
 
 

@@ -120,23 +120,29 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
             table.add_row(ip.kind, f"{ip.memory_mb} MB", f"0-{ip.max_concurrency} concurrent", "$0", "per GB-second",
                           per_million, why)
             continue
-        per_million = f"{money(ip.usd_per_million)} at {ip.requests_per_second_per_instance:,.1f} req/s/instance"
+        low, high = ip.requests_per_second_range
+        per_million = f"{money(ip.usd_per_million)} at {_rate(ip.requests_per_second_per_instance)} req/s/instance " \
+                      f"({_rate(low)}-{_rate(high)})"
         if ip.schedule:
             why += f" ({ip.schedule})"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     console.print(table)
+    for ip in p.inference.values():
+        if ip.throughput_basis:
+            console.print(f"  - {ip.kind}: {ip.latency_ms / 1000:,.2f} s a request; {escape(ip.throughput_basis)}")
     _print_serving(p, console)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:
         console.print(f"  - {a}")
     for c in p.calibration:
         console.print(f"  - {c}")
-    if p.inference:
-        console.print(f"  - serving throughput: {est.SERVE_TOKENS_PER_REQUEST}-token requests at "
-                      f"{est.SERVE_UTILISATION:.0%} of accelerator peak; CPU {est.CPU_GFLOPS_PER_VCPU} GFLOPS/vCPU; "
-                      f"classic ML {est.CLASSIC_MS_PER_REQUEST} ms per prediction per vCPU; serverless "
-                      f"${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+    if "serverless" in p.inference:
+        console.print(f"  - serverless ${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+def _rate(rps: float) -> str:
+    return f"{rps:,.0f}" if rps >= 100 else f"{rps:.3g}"
 
 
 def _print_serving(p: Plan, console: Console) -> None:

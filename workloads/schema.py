@@ -146,13 +146,28 @@ class Generation(_Frozen):
     max_total_tokens: int = Field(default=4096, ge=2, le=1_000_000)  # input plus generated tokens
     max_batch_size: int = Field(default=4, ge=1, le=512)
     dtype: Literal["bf16", "fp16"] = "bf16"
+    # A typical request, for sizing (absent: 512 in, 128 out, within the limits above).
+    typical_input_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    typical_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
 
     @model_validator(mode="after")
     def _input_below_total(self) -> "Generation":
         if self.max_input_tokens >= self.max_total_tokens:
             raise ValueError(f"max_input_tokens {self.max_input_tokens} must be below max_total_tokens "
                              f"{self.max_total_tokens}")
+        if self.typical_input_tokens and self.typical_input_tokens > self.max_input_tokens:
+            raise ValueError(f"typical_input_tokens {self.typical_input_tokens} exceeds max_input_tokens "
+                             f"{self.max_input_tokens}")
+        tokens_in, tokens_out = self.typical()
+        if tokens_in + tokens_out > self.max_total_tokens:
+            raise ValueError(f"a typical request of {tokens_in} + {tokens_out} tokens (typical_input_tokens + "
+                             f"typical_output_tokens) exceeds max_total_tokens {self.max_total_tokens}")
         return self
+
+    def typical(self) -> tuple[int, int]:
+        """(input, output) tokens of a typical request."""
+        tokens_in = self.typical_input_tokens or min(512, self.max_input_tokens)
+        return tokens_in, self.typical_output_tokens or max(1, min(128, self.max_total_tokens - tokens_in))
 
 
 class Inference(_Frozen):

@@ -1,0 +1,145 @@
+"""Inference sized to the load with a sourced throughput (issue 13): LLM decode from memory bandwidth, fitted to
+published single-request measurements (the fixtures below, as their sources state them); encoders at the
+utilisation of Neuron's published BERT-class benchmark; the latency target sizes the batch, picks the type or is
+refused; real-time scaling tracks half the planned throughput (SageMaker's load-testing guide)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.catalog import load_catalog, load_serving
+from workloads.planner import serving_speed
+from workloads.speed import decode_ratios, token_ms
+
+F = load_serving()
+CAT = load_catalog()
+# Published median ms per generated token at one request (hf-tgi-llama2-sagemaker: results/sagemaker.csv, TGI
+# 1.0.3, 1 virtual user; neuron-inf2-llm-performance: latency_data_LLM.csv, Transformers Neuron 2.13).
+PUBLISHED = {
+    "Llama 2 7B, ml.g5.2xlarge, TGI 1.0.3": 30.962235,
+    "Llama 2 13B, ml.g5.12xlarge, TGI 1.0.3": 21.002715,
+    "Llama 2 70B, ml.p4d.24xlarge, TGI 1.0.3": 41.348543,
+    "Llama 2 70B, ml.g5.48xlarge, TGI 1.0.3": 52.512794,
+    "OPT-66B, inf2.48xlarge, Transformers Neuron 2.13": 35.4,
+}
+# bert-large-uncased on inf2.xlarge (neuron-inf2-encoder-performance): 950.05 inferences/s at 128 tokens.
+BERT_LARGE_UTILISATION = 950.0496231 * 2 * 0.335e9 * 128 / 190e12
+LLAMA_7B = {"model.parameters_billion": "6.74", "model.attention_heads": "32"}
+
+
+@pytest.mark.parametrize("what, ms", PUBLISHED.items())
+def test_decode_measurements_are_recorded_as_published(what, ms):
+    assert {m.what: m.ms_per_token for m in F.decode}[what] == pytest.approx(ms, abs=0.01)
+
+
+def _log_error(efficiency: float, one: float, sharded: float) -> float:
+    fitted = type(F)(**{**F.__dict__, "efficiency": efficiency, "overhead_ms_one": one, "overhead_ms_sharded": sharded})
+    return sum(math.log(r) ** 2 for r in decode_ratios(fitted))
+
+
+@pytest.mark.parametrize("step", [(0.01, 0, 0), (-0.01, 0, 0), (0, 0.5, 0), (0, -0.5, 0), (0, 0, 0.5), (0, 0, -0.5)])
+def test_the_decode_constants_are_the_least_squares_fit_of_the_measurements(step):
+    best = _log_error(F.efficiency, F.overhead_ms_one, F.overhead_ms_sharded)
+    assert best <= _log_error(F.efficiency + step[0], F.overhead_ms_one + step[1], F.overhead_ms_sharded + step[2])
+
+
+def test_the_decode_model_is_unbiased_and_its_spread_is_what_the_plan_reports():
+    ratios = decode_ratios(F)
+    assert 0.9 < statistics.median(ratios) < 1.1
+    assert 0.7 < min(ratios) and max(ratios) < 1.45
+    basis = plan(load("huge")).inference["realtime"].throughput_basis
+    assert f"measured/modelled {min(ratios):.2f}-{max(ratios):.2f}" in basis
+    assert "hf-tgi-llama2-sagemaker" in basis and "neuron-inf2-llm-performance" in basis and "neuron-inferentia2" in basis
+
+
+def test_a_published_measurement_is_reproduced_through_the_planner_within_the_spread():
+    """Llama 2 7B on one A10G, one request at a time, 50 new tokens: TGI measured 30.96 ms a token."""
+    w = load("intermediate", {**LLAMA_7B, "inference.generation.max_batch_size": "1",
+                              "inference.generation.typical_input_tokens": "256",
+                              "inference.generation.typical_output_tokens": "50"})
+    s = serving_speed("async", w, CAT.get("g5.2xlarge"))
+    low, high = min(decode_ratios(F)), max(decode_ratios(F))
+    assert s.concurrency == 1 and low <= 30.962235 / (s.latency_ms / 50) <= high
+    assert s.low < s.requests_per_second < s.high
+
+
+def test_bandwidth_is_the_chips_shared_by_its_neuron_cores():
+    assert F.device_gbs(CAT.get("inf2.48xlarge")) == 410 and F.device_gbs(CAT.get("g5.xlarge")) == 600
+    assert token_ms(F, 600, 1, 13.48e9) == pytest.approx(F.overhead_ms_one + 13.48e9 / (600e9 * F.efficiency) * 1e3)
+
+
+def test_encoder_serving_uses_the_published_bert_class_utilisation():
+    assert any(m.value == pytest.approx(BERT_LARGE_UTILISATION, rel=1e-6) for m in F.encoder)
+    w = load("intermediate", {"inference.artifact": "{format: framework-archive}", "model.parameters_billion": "0.3"})
+    ip = plan(w).inference["realtime"]
+    assert "neuron-inf2-encoder-performance" in ip.throughput_basis and "Inferentia2's" in ip.throughput_basis
+    low, high = ip.requests_per_second_range
+    assert low < ip.requests_per_second_per_instance < high
+
+
+def test_the_maximum_is_sized_from_the_peak_at_the_planned_throughput():
+    rt = plan(load("intermediate", {"inference.realtime": "{min_instances: 1}",
+                                    "inference.requests_per_second": "50"})).inference["realtime"]
+    assert rt.max_instances == rt.instances_needed_at_peak == math.ceil(50 / rt.requests_per_second_per_instance)
+    assert "sized from the peak (50 req/s" in rt.reason
+
+
+def test_a_latency_target_shrinks_the_batch_or_moves_to_a_faster_type():
+    open_ended = plan(load("intermediate", {"inference.realtime": "{min_instances: 1}"})).inference["realtime"]
+    tight = plan(load("intermediate", {"inference.realtime": "{min_instances: 1}",
+                                       "inference.latency_ms": "3000"})).inference["realtime"]
+    assert open_ended.latency_ms > 3000 >= tight.latency_ms
+    assert (tight.instance_type, tight.concurrency) != (open_ended.instance_type, open_ended.concurrency)
+
+
+def test_a_latency_no_type_meets_is_refused_naming_the_field_and_the_fastest():
+    with pytest.raises(ConfigError) as err:
+        plan(load("intermediate", {"inference.realtime": "{min_instances: 1}", "inference.latency_ms": "300"}))
+    assert err.value.field == "inference.latency_ms" and err.value.value == 300
+    assert "the fastest that holds the model" in err.value.allowed and "typical_output_tokens" in err.value.allowed
+
+
+def test_a_configured_type_too_slow_for_the_latency_is_refused():
+    with pytest.raises(ConfigError) as err:
+        plan(load("intermediate", {"inference.realtime": "{min_instances: 1, instance_type: ml.g4dn.xlarge}",
+                                   "inference.latency_ms": "1000"}))
+    assert err.value.field == "inference.latency_ms" and "ml.g4dn.xlarge" in str(err.value)
+
+
+def test_shorter_answers_meet_a_latency_that_long_ones_miss():
+    fine = plan(load("intermediate", {"inference.realtime": "{min_instances: 1}", "inference.latency_ms": "1000",
+                                      "inference.generation.typical_output_tokens": "16"})).inference["realtime"]
+    assert fine.latency_ms <= 1000
+
+
+def test_real_time_scales_at_half_the_planned_throughput_unless_configured():
+    rt = plan(load("intermediate")).inference["realtime"]
+    assert rt.invocations_per_instance == math.floor(rt.requests_per_second_per_instance * 0.5 * 60)
+    assert "SageMaker's load-testing guide" in rt.reason
+    set_ = plan(load("intermediate", {"inference.realtime": "{min_instances: 1, max_instances: 4, "
+                                                            "invocations_per_instance: 7}"})).inference["realtime"]
+    assert set_.invocations_per_instance == 7
+
+
+def test_the_type_is_the_cheapest_at_the_peak_not_the_cheapest_per_hour():
+    """At 20 req/s a 3B model costs less on one larger type's throughput than on many of the cheapest."""
+    w = load("intermediate", {"inference.realtime": "{min_instances: 1}", "inference.requests_per_second": "20"})
+    rt = plan(w).inference["realtime"]
+    for name in ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge"):
+        s = serving_speed("realtime", w, CAT.get(name))
+        price = CAT.get(name).price(w.region, sagemaker=True).usd_per_hour
+        assert rt.usd_per_hour_max <= price * math.ceil(20 / s.requests_per_second) + 1e-9
+
+
+@pytest.mark.parametrize("generation, says", [
+    ("{typical_input_tokens: 4000}", "typical_input_tokens 4000 exceeds max_input_tokens 2048"),
+    ("{typical_input_tokens: 2000, typical_output_tokens: 3000}", "exceeds max_total_tokens 4096"),
+])
+def test_a_typical_request_outside_the_limits_is_refused(generation, says):
+    with pytest.raises(ConfigError) as err:
+        load("intermediate", {"inference.generation": generation})
+    assert says in str(err.value) and "inference.generation" in str(err.value)

@@ -1,0 +1,152 @@
+"""Serving speed of one instance: requests per second (likely, with the published spread), the latency of one
+request, and what the figures rest on. Pure Python: the planner sizes endpoints and ranks types with it.
+
+- LLMs (Hugging Face artifacts on TGI): every generated token streams the weights and the KV cache from memory,
+  so a token costs a step overhead plus bytes / (bandwidth x efficiency), with the constants fitted to published
+  single-request measurements (catalog/serving.yaml); the prompt is processed at the accelerator's published
+  training MFU. Requests share the decode steps (continuous batching) up to the generation batch limit, or fewer
+  where the latency target needs it.
+- Other models on accelerators: 2 x parameters x tokens per request at the utilisation BERT-class models reach
+  in Neuron's published Inferentia2 benchmark (the only encoder serving figures recorded; GPUs borrow them).
+- CPUs: stated assumptions, no published measurement recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from functools import cache
+
+from . import estimates as est
+from .catalog import InstanceType, ServingFacts, devices, load_serving, load_utilisation
+from .schema import Workload
+from .serving import KV_BYTES, model_shape
+
+# CPU serving (no published measurement recorded: stated assumptions). A CPU core sustains about 50 dense
+# GFLOPS (AVX-512 FP32) at 30% of that when serving; a boosted-tree prediction takes about 2 ms of a vCPU.
+CPU_GFLOPS_PER_VCPU = 50
+CPU_UTILISATION = 0.30
+CLASSIC_MS_PER_REQUEST = 2
+ENCODER_TOKENS_PER_REQUEST = 512
+
+
+@dataclass(frozen=True)
+class Speed:
+    requests_per_second: float  # one instance, likely
+    low: float  # requests per second at the slow end of the published spread
+    high: float
+    latency_ms: float  # one request at `concurrency` requests in flight, likely
+    concurrency: int  # requests one instance serves at once
+    meets_latency: bool  # the latency target (if any) is met at concurrency 1 or more
+    basis: str
+
+
+def token_ms(f: ServingFacts, device_gbs: float, degree: int, bytes_per_device: float) -> float:
+    """Modelled milliseconds per generated token (the fitted decode model of catalog/serving.yaml)."""
+    overhead = f.overhead_ms_one if degree == 1 else f.overhead_ms_sharded
+    return overhead + bytes_per_device / (device_gbs * 1e9 * f.efficiency) * 1e3
+
+
+def decode_ratios(f: ServingFacts) -> list[float]:
+    """Measured / modelled ms per token of each published measurement."""
+    out = []
+    for m in f.decode:
+        gbs = f.bandwidth_gbs[m.accelerator] / (2 if m.accelerator == "Inferentia2" else 1)  # a NeuronCore's share
+        out.append(m.ms_per_token / token_ms(f, gbs, m.tensor_parallel,
+                                             m.parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / m.tensor_parallel))
+    return out
+
+
+@cache
+def _spread() -> tuple[float, float]:
+    ratios = decode_ratios(load_serving())
+    return min(ratios), max(ratios)
+
+
+def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | None) -> Speed:
+    f = load_serving()
+    gbs = f.device_gbs(itype)
+    acc = itype.accelerator
+    assert acc is not None and itype.peak_tflops
+    if gbs is None:
+        raise ValueError(f"serving.yaml records no memory bandwidth for {acc.model}")
+    n = w.model.parameters_billion * 1e9
+    g = w.inference.generation
+    tokens_in, tokens_out = g.typical()
+    layers, heads, kv_heads, hidden = model_shape(w)
+    kv_per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
+    context = tokens_in + tokens_out / 2  # average context while a request decodes
+    count, _ = devices(itype)
+    flops_per_device = itype.peak_tflops * 1e12 / count
+    u = est.utilisation_range(itype, w.model.parameters_billion, load_utilisation())
+    prefill_s = 2 * n * tokens_in / (degree * flops_per_device * u.likely)
+
+    def step_ms(batch: int, ratio: float = 1.0) -> float:
+        memory = token_ms(f, gbs, degree, (n * est.SERVE_BYTES_PER_PARAM + batch * context * kv_per_token) / degree)
+        compute = 2 * n * batch / (degree * flops_per_device * u.likely) * 1e3
+        return max(memory, compute) * ratio
+
+    def latency_ms(batch: int) -> float:
+        return prefill_s * 1e3 + tokens_out * step_ms(batch)
+
+    def rps(batch: int, ratio: float = 1.0) -> float:
+        return 1 / (prefill_s + tokens_out * step_ms(batch, ratio) / 1e3 / batch)
+
+    batches = [b for b in range(1, g.max_batch_size + 1) if latency_target_ms is None or latency_ms(b) <= latency_target_ms]
+    batch = max(batches) if batches else 1
+    fast, slow = _spread()
+    measured = sorted({m.source for m in f.decode})
+    basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time; decode streams {degree} x "
+             f"{n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at {f.efficiency:.0%} of "
+             f"{gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
+             f"{f.overhead_ms_one if degree == 1 else f.overhead_ms_sharded:g} ms a token, fitted to {len(f.decode)} "
+             f"published single-request measurements [{', '.join(measured)}] (measured/modelled {fast:.2f}-{slow:.2f}); "
+             f"prompt at {u.likely:.0%} MFU ({u.basis.split(' MFU at')[0]} training figures)")
+    return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, bool(batches), basis)
+
+
+@cache
+def _encoder_utilisation() -> tuple[float, float, float, str]:
+    f = load_serving()
+    values = sorted(m.value for m in f.encoder)
+    sources = sorted({m.source for m in f.encoder})
+    return values[0], statistics.median(values), values[-1], ", ".join(sources)
+
+
+def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> Speed:
+    """A framework-archive model on accelerators: compute-bound at the published BERT-class utilisation."""
+    assert itype.accelerator and itype.peak_tflops
+    low, likely, high, sources = _encoder_utilisation()
+    flops = 2 * w.model.parameters_billion * 1e9 * ENCODER_TOKENS_PER_REQUEST
+    count, _ = devices(itype)
+    latency = flops / (itype.peak_tflops * 1e12 / count * likely) * 1e3
+    borrowed = "" if itype.accelerator.model == "Inferentia2" else \
+        f"; no published {itype.accelerator.model} figure recorded: Inferentia2's"
+    basis = (f"{ENCODER_TOKENS_PER_REQUEST}-token requests at {likely:.0%} of peak ({low:.0%}-{high:.0%}): "
+             f"BERT-class serving in Neuron's inf2 benchmark [{sources}]{borrowed}")
+    per = itype.peak_tflops * 1e12 / flops
+    return Speed(per * likely, per * low, per * high, latency, 1,
+                 latency_target_ms is None or latency <= latency_target_ms, basis)
+
+
+def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, classic: bool) -> Speed:
+    """CPU serving by the stated assumptions (no published measurement recorded, so no spread)."""
+    if classic:
+        per_second = itype.vcpus * 1000 / CLASSIC_MS_PER_REQUEST * CPU_UTILISATION
+        latency, basis = CLASSIC_MS_PER_REQUEST / CPU_UTILISATION, \
+            f"assumed {CLASSIC_MS_PER_REQUEST} ms of a vCPU per prediction at {CPU_UTILISATION:.0%} (no published " \
+            "measurement recorded)"
+    else:
+        flops = 2 * w.model.parameters_billion * 1e9 * ENCODER_TOKENS_PER_REQUEST
+        per_second = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION / flops
+        latency = flops / (CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION) * 1e3
+        basis = f"{ENCODER_TOKENS_PER_REQUEST}-token requests at an assumed {CPU_GFLOPS_PER_VCPU} GFLOPS per vCPU x " \
+                f"{CPU_UTILISATION:.0%} (no published measurement recorded)"
+    return Speed(per_second, per_second, per_second, latency, 1,
+                 latency_target_ms is None or latency <= latency_target_ms, basis)
+
+
+def scaling_target(f: ServingFacts, rps: float) -> int:
+    """Invocations per instance per minute that real-time scaling tracks (SageMaker's load-testing guide)."""
+    return max(1, math.floor(rps * f.scaling_safety_factor * 60))
