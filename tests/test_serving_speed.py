@@ -143,3 +143,9 @@ def test_a_typical_request_outside_the_limits_is_refused(generation, says):
     with pytest.raises(ConfigError) as err:
         load("intermediate", {"inference.generation": generation})
     assert says in str(err.value) and "inference.generation" in str(err.value)
+
+
+def test_every_accelerator_that_serves_llms_has_a_sourced_bandwidth():
+    models = {t.accelerator.model for t in CAT.types.values()
+              if t.accelerator and t.accelerator.kind == "nvidia-gpu" or (t.accelerator and t.accelerator.model == "Inferentia2")}
+    assert models <= set(F.bandwidth_gbs) and all(F.bandwidth_sources[m] in CAT.sources for m in models)

@@ -52,7 +52,8 @@ def decode_ratios(f: ServingFacts) -> list[float]:
     """Measured / modelled ms per token of each published measurement."""
     out = []
     for m in f.decode:
-        gbs = f.bandwidth_gbs[m.accelerator] / (2 if m.accelerator == "Inferentia2" else 1)  # a NeuronCore's share
+        gbs = f.core_gbs(m.accelerator)
+        assert gbs is not None
         out.append(m.ms_per_token / token_ms(f, gbs, m.tensor_parallel,
                                              m.parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / m.tensor_parallel))
     return out

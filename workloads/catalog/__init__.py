@@ -301,15 +301,16 @@ class ServingFacts:
     overhead_ms_one: float  # per generated token, model on one device (fitted)
     overhead_ms_sharded: float  # per generated token, tensor-parallel model (fitted)
     decode: tuple[DecodeMeasurement, ...]
-    encoder_peak_tflops: float
     encoder: tuple[Measurement, ...]  # value: model-FLOPs utilisation of each published encoder figure
     scaling_safety_factor: float
 
+    def core_gbs(self, accelerator: str) -> float | None:
+        """Bandwidth of one tensor-parallel device: a GPU, or a NeuronCore's share of its chip."""
+        gbs = self.bandwidth_gbs.get(accelerator)
+        return gbs / NEURON_CORES_PER_CHIP.get(accelerator, 1) if gbs else None
+
     def device_gbs(self, itype: InstanceType) -> float | None:
-        """Bandwidth of one tensor-parallel device (a GPU, or a NeuronCore's share of its chip)."""
-        acc = itype.accelerator
-        gbs = self.bandwidth_gbs.get(acc.model) if acc else None
-        return gbs / NEURON_CORES_PER_CHIP.get(acc.model, 1) if gbs and acc else None
+        return self.core_gbs(itype.accelerator.model) if itype.accelerator else None
 
 
 @cache
@@ -330,7 +331,6 @@ def load_serving() -> ServingFacts:
         overhead_ms_sharded=float(fit["overhead_ms_sharded"]),
         decode=tuple(DecodeMeasurement(m["accelerator"], int(m["tensor_parallel"]), float(m["parameters_billion"]),
                                        float(m["ms_per_token"]), m["source"], m["what"]) for m in data["decode"]),
-        encoder_peak_tflops=float(enc["peak_tflops_per_device"]),
         encoder=tuple(Measurement(f["per_second"] * 2 * f["parameters_billion"] * 1e9 * f["tokens"] / peak,
                                   f["source"], f["what"]) for f in enc["figures"]),
         scaling_safety_factor=float(data["scaling_safety_factor"]),
