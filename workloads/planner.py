@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from . import estimates as est
-from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, devices, load_catalog, load_utilisation,
-                      SoftwareStack, load_software, network_interfaces)
+from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, devices, load_catalog, load_serving,
+                      load_utilisation, SoftwareStack, load_software, network_interfaces)
 from .errors import ConfigError, raise_all
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from . import parallelism
@@ -23,7 +23,6 @@ from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gi
                       plan_serving, tensor_parallel)
 from .storage import FsxPlan, size_fsx
 from . import speed
-from .catalog import load_serving
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
 LARGE_PARAMS_B = 10
@@ -523,21 +522,27 @@ def measured_choice() -> tuple[str, dict[str, float]]:
 def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, fits: Callable[[InstanceType], bool],
                       cost: Callable[[InstanceType], float | None]) -> tuple[InstanceType | None, list[InstanceType]]:
     """(the fitting type of least cost, the fitting types whose cost is None: too slow for the latency target)."""
-    fitting, too_slow = [], []
+    costs: dict[str, tuple[float, InstanceType]] = {}
+    too_slow = []
     for name in names:
         itype = cat.get(name)
         if itype is None or not cat.allows(name) or w.region not in itype.regions \
                 or itype.price(w.region, sagemaker=True) is None or not fits(itype):
             continue
-        (too_slow if cost(itype) is None else fitting).append(itype)
-    return (min(fitting, key=cost) if fitting else None), too_slow
+        c = cost(itype)
+        if c is None:
+            too_slow.append(itype)
+        else:
+            costs[name] = (c, itype)
+    return (min(costs.values(), key=lambda pair: pair[0])[1] if costs else None), too_slow
 
 
 def serving_speed(kind: str, w: Workload, itype: InstanceType) -> speed.Speed:
     """How fast one instance serves this workload's requests; the latency target binds real-time only."""
     target = w.inference.latency_ms if kind == "realtime" else None
-    if w.model.framework in CLASSIC_ML or itype.accelerator is None:
-        return speed.cpu(w, itype, target, classic=w.model.framework in CLASSIC_ML)
+    classic = w.model.framework in CLASSIC_ML
+    if classic or itype.accelerator is None:
+        return speed.cpu(w, itype, target, classic=classic)
     if artifact_format(w)[0] == "huggingface":
         heads, _ = attention_heads(w)
         degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv_cache_gib(w))
@@ -601,13 +606,8 @@ def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, s
                "batch": "GPU that holds the model, for periodic large datasets"}[kind]
         return itype, f"{why}; {least}"
     if too_slow:
-        fastest = min(too_slow, key=lambda t: serving_speed(kind, w, t).latency_ms)
-        s = serving_speed(kind, w, fastest)
-        raise ConfigError("inference.latency_ms", w.inference.latency_ms,
-                          f"at least {math.ceil(s.latency_ms)} (ml.{fastest.name}, the fastest that holds the model), "
-                          "or fewer inference.generation.typical_output_tokens",
-                          reason=f"no catalog type serves one request within {w.inference.latency_ms} ms; the fastest "
-                                 f"takes about {s.latency_ms:,.0f} ms ({s.basis})")
+        s, fastest = min(((serving_speed(kind, w, t), t) for t in too_slow), key=lambda pair: pair[0].latency_ms)
+        raise _too_slow(w, fastest, s, "the fastest that holds the model", "")
     raise ConfigError(f"inference.{kind}.instance_type", None, "set one explicitly",
                       reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
 
@@ -681,11 +681,8 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         serving = plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
         hourly = itype.price(w.region, sagemaker=True).usd_per_hour
         s = serving_speed(kind, w, itype)
-        if not s.meets_latency:
-            raise ConfigError("inference.latency_ms", inf.latency_ms,
-                              f"at least {math.ceil(s.latency_ms)} on ml.{itype.name}, fewer "
-                              "inference.generation.typical_output_tokens, or a faster inference.realtime.instance_type",
-                              reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
+        if not s.meets_latency:  # only a configured type: the planner's choices meet the target
+            raise _too_slow(w, itype, s, "set by the config", ", or a faster inference.realtime.instance_type")
         rps = s.requests_per_second
         needed = max(1, math.ceil(inf.requests_per_second / rps))
         invocations = getattr(section, "invocations_per_instance", None)
@@ -716,6 +713,13 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_else: str) -> ConfigError:
+    return ConfigError("inference.latency_ms", w.inference.latency_ms,
+                       f"at least {math.ceil(s.latency_ms)} (ml.{itype.name}, {which}), or fewer "
+                       f"inference.generation.typical_output_tokens{or_else}",
+                       reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
 
 
 def _realtime_range(section: Realtime, needed: int, rps: float, peak: float, reason: str) -> tuple[int, int, str]:

@@ -115,11 +115,15 @@ def _encoder_utilisation() -> tuple[float, float, float, str]:
     return values[0], statistics.median(values), values[-1], ", ".join(sources)
 
 
+def _request_flops(w: Workload) -> float:
+    return 2 * w.model.parameters_billion * 1e9 * ENCODER_TOKENS_PER_REQUEST
+
+
 def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> Speed:
     """A framework-archive model on accelerators: compute-bound at the published BERT-class utilisation."""
     assert itype.accelerator and itype.peak_tflops
     low, likely, high, sources = _encoder_utilisation()
-    flops = 2 * w.model.parameters_billion * 1e9 * ENCODER_TOKENS_PER_REQUEST
+    flops = _request_flops(w)
     count, _ = devices(itype)
     latency = flops / (itype.peak_tflops * 1e12 / count * likely) * 1e3
     borrowed = "" if itype.accelerator.model == "Inferentia2" else \
@@ -139,7 +143,7 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
             f"assumed {CLASSIC_MS_PER_REQUEST} ms of a vCPU per prediction at {CPU_UTILISATION:.0%} (no published " \
             "measurement recorded)"
     else:
-        flops = 2 * w.model.parameters_billion * 1e9 * ENCODER_TOKENS_PER_REQUEST
+        flops = _request_flops(w)
         per_second = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION / flops
         latency = flops / (CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION) * 1e3
         basis = f"{ENCODER_TOKENS_PER_REQUEST}-token requests at an assumed {CPU_GFLOPS_PER_VCPU} GFLOPS per vCPU x " \
