@@ -15,6 +15,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: setup demo test test-trainer synth lint plan snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
+	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
+	@# and without them every `python -m workloads plan` parses and compiles again (0.47 s, not 0.33 s).
+	@$(PY) -m compileall -q workloads stacks constructs_lib app.py >/dev/null
+	@$(PY) -m workloads.packaged >/dev/null
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

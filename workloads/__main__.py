@@ -1,5 +1,10 @@
+import os
 import sys
 
-from .cli import main
+# The CLI validates one config and exits; pydantic's plugin discovery would scan every installed
+# package's entry points first (about 20 ms of a 0.3 s plan). Set the variable to use a plugin.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+from .cli import main  # noqa: E402  (after the line above, which must run before pydantic loads)
 
 sys.exit(main())

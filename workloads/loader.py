@@ -12,10 +12,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, did_you_mean, raise_all
+from .packaged import read_packaged_yaml
 from .schema import Workload
 from .validators import check
 
@@ -161,34 +161,43 @@ def _allowed_here(key: str, *, app_keys: bool = False) -> str:
 def _read(source: str) -> dict:
     is_path = source.endswith((".yaml", ".yml")) or "/" in source
     if is_path:
-        path = Path(source)
-        if not path.is_file():
-            raise ConfigError("workload", source, "an existing YAML file or a preset: " + ", ".join(preset_names()),
-                              reason="file not found")
+        data = _read_user_file(source)
     else:
         path = PRESETS_DIR / f"{source}.yaml"
         if not path.is_file():
             raise ConfigError("workload", source, ", ".join(preset_names()) + " or a path to a .yaml file",
                               reason="unknown preset")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = getattr(exc, "problem", None) or "malformed"
-        raise ConfigError("workload", str(source), "well-formed YAML", reason=f"malformed YAML at {where}: {problem}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("workload", str(source), "a readable UTF-8 YAML file", reason=type(exc).__name__) from None
+        data = read_packaged_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError("workload", str(source), "a YAML mapping with the fields name, region, availability_zone, model, data, ...",
                           reason=f"the file holds a {type(data).__name__}, not a mapping")
     return copy.deepcopy(data)
 
 
+def _read_user_file(source: str) -> Any:
+    import yaml  # here, not at the top: a preset plan comes from the cache and never needs it
+
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError("workload", source, "an existing YAML file or a preset: " + ", ".join(preset_names()),
+                          reason="file not found")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        problem = getattr(exc, "problem", None) or "malformed"
+        raise ConfigError("workload", source, "well-formed YAML", reason=f"malformed YAML at {where}: {problem}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("workload", source, "a readable UTF-8 YAML file", reason=type(exc).__name__) from None
+
+
 def _parse_value(value: Any) -> Any:
     """Context values arrive as strings: '16' -> 16, 'null' -> None, 'true' -> True."""
     if not isinstance(value, str):
         return value
+    import yaml  # only when there are overrides (see _read_user_file)
+
     try:
         return yaml.safe_load(value)
     except yaml.YAMLError:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-import yaml
+from ..packaged import read_packaged_yaml
 
 _HERE = Path(__file__).parent
 ML_PREFIX = "ml."
@@ -158,9 +158,7 @@ def _cited(what: str, cited: list[str], known: dict[str, Source]) -> None:
 
 
 def _load_yaml(name: str) -> dict:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with open(_HERE / name, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=loader)
+    return read_packaged_yaml(_HERE / name)
 
 
 def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
