@@ -22,9 +22,10 @@ def test_a_configured_maximum_that_cannot_carry_the_peak_is_refused_naming_both_
 
 
 def test_an_open_maximum_is_sized_from_the_peak():
-    p = plan(load("small", {"inference.realtime": "{min_instances: 1}", "inference.requests_per_second": "2000"}))
+    p = plan(load("small", {"inference.realtime": "{min_instances: 1}", "inference.requests_per_second": "20000"}))
     rt = p.inference["realtime"]
-    assert rt.max_instances == rt.instances_needed_at_peak == 7  # 2000 req/s at 300 req/s per instance
+    assert rt.requests_per_second_per_instance == 4 * 686.0  # ml.c5.xlarge: 4 vCPUs at the measured rate
+    assert rt.max_instances == rt.instances_needed_at_peak == 8  # 20000 req/s at 2744 req/s per instance
     assert "sized from the peak" in rt.reason
 
 

@@ -5,6 +5,7 @@ refused; real-time scaling tracks half the planned throughput (SageMaker's load-
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
@@ -14,6 +15,8 @@ from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog, load_serving
 from workloads.planner import serving_speed
 from workloads.speed import decode_ratios, token_ms
+
+from .conftest import ROOT
 
 F = load_serving()
 CAT = load_catalog()
@@ -149,3 +152,43 @@ def test_every_accelerator_that_serves_llms_has_a_sourced_bandwidth():
     models = {t.accelerator.model for t in CAT.types.values()
               if t.accelerator and t.accelerator.kind == "nvidia-gpu" or (t.accelerator and t.accelerator.model == "Inferentia2")}
     assert models <= set(F.bandwidth_gbs) and all(F.bandwidth_sources[m] in CAT.sources for m in models)
+
+
+# --- classic ML on CPU: the serving path measured per vCPU (tools/bench_cpu_serving.py) ---
+
+RESULTS = ROOT / "tools" / "cpu_serving" / "results-2026-11-23.jsonl"
+
+
+def test_cpu_figures_are_the_medians_of_the_recorded_trials():
+    trials = [json.loads(line) for line in RESULTS.read_text().splitlines()]
+    for fig in F.cpu_classic:
+        mine = [t for t in trials if t["model"] == fig.name]
+        assert len(mine) == 6, fig.name  # three trials at each concurrency
+        assert fig.per_second_per_vcpu == statistics.median(t["requests_per_second"] for t in mine
+                                                            if t["concurrency"] == 4)
+        assert fig.one_request_ms == pytest.approx(statistics.median(t["p50_ms"] for t in mine
+                                                                     if t["concurrency"] == 1), abs=0.01)
+    assert [c.name for c in F.cpu_classic] == ["large", "typical", "small"]  # slowest first
+    assert F.cpu_classic_likely.name == "typical"
+
+
+def test_xgboost_endpoint_throughput_is_the_measured_rate_per_vcpu():
+    rt = plan(load("small")).inference["realtime"]
+    vcpus = CAT.types[rt.instance_type.removeprefix("ml.")].vcpus
+    assert rt.requests_per_second_per_instance == pytest.approx(vcpus * 686.0)
+    assert rt.requests_per_second_range == pytest.approx((vcpus * 455.8, vcpus * 703.7))
+    assert rt.concurrency == vcpus  # one worker per vCPU (the container's rule)
+    assert F.cpu_classic_likely.one_request_ms == 1.75 and rt.latency_ms == round(1.75, 1)  # the plan: 0.1 ms
+    assert "[cpu-serving-bench]" in rt.throughput_basis and "borrows" not in rt.throughput_basis
+    assert "not on an ml. instance" in rt.throughput_basis
+
+
+def test_scikit_learn_says_it_borrows_the_xgboost_figure():
+    rt = plan(load("small", {"model.framework": "scikit-learn"})).inference["realtime"]
+    assert "scikit-learn borrows the XGBoost figure" in rt.throughput_basis
+
+
+def test_a_latency_target_below_the_measured_request_is_refused():
+    with pytest.raises(ConfigError) as err:
+        plan(load("small", {"inference.latency_ms": "1"}))
+    assert err.value.field == "inference.latency_ms" and err.value.value == 1

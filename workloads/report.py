@@ -130,7 +130,8 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     console.print(table)
     for ip in p.inference.values():
         if ip.throughput_basis:
-            console.print(f"  - {ip.kind}: {ip.latency_ms / 1000:,.2f} s a request; {escape(ip.throughput_basis)}")
+            took = f"{ip.latency_ms / 1000:,.2f} s" if ip.latency_ms >= 100 else f"{ip.latency_ms:.1f} ms"
+            console.print(f"  - {ip.kind}: {took} a request; {escape(ip.throughput_basis)}")
     _print_serving(p, console)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:

@@ -8,7 +8,9 @@ request, and what the figures rest on. Pure Python: the planner sizes endpoints 
   where the latency target needs it.
 - Other models on accelerators: 2 x parameters x tokens per request at the utilisation BERT-class models reach
   in Neuron's published Inferentia2 benchmark (the only encoder serving figures recorded; GPUs borrow them).
-- CPUs: stated assumptions, no published measurement recorded.
+- Classic ML on CPUs: SageMaker's XGBoost serving path, measured per vCPU with tools/bench_cpu_serving.py (no
+  published endpoint measurement found); scikit-learn borrows the figure. Other models on CPUs: stated
+  assumptions, no measurement recorded.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from .catalog import InstanceType, ServingFacts, devices, load_serving, load_uti
 from .schema import Workload
 from .serving import KV_BYTES, model_shape
 
-# CPU serving (no published measurement recorded: stated assumptions). A CPU core sustains about 50 dense
-# GFLOPS (AVX-512 FP32) at 30% of that when serving; a boosted-tree prediction takes about 2 ms of a vCPU.
+# A deep-learning model on CPU (no measurement recorded: stated assumptions). A CPU core sustains about 50
+# dense GFLOPS (AVX-512 FP32) at 30% of that when serving.
 CPU_GFLOPS_PER_VCPU = 50
 CPU_UTILISATION = 0.30
-CLASSIC_MS_PER_REQUEST = 2
 ENCODER_TOKENS_PER_REQUEST = 512
 
 
@@ -136,18 +137,24 @@ def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> 
 
 
 def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, classic: bool) -> Speed:
-    """CPU serving by the stated assumptions (no published measurement recorded, so no spread)."""
+    """Classic ML: the serving path measured per vCPU (one worker each). Other models: stated assumptions."""
     if classic:
-        per_second = itype.vcpus * 1000 / CLASSIC_MS_PER_REQUEST * CPU_UTILISATION
-        latency, basis = CLASSIC_MS_PER_REQUEST / CPU_UTILISATION, \
-            f"assumed {CLASSIC_MS_PER_REQUEST} ms of a vCPU per prediction at {CPU_UTILISATION:.0%} (no published " \
-            "measurement recorded)"
-    else:
-        flops = _request_flops(w)
-        per_second = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION / flops
-        latency = flops / (CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION) * 1e3
-        basis = f"{ENCODER_TOKENS_PER_REQUEST}-token requests at an assumed {CPU_GFLOPS_PER_VCPU} GFLOPS per vCPU x " \
-                f"{CPU_UTILISATION:.0%} (no published measurement recorded)"
+        f = load_serving()
+        likely, slow, fast = f.cpu_classic_likely, f.cpu_classic[0], f.cpu_classic[-1]
+        latency = likely.one_request_ms
+        basis = (f"one CSV row a request through SageMaker's XGBoost serving path, one worker per vCPU: "
+                 f"{likely.per_second_per_vcpu:g}/s per vCPU for {likely.what} ({slow.per_second_per_vcpu:g} for "
+                 f"{slow.what}, {fast.per_second_per_vcpu:g} for {fast.what}) [{likely.source}]; measured on a "
+                 f"2-vCPU AMD EPYC machine, not on an ml. instance, whose vCPUs may share cores"
+                 + ("" if w.model.framework == "xgboost" else f"; {w.model.framework} borrows the XGBoost figure"))
+        return Speed(itype.vcpus * likely.per_second_per_vcpu, itype.vcpus * slow.per_second_per_vcpu,
+                     itype.vcpus * fast.per_second_per_vcpu, latency, itype.vcpus,
+                     latency_target_ms is None or latency <= latency_target_ms, basis)
+    flops = _request_flops(w)
+    per_second = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION / flops
+    latency = flops / (CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION) * 1e3
+    basis = f"{ENCODER_TOKENS_PER_REQUEST}-token requests at an assumed {CPU_GFLOPS_PER_VCPU} GFLOPS per vCPU x " \
+            f"{CPU_UTILISATION:.0%} (no published measurement recorded)"
     return Speed(per_second, per_second, per_second, latency, 1,
                  latency_target_ms is None or latency <= latency_target_ms, basis)
 

@@ -290,8 +290,19 @@ class DecodeMeasurement:
 
 
 @dataclass(frozen=True)
+class CpuServing:
+    """Requests per second one vCPU serves a boosted-tree model at, through SageMaker's XGBoost serving path."""
+
+    name: str
+    per_second_per_vcpu: float  # one worker per vCPU kept busy
+    one_request_ms: float  # one request at a time, round trip from the client
+    source: str
+    what: str
+
+
+@dataclass(frozen=True)
 class ServingFacts:
-    """Memory bandwidth per device and the published serving measurements the planner is calibrated on."""
+    """Memory bandwidth per device and the serving measurements the planner is calibrated on."""
 
     bandwidth_gbs: dict[str, float]  # accelerator model -> GB/s per GPU or chip
     bandwidth_sources: dict[str, str]
@@ -301,6 +312,8 @@ class ServingFacts:
     decode: tuple[DecodeMeasurement, ...]
     encoder: tuple[Measurement, ...]  # value: model-FLOPs utilisation of each published encoder figure
     scaling_safety_factor: float
+    cpu_classic: tuple[CpuServing, ...]  # slowest (largest model) to fastest
+    cpu_classic_likely: CpuServing
 
     def core_gbs(self, accelerator: str) -> float | None:
         """Bandwidth of one tensor-parallel device: a GPU, or a NeuronCore's share of its chip."""
@@ -322,6 +335,10 @@ def load_serving() -> ServingFacts:
     _cited("serving.yaml encoder", [f["source"] for f in enc["figures"]], known)
     peak = float(enc["peak_tflops_per_device"]) * 1e12
     fit = data["decode_fit"]
+    classic = data["cpu_classic"]
+    _cited("serving.yaml cpu_classic", [c["source"] for c in classic["figures"]], known)
+    cpu = sorted((CpuServing(c["name"], float(c["per_second_per_vcpu"]), float(c["one_request_ms"]), c["source"],
+                             c["what"]) for c in classic["figures"]), key=lambda c: c.per_second_per_vcpu)
     return ServingFacts(
         bandwidth_gbs={k: float(v["gbs"]) for k, v in bw.items()},
         bandwidth_sources={k: v["source"] for k, v in bw.items()},
@@ -332,4 +349,5 @@ def load_serving() -> ServingFacts:
         encoder=tuple(Measurement(f["per_second"] * 2 * f["parameters_billion"] * 1e9 * f["tokens"] / peak,
                                   f["source"], f["what"]) for f in enc["figures"]),
         scaling_safety_factor=float(data["scaling_safety_factor"]),
+        cpu_classic=tuple(cpu), cpu_classic_likely=next(c for c in cpu if c.name == classic["likely"]),
     )
