@@ -3,8 +3,9 @@
 Parsing the catalog is most of what `python -m workloads plan` does after its imports (about
 35 ms of 0.4 s here), and PyYAML's constructor runs in Python even with the C parser. The parsed
 data is pickled into the file's own `__pycache__`, keyed by a hash of its bytes, so an edited
-file is parsed again; where that folder is not writable (or PYTHONDONTWRITEBYTECODE is set) the
-file is simply parsed every time. The cache sits beside Python's own bytecode and is trusted as
+file is parsed again. Like bytecode, it is written on first use unless PYTHONDONTWRITEBYTECODE is
+set (this machine sets it), and `make setup` writes it either way (`warm`, as compileall does); where
+the folder is not writable the file is simply parsed every time. The cache sits beside Python's own bytecode and is trusted as
 much as that is. Files a user passes in are parsed by the caller, never cached.
 """
 
@@ -33,7 +34,7 @@ def read_packaged_yaml(path: Path, *, write: bool | None = None) -> Any:
     cached = _cache_path(path, raw)
     try:
         return pickle.loads(cached.read_bytes())
-    except (OSError, EOFError, pickle.UnpicklingError):
+    except Exception:  # absent, damaged or from elsewhere: parse instead
         pass
     import yaml  # only on a cache miss: skipping the import is part of the saving
 
