@@ -192,3 +192,23 @@ def test_a_latency_target_below_the_measured_request_is_refused():
     with pytest.raises(ConfigError) as err:
         plan(load("small", {"inference.latency_ms": "1"}))
     assert err.value.field == "inference.latency_ms" and err.value.value == 1
+
+
+def test_cpu_encoder_figures_are_the_recorded_medians():
+    recorded = json.loads((ROOT / "tools" / "cpu_serving" / "encoder-results-2026-11-23.json").read_text())
+    assert recorded["tokens"] == 512
+    for fig, rec in zip(F.cpu_encoder, recorded["figures"], strict=True):
+        seconds = statistics.median(rec["times_ms"]) / 1e3
+        assert fig.value == pytest.approx(2 * rec["parameters_billion"] * 1e9 * 512 / seconds / 1e9, abs=0.1)
+
+
+def test_a_framework_archive_on_cpu_is_sized_by_the_measured_gflops():
+    rt = plan(load("intermediate", {"inference.realtime.instance_type": "ml.c5.4xlarge",
+                                    "model.parameters_billion": "0.11", "inference.artifact.format": "framework-archive",
+                                    "inference.artifact.key": "models/model.tar.gz"})).inference["realtime"]
+    gflops = statistics.median([80.4, 65.8])
+    request = 2 * 0.11e9 * 512
+    assert rt.requests_per_second_per_instance == pytest.approx(16 * gflops * 1e9 / request, rel=1e-3)
+    assert rt.requests_per_second_range == pytest.approx((16 * 65.8e9 / request, 16 * 80.4e9 / request), rel=1e-3)
+    assert rt.latency_ms == pytest.approx(request / (gflops * 1e9) * 1e3, abs=0.1) and rt.concurrency == 16
+    assert "[cpu-encoder-bench]" in rt.throughput_basis and "not on an ml. instance" in rt.throughput_basis

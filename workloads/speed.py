@@ -9,8 +9,8 @@ request, and what the figures rest on. Pure Python: the planner sizes endpoints 
 - Other models on accelerators: 2 x parameters x tokens per request at the utilisation BERT-class models reach
   in Neuron's published Inferentia2 benchmark (the only encoder serving figures recorded; GPUs borrow them).
 - Classic ML on CPUs: SageMaker's XGBoost serving path, measured per vCPU with tools/bench_cpu_serving.py (no
-  published endpoint measurement found); scikit-learn borrows the figure. Other models on CPUs: stated
-  assumptions, no measurement recorded.
+  published endpoint measurement found); scikit-learn borrows the figure. Other models on CPUs: the GFLOPS one
+  vCPU reaches on BERT-class requests, measured with tools/bench_cpu_encoder.py.
 """
 
 from __future__ import annotations
@@ -21,14 +21,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from . import estimates as est
-from .catalog import InstanceType, ServingFacts, devices, load_serving, load_utilisation
+from .catalog import InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation
 from .schema import Workload
 from .serving import KV_BYTES, model_shape
 
-# A deep-learning model on CPU (no measurement recorded: stated assumptions). A CPU core sustains about 50
-# dense GFLOPS (AVX-512 FP32) at 30% of that when serving.
-CPU_GFLOPS_PER_VCPU = 50
-CPU_UTILISATION = 0.30
 ENCODER_TOKENS_PER_REQUEST = 512
 
 
@@ -108,12 +104,10 @@ def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | 
     return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, bool(batches), basis)
 
 
-@cache
-def _encoder_utilisation() -> tuple[float, float, float, str]:
-    f = load_serving()
-    values = sorted(m.value for m in f.encoder)
-    sources = sorted({m.source for m in f.encoder})
-    return values[0], statistics.median(values), values[-1], ", ".join(sources)
+def _low_likely_high(measurements: tuple[Measurement, ...]) -> tuple[float, float, float, str]:
+    """The range of several measurements, the median as likely, and their sources."""
+    values = sorted(m.value for m in measurements)
+    return values[0], statistics.median(values), values[-1], ", ".join(sorted({m.source for m in measurements}))
 
 
 def _request_flops(w: Workload) -> float:
@@ -123,7 +117,7 @@ def _request_flops(w: Workload) -> float:
 def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> Speed:
     """A framework-archive model on accelerators: compute-bound at the published BERT-class utilisation."""
     assert itype.accelerator and itype.peak_tflops
-    low, likely, high, sources = _encoder_utilisation()
+    low, likely, high, sources = _low_likely_high(load_serving().encoder)
     flops = _request_flops(w)
     count, _ = devices(itype)
     latency = flops / (itype.peak_tflops * 1e12 / count * likely) * 1e3
@@ -137,7 +131,7 @@ def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> 
 
 
 def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, classic: bool) -> Speed:
-    """Classic ML: the serving path measured per vCPU (one worker each). Other models: stated assumptions."""
+    """Per vCPU, one worker each: classic ML by the measured serving path, other models by measured GFLOPS."""
     if classic:
         f = load_serving()
         likely, slow, fast = f.cpu_classic_likely, f.cpu_classic[0], f.cpu_classic[-1]
@@ -150,13 +144,14 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
         return Speed(itype.vcpus * likely.per_second_per_vcpu, itype.vcpus * slow.per_second_per_vcpu,
                      itype.vcpus * fast.per_second_per_vcpu, latency, itype.vcpus,
                      latency_target_ms is None or latency <= latency_target_ms, basis)
+    low, likely, high, sources = _low_likely_high(load_serving().cpu_encoder)
     flops = _request_flops(w)
-    per_second = itype.vcpus * CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION / flops
-    latency = flops / (CPU_GFLOPS_PER_VCPU * 1e9 * CPU_UTILISATION) * 1e3
-    basis = f"{ENCODER_TOKENS_PER_REQUEST}-token requests at an assumed {CPU_GFLOPS_PER_VCPU} GFLOPS per vCPU x " \
-            f"{CPU_UTILISATION:.0%} (no published measurement recorded)"
-    return Speed(per_second, per_second, per_second, latency, 1,
-                 latency_target_ms is None or latency <= latency_target_ms, basis)
+    latency = flops / (likely * 1e9) * 1e3  # on one vCPU: each serves its own request at full load
+    basis = (f"{ENCODER_TOKENS_PER_REQUEST}-token requests at {likely:g} GFLOPS per vCPU ({low:g}-{high:g}), fp32 on "
+             f"one thread: BERT-base and -large shapes measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. "
+             f"instance [{sources}]")
+    return Speed(itype.vcpus * likely * 1e9 / flops, itype.vcpus * low * 1e9 / flops, itype.vcpus * high * 1e9 / flops,
+                 latency, itype.vcpus, latency_target_ms is None or latency <= latency_target_ms, basis)
 
 
 def scaling_target(f: ServingFacts, rps: float) -> int:

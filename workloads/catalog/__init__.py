@@ -314,6 +314,7 @@ class ServingFacts:
     scaling_safety_factor: float
     cpu_classic: tuple[CpuServing, ...]  # slowest (largest model) to fastest
     cpu_classic_likely: CpuServing
+    cpu_encoder: tuple[Measurement, ...]  # value: GFLOPS one vCPU reaches on a 512-token encoder request
 
     def core_gbs(self, accelerator: str) -> float | None:
         """Bandwidth of one tensor-parallel device: a GPU, or a NeuronCore's share of its chip."""
@@ -337,6 +338,7 @@ def load_serving() -> ServingFacts:
     fit = data["decode_fit"]
     classic = data["cpu_classic"]
     _cited("serving.yaml cpu_classic", [c["source"] for c in classic["figures"]], known)
+    _cited("serving.yaml cpu_encoder", [c["source"] for c in data["cpu_encoder"]], known)
     cpu = sorted((CpuServing(c["name"], float(c["per_second_per_vcpu"]), float(c["one_request_ms"]), c["source"],
                              c["what"]) for c in classic["figures"]), key=lambda c: c.per_second_per_vcpu)
     return ServingFacts(
@@ -350,4 +352,5 @@ def load_serving() -> ServingFacts:
                                   f["source"], f["what"]) for f in enc["figures"]),
         scaling_safety_factor=float(data["scaling_safety_factor"]),
         cpu_classic=tuple(cpu), cpu_classic_likely=next(c for c in cpu if c.name == classic["likely"]),
+        cpu_encoder=tuple(Measurement(float(c["gflops_per_vcpu"]), c["source"], c["what"]) for c in data["cpu_encoder"]),
     )
