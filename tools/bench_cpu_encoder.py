@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 import torch
+
+from .machine import describe
 
 TOKENS = 512
 VOCAB = 30_522  # BERT's WordPiece vocabulary
@@ -41,7 +42,7 @@ def main() -> int:
     os.sched_setaffinity(0, {0})
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    out = {"machine": f"{platform.machine()}, {_cpu_model()}", "torch": torch.__version__,
+    out = {"machine": describe(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "tokens": TOKENS, "figures": []}
     for name, layers, hidden, heads in SHAPES:
         model = encoder(layers, hidden, heads).eval()
@@ -65,13 +66,6 @@ def main() -> int:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)
     return 0
-
-
-def _cpu_model() -> str:
-    for line in open("/proc/cpuinfo", encoding="utf-8"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -26,6 +25,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from .machine import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tools" / "cpu_serving"
@@ -132,16 +133,8 @@ def main() -> int:
             "requests_per_second_per_vcpu": statistics.median(r["requests_per_second"] for r in mine
                                                               if r["concurrency"] == 4),
             "one_request_ms": statistics.median(r["p50_ms"] for r in mine if r["concurrency"] == 1)}
-    print(json.dumps({"machine": f"{platform.processor() or platform.machine()}, "
-                                 f"{_cpu_model()}", "date": time.strftime("%Y-%m-%d"), "summary": summary}, indent=2))
+    print(json.dumps({"machine": describe(), "date": time.strftime("%Y-%m-%d"), "summary": summary}, indent=2))
     return 0
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -555,9 +555,9 @@ def _serving_cost(kind: str, w: Workload) -> Callable[[InstanceType], float | No
     """Real-time: $/h of the instances the peak needs; async and batch: $ per request. None: misses the latency."""
     def cost(itype: InstanceType) -> float | None:
         s = serving_speed(kind, w, itype)
-        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
         if not s.meets_latency:
             return None
+        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
         if kind == "realtime":
             return hourly * math.ceil(w.inference.requests_per_second / s.requests_per_second)
         return hourly / s.requests_per_second

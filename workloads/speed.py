@@ -26,6 +26,8 @@ from .schema import Workload
 from .serving import KV_BYTES, model_shape
 
 ENCODER_TOKENS_PER_REQUEST = 512
+# Where the CPU figures were measured (tools/bench_cpu_*.py), said beside every figure that rests on them.
+MEASURED_HERE = "measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. instance, whose vCPUs may share cores"
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,7 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
         latency = likely.one_request_ms
         basis = (f"one CSV row a request through SageMaker's XGBoost serving path, one worker per vCPU: "
                  f"{likely.per_second_per_vcpu:g}/s per vCPU for {likely.what} ({slow.per_second_per_vcpu:g} for "
-                 f"{slow.what}, {fast.per_second_per_vcpu:g} for {fast.what}) [{likely.source}]; measured on a "
-                 f"2-vCPU AMD EPYC machine, not on an ml. instance, whose vCPUs may share cores"
+                 f"{slow.what}, {fast.per_second_per_vcpu:g} for {fast.what}) [{likely.source}]; {MEASURED_HERE}"
                  + ("" if w.model.framework == "xgboost" else f"; {w.model.framework} borrows the XGBoost figure"))
         return Speed(itype.vcpus * likely.per_second_per_vcpu, itype.vcpus * slow.per_second_per_vcpu,
                      itype.vcpus * fast.per_second_per_vcpu, latency, itype.vcpus,
@@ -148,8 +149,7 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
     flops = _request_flops(w)
     latency = flops / (likely * 1e9) * 1e3  # on one vCPU: each serves its own request at full load
     basis = (f"{ENCODER_TOKENS_PER_REQUEST}-token requests at {likely:g} GFLOPS per vCPU ({low:g}-{high:g}), fp32 on "
-             f"one thread: BERT-base and -large shapes measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. "
-             f"instance [{sources}]")
+             f"one thread: BERT-base and -large shapes [{sources}]; {MEASURED_HERE}")
     return Speed(itype.vcpus * likely * 1e9 / flops, itype.vcpus * low * 1e9 / flops, itype.vcpus * high * 1e9 / flops,
                  latency, itype.vcpus, latency_target_ms is None or latency <= latency_target_ms, basis)
 
