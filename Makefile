@@ -42,7 +42,7 @@ demo: setup
 test: setup
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
 
-# The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (40-50 s here; CI runs it).
+# The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (40-60 s here; CI runs it).
 test-trainer: setup
 	@$(PY) -m pytest -m trainer tests/test_trainer.py
 
