@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 
 from .nag import acknowledge_wildcards
 
@@ -75,3 +76,14 @@ def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
         "VPC mode: interface IDs do not exist before SageMaker creates them, so interfaces are network-interface/* "
         "narrowed to our VPC by ec2:Vpc (and CreateTags to CreateNetworkInterface); the EC2 Describe actions take "
         "no resource ARN."))
+
+
+def allow_volume_key(role: iam.IRole, *, key: kms.IKey) -> None:
+    """A job, transform or endpoint whose ML storage volume is encrypted with `key` (VolumeKmsKeyId): EBS makes a
+    grant on the key as the role when SageMaker attaches the volume, so the role needs kms:CreateGrant
+    (SageMaker Developer Guide, "How to use SageMaker AI execution roles": kms:CreateGrant for a VolumeKmsKeyId;
+    SageMaker API Reference, ResourceConfig.VolumeKmsKeyId), and only for AWS resources (AWS KMS Developer Guide,
+    "kms:GrantIsForAWSResource"), so the role cannot hand the key to a principal of its choosing."""
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="VolumeKeyGrantsForAwsResources", actions=["kms:CreateGrant"], resources=[key.key_arn],
+        conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
