@@ -258,3 +258,35 @@ def test_a_bad_teams_file_is_refused_through_the_app_with_every_mistake(tmp_path
     assert result.returncode == 2
     assert _fields(result.stderr) == BAD_TEAMS_FIELDS
     _no_traceback(result)
+
+
+def test_a_bad_name_does_not_hide_the_rules_behind_it(tmp_path):
+    """Before: an invalid `name` stopped the cross-field rules; the bad instance type showed only once the name
+    was fixed (issue 26)."""
+    path = tmp_path / "w.yaml"
+    path.write_text("name: 'Bad Name!'\nregion: us-west-2\navailability_zone: us-west-2a\n"
+                    "model: {parameters_billion: 1, framework: pytorch}\ndata: {dataset_size_gib: 10}\n"
+                    "training: {instance_type: zz.large}\n")
+    with pytest.raises(ConfigError) as err:
+        load(str(path))
+    assert [e.field for e in err.value.errors] == ["name", "training.instance_type"]
+    assert "placeholder" not in str(err.value)
+
+
+def test_a_team_whose_families_exclude_every_training_type_is_told_so(tmp_path):
+    """Before: `ValueError: min() arg is an empty sequence` from the planner, as a traceback out of cdk synth."""
+    path = tmp_path / "teams.yaml"
+    path.write_text(BAD_TEAMS.split("  - name: vision\n    region")[0]
+                    .replace("overrides: {trainng.instance_count: 4}", "overrides: {}")
+                    .replace("[g5, g4dn, inf2, m5, c5, t3, zz9]", "[inf2, m5, c5, zz9]")
+                    .replace("not-an-email", "a@example.com").replace("cost_centre", "cost_center"))
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "teams": str(path)}),
+           "CDK_OUTDIR": str(tmp_path / "out")}
+    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    _no_traceback(result)
+    lines = _lines(result.stderr)
+    # The unknown family is named, not shown as `= list`.
+    assert any(line.startswith("teams[vision].allowed_instance_families = ['zz9']") for line in lines), lines
+    excluded = [line for line in lines if "no candidate instance type is eligible" in line]
+    assert excluded and "outside the team's allowed families" in excluded[0], lines

@@ -70,6 +70,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
 
 
 def _show(value: object) -> str:
-    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    # A short list is shown (`['zz9']`), so the user sees which entry is wrong; a long one or a mapping by its kind.
+    text = repr(value) if not isinstance(value, (dict, list)) or len(repr(value)) <= 80 else type(value).__name__
     text = text.replace("\n", " ")
     return text if len(text) <= 80 else text[:77] + "..."

@@ -299,6 +299,10 @@ def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
 
 def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str]) -> Candidate:
     wanted = w.training.instance_type
+    if not cands and wanted is None:  # every type of the tier was skipped (a team's families, the region, ...)
+        raise ConfigError("training.instance_type", None, "a type that can run this workload; none of the "
+                          "candidates could: " + "; ".join(skipped),
+                          reason="no candidate instance type is eligible")
     if wanted is None:
         chosen = _pick(cands)
         measure = "cost" if chosen.usd_total is not None else "$/h"
