@@ -15,11 +15,15 @@ import os
 import sys
 from pathlib import Path
 
-import aws_cdk as cdk
+from workloads.interrupt import quiet_interrupts
 
-from stacks.estate import build_from_context
-from workloads import ConfigError
-from workloads.errors import report
+quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the app without a traceback
+
+import aws_cdk as cdk  # noqa: E402
+
+from stacks.estate import build_from_context  # noqa: E402
+from workloads import ConfigError  # noqa: E402
+from workloads.errors import report  # noqa: E402
 
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"

@@ -215,22 +215,61 @@ def test_python_app_py_alone_says_what_it_does():
     assert "cdk.json's context" in source and "CDK_CONTEXT_JSON" in source
 
 
-def test_interrupting_the_demo_stops_cleanly():
-    env = {**os.environ, "WORKLOAD": "small", "PYTHONUNBUFFERED": "1"}
-    # As at a terminal: Ctrl-C delivered with its default disposition. A background job of a non-interactive
-    # shell (a CI runner, `cmd &`) starts with SIGINT ignored, and Python then installs no handler.
-    proc = subprocess.Popen([sys.executable, "-m", "tools.demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    for line in proc.stdout:  # wait until the emulator runs, then press Ctrl-C
-        if "Local AWS emulator" in line or time.monotonic() > deadline:
+def _group_runs(pgid: int, fragment: str) -> bool:
+    """A process of the group `pgid` whose command line holds `fragment` is running."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) == pgid and fragment in (open(f"/proc/{pid}/cmdline", "rb").read()
+                                                              .replace(b"\0", b" ").decode(errors="replace")):
+                return True
+        except (OSError, ProcessLookupError):
+            continue
+    return False
+
+
+def _terminal(cmd: list[str], env: dict) -> subprocess.Popen:
+    """As at a terminal: its own process group, SIGINT with its default disposition. (A background job of a
+    non-interactive shell, as under CI, starts with SIGINT ignored.)"""
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_ctrl_c_during_make_demo_stops_cleanly_with_130():
+    """Ctrl-C at a terminal reaches the whole foreground process group: make, the demo, the CDK CLI and the app it
+    synthesizes. Each dies of SIGINT (130 in a shell), the emulator is stopped, and nothing prints a traceback."""
+    proc = _terminal(["make", "--no-print-directory", "demo"], {**os.environ, "WORKLOAD": "small",
+                                                                  "PYTHONUNBUFFERED": "1"})
+    out = []
+    for line in proc.stdout:  # wait until the emulator runs and the CLI has started the app
+        out.append(line)
+        if "Local AWS emulator" in line:
             break
-    time.sleep(1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in out + err and "interrupted" in err
+    deadline = time.monotonic() + 120
+    while not _group_runs(proc.pid, "app.py") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=90)
+    text = "".join(out) + rest
+    assert proc.returncode == -signal.SIGINT, text  # make died of SIGINT: the shell says 130
+    assert "Traceback" not in text and "interrupted" in text, text
+
+
+@pytest.mark.parametrize("command", [["app.py"], ["-m", "workloads", "plan", "huge"]])
+def test_ctrl_c_while_loading_prints_no_traceback(tmp_path, command):
+    """Before: Ctrl-C while app.py imported aws_cdk (under `cdk synth`, or `make demo`'s deploy) printed a
+    KeyboardInterrupt traceback; now the app dies of SIGINT at once, whatever it was doing."""
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "workload": "small"}),
+           "CDK_OUTDIR": str(tmp_path / "out"), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = _terminal([sys.executable, "-X", "importtime", *command], env)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:  # -X importtime: a line per import, on stderr
+        line = proc.stdout.readline()
+        if "aws_cdk" in line or "pydantic" in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGINT, text[-2000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-2000:]
 
 
 @pytest.mark.parametrize("path", ["plan", "app"])

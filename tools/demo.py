@@ -10,6 +10,7 @@ a real account: every call goes to the local endpoint with throwaway credentials
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from workloads import ConfigError, load, plan
 from workloads.errors import report
+from workloads.interrupt import die_of_sigint
 from workloads.teams import load_teams
 from workloads.invoke import INVOCABLE, default_kind, invoke
 from workloads.report import print_plan
@@ -56,6 +58,8 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except subprocess.CalledProcessError as exc:
+        if exc.returncode in (-signal.SIGINT, 128 + signal.SIGINT):  # the CLI took the same Ctrl-C first
+            raise KeyboardInterrupt from None
         print(f"error: {' '.join(exc.cmd[1:3])} against the emulator failed (exit {exc.returncode}); see above",
               file=sys.stderr)
         return 1
@@ -102,6 +106,7 @@ def _print_reports(console: Console, reports) -> None:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except KeyboardInterrupt:  # Ctrl-C: the emulator stops on the way out; no traceback
+    except KeyboardInterrupt:  # Ctrl-C: the emulator stopped on the way out; no traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while we say so changes nothing
         print("\ninterrupted: the local emulator has been stopped (nothing was deployed to AWS)", file=sys.stderr)
-        sys.exit(130)
+        die_of_sigint()  # so `make demo` and the shell see an interrupt (130), not an error

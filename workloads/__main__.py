@@ -1,6 +1,10 @@
 import os
 import sys
 
+from .interrupt import quiet_interrupts
+
+quiet_interrupts()  # Ctrl-C: no traceback, status 130
+
 # The CLI validates one config and exits; pydantic's plugin discovery would scan every installed
 # package's entry points first (about 20 ms of a 0.3 s plan). Set the variable to use a plugin.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
