@@ -30,6 +30,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	  ln -sf $$node_dir/lib/node_modules/npm/bin/npx-cli.js $(VENV)/bin/npx
 	@touch $@
 
+# torch (with its CUDA libraries, about 5 GB) only for the trainer's tests: `make demo` and `make test` never need it.
+$(VENV)/.trainer: requirements-trainer.txt constraints.txt $(VENV)/.installed
+	@echo "setup: the example trainer's packages (torch, about 5 GB) ..."
+	@$(PY) -m pip install --quiet -r requirements-trainer.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
+	@touch $@
+
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	@echo "setup: CDK CLI (npm ci, Node.js $$(node --version)) ..."
 	@npm ci --loglevel=error
@@ -43,7 +49,7 @@ test: setup
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
 
 # The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (40-60 s here; CI runs it).
-test-trainer: setup
+test-trainer: setup $(VENV)/.trainer
 	@$(PY) -m pytest -m trainer tests/test_trainer.py
 
 synth: setup
