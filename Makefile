@@ -12,7 +12,7 @@ export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo test test-trainer synth lint plan snapshot-update clean
+.PHONY: setup demo emulator test test-trainer synth lint plan snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
 	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
@@ -44,6 +44,11 @@ node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 
 demo: setup
 	@WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
+
+# The demo's deployment, kept running until Ctrl-C, with the environment that points `submit`, `process` and
+# `invoke` at it.
+emulator: setup
+	@KEEP=1 WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 test: setup
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores

@@ -34,6 +34,7 @@ def main() -> int:
     workload = os.environ.get("WORKLOAD") or "huge"
     team = os.environ.get("TEAM") or None
     teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
+    keep = os.environ.get("KEEP") == "1"  # `make emulator`: keep it running for the job and invoke commands
     try:
         if team:
             the_plan = load_teams(teams_file, only=team)[0].plan
@@ -54,6 +55,9 @@ def main() -> int:
             emulator.deploy(*app_args, stacks=stacks)
             reports = deployed_resources(emulator, emulator.cli_output)  # the assembly the CLI just deployed
             answer = _one_call(emulator, the_plan, stage=team or "")
+            if keep:
+                _print_reports(console, reports)
+                _serve(console, emulator, workload=workload, team=team, teams_file=teams_file)
     except NotLocalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,6 +76,29 @@ def main() -> int:
     console.print(f"\nDeployed {len(reports)} stacks to the emulator in {time.perf_counter() - started:.0f} s; "
                   f"the emulator has been stopped. For a real account: {real}")
     return 0
+
+
+def _serve(console: Console, emulator, *, workload: str, team: str | None, teams_file: str) -> None:
+    """Keep the emulator running with the estate deployed, and say how to point the commands at it."""
+    names = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION",
+             "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED", "SAGEMAKER_VALIDATE_ROLE")
+    env = emulator.env()
+    target = f"{workload if not team else the_workload(team, teams_file)}" + (f" --stage {team}" if team else "")
+    console.print("\n[bold]The emulator keeps running[/bold] with the estate deployed. In another shell, in this "
+                  "folder, paste these lines, then run the job and endpoint commands against it:")
+    print("\n".join(f"export {k}={env[k]}" for k in names), flush=True)
+    console.print(f"  source .venv/bin/activate\n"
+                  f"  python -m workloads invoke {target}\n"
+                  f"  python -m workloads submit {target} --entry-point train.py --source-dir examples/slurm\n"
+                  f"  python -m workloads process {target} --code examples/prep.py\n"
+                  "Ctrl-C here stops it (everything deployed to it is gone).", soft_wrap=True)
+    while True:
+        time.sleep(3600)
+
+
+def the_workload(team: str, teams_file: str) -> str:
+    """The workload a team's stage deploys (the job commands take it with --stage)."""
+    return next(t.team.workload for t in load_teams(teams_file, only=team))
 
 
 def _one_call(emulator, the_plan, *, stage: str):

@@ -205,8 +205,10 @@ def running(region: str) -> Iterator[Emulator]:
 
     _patch_moto()
     # We report skipped types ourselves (deployed_resources); moto's per-resource chatter is noise.
-    for name in ("werkzeug", "moto"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    # A call moto has not implemented (the SageMaker SDK's IAM policy simulation) is answered 500, which the client
+    # reports; werkzeug's own traceback of it would only confuse the user of `make emulator`.
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="Tried to parse .* but it's not supported by moto")
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

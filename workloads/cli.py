@@ -86,11 +86,43 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _check_files(args: argparse.Namespace) -> None:
+    """What the command uploads exists: checked before any AWS call."""
+    from pathlib import Path
+
+    if args.command == "submit":
+        source = Path(args.source_dir)
+        if not source.is_dir():
+            raise ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
+                              reason="no such folder")
+        if not (source / args.entry_point).is_file():
+            raise ConfigError("--entry-point", args.entry_point, f"a file inside {args.source_dir}",
+                              reason=f"no such file in {args.source_dir}")
+    elif not Path(args.code).is_file():
+        raise ConfigError("--code", args.code, "an existing processing script, e.g. examples/prep.py",
+                          reason="no such file")
+
+
+def aws_failure(exc: Exception) -> str:
+    """What went wrong with an AWS call, and what to do: no credentials means nothing was sent."""
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError, NoRegionError
+
+    if isinstance(exc, NoCredentialsError):
+        return ("no AWS credentials were found, so nothing was sent. For a real account, configure credentials "
+                "(aws configure, AWS_PROFILE); to try it locally, run `make emulator` and paste the lines it prints")
+    if isinstance(exc, EndpointConnectionError):
+        return f"could not reach AWS ({exc}); check the network, or AWS_ENDPOINT_URL if you set it for the emulator"
+    if isinstance(exc, NoRegionError):
+        return "no AWS region is set; the plan's region is used for every call: report this as a bug"
+    return f"AWS refused the request: {exc}"
+
+
 def _run_job(args: argparse.Namespace, result: Plan) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from . import jobs
 
+    _check_files(args)
     try:
         estate = jobs.read_estate(result, stage=args.stage)
         if args.command == "submit":
@@ -108,7 +140,7 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (BotoCoreError, ClientError) as exc:
-        print(f"error: AWS refused the request: {exc}", file=sys.stderr)
+        print(f"error: {aws_failure(exc)}", file=sys.stderr)
         return 1
     return 0
 
@@ -140,7 +172,7 @@ def _invoke(args: argparse.Namespace, result: Plan) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (BotoCoreError, ClientError) as exc:
-        print(f"error: AWS refused the request: {exc}", file=sys.stderr)
+        print(f"error: {aws_failure(exc)}", file=sys.stderr)
         return 1
     where = f" (from {answer.location})" if answer.location else ""
     print(f"{answer.kind} endpoint {answer.endpoint}{where}:")
