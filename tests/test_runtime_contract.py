@@ -290,3 +290,64 @@ def test_the_scripts_deployment_writes_its_bucket_and_not_the_datasets(synth):
     for key in ("lifecycle/hyperpod/on_init_complete.sh", "models/model.tar.gz", "datasets/train/part-0"):
         assert not evaluate(handler, Call(put, f"{datasets}/{key}", "cdk"), world).allowed
         assert not evaluate(handler, Call("s3:DeleteObject", f"{datasets}/{key}", "cdk"), world).allowed
+
+
+# ---- the walk itself: it must fail on what it does not know, and catch the denials that matter
+
+
+def _model_world(statements: list[dict], *, extra: dict | None = None) -> World:
+    """A bucket with a KMS key, and a model whose role has `statements`."""
+    key_policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{FAKE_ACCOUNT}:root"},
+                                 "Action": "kms:*", "Resource": "*"}]}
+    resources = {
+        "Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": key_policy}},
+        "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketEncryption": {"ServerSideEncryptionConfiguration": [
+            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Fn::GetAtt": ["Key", "Arn"]}}}]}}},
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyDocument": {"Statement": statements}}]}},
+        "Model": {"Type": "AWS::SageMaker::Model", "Properties": {
+            "ExecutionRoleArn": {"Fn::GetAtt": ["Role", "Arn"]},
+            "PrimaryContainer": {"Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/tgi:1",
+                                 "ModelDataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "CompressionType": "None",
+                                                                      "S3Uri": "s3://s-bucket/models/llm/"}}}}},
+        "Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {
+            "KmsKeyId": {"Fn::GetAtt": ["Key", "Arn"]},
+            "ProductionVariants": [{"ModelName": {"Fn::GetAtt": ["Model", "ModelName"]}, "VariantName": "v"}]}},
+        **(extra or {}),
+    }
+    return World([Stack("S", {"Resources": resources}, "us-west-2", FAKE_ACCOUNT)])
+
+
+def _messages(world: World) -> list[str]:
+    found = walk(world).found
+    return refused(found, world) + refused(found, world, faults=True)  # known faults or not
+
+
+def test_a_role_taking_type_or_option_with_no_row_fails():
+    world = _model_world([], extra={"Job": {"Type": "AWS::Batch::JobDefinition", "Properties": {
+        "ContainerProperties": {"JobRoleArn": {"Fn::GetAtt": ["Role", "Arn"]}}}}})
+    world.stacks["S"].template["Resources"]["Model"]["Properties"]["InferenceExecutionConfig"] = {"Mode": "Direct"}
+    uncovered = "\n".join(walk(world).uncovered)
+    assert "AWS::Batch::JobDefinition: takes a role" in uncovered
+    assert "AWS::SageMaker::Model: option InferenceExecutionConfig.Mode" in uncovered
+
+
+def test_a_model_reads_only_its_own_artifact_and_grants_only_for_aws_resources():
+    ecr = {"Effect": "Allow", "Action": "ecr:*", "Resource": "arn:aws:ecr:us-west-2:763104351884:repository/tgi"}
+    token = {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken", "logs:*", "cloudwatch:PutMetricData"],
+             "Resource": "*"}
+    kms = {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"}
+    exact = [ecr, token, kms,
+             {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::s-bucket/models/llm/*"},
+             {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::s-bucket",
+              "Condition": {"StringLike": {"s3:prefix": "models/llm/*"}}},
+             {"Effect": "Allow", "Action": "kms:CreateGrant", "Resource": "*",
+              "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}}}]
+    assert _messages(_model_world(exact)) == []
+    loose = [ecr, token, kms, {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+                               "Resource": ["arn:aws:s3:::s-bucket", "arn:aws:s3:::s-bucket/models/*"]},
+             {"Effect": "Allow", "Action": "kms:CreateGrant", "Resource": "*"}]
+    text = "\n".join(_messages(_model_world(loose)))
+    for sibling in ("s3:GetObject on arn:aws:s3:::s-bucket/models/llm2/part-0000",
+                    "s3:GetObject on arn:aws:s3:::s-bucket/models/llm.tar.gz", "s3:ListBucket on arn:aws:s3:::s-bucket (only its own artifact's prefix)"):
+        assert sibling in text, sibling
+    assert "kms:CreateGrant" in text and "grants for AWS resources only" in text
