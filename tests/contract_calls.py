@@ -1,78 +1,544 @@
-"""What each AWS service (or node) does with our roles at run time: the calls, and where AWS says so.
+"""What AWS services (and our nodes) do with our roles at run time, derived from the resources themselves.
 
-Each contract lists calls the role must be allowed to make, read from the synthesized resources
-the service works from (the model's artifact location, the endpoint config's output paths and
-topics, the transform job's input and output), and calls outside the role's purpose that must
-be denied. `contracts(world)` returns the contracts for the roles a world has.
+The calls come from tests/sources/role_calls.yaml: one row per (resource type or API request, option
+used), each naming the document and section that says what the service does with the role. `walk`
+visits every resource of a world (and `walk_request` every request our code sends), finds the role
+each one hands to a service, and derives the calls from the option values with the row's `derive`
+function below. A resource that takes a role, or an option of one, that no row covers is reported,
+so the table grows with the templates.
+
+Only what no template or request shows stays written by hand here (`purpose`): what our own software
+on the nodes does (train.py reads the datasets and writes checkpoints, the notebook's autostop), and
+FSx's service-linked role.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 from urllib.parse import urlparse
+
+import yaml
 
 from workloads import layout
 
-from .contract_policy import PARTITION, Call, Principal, World
+from .contract_policy import PARTITION, Call, Principal, Stack, World
 
-# The documents the calls come from (checked 2026-11-22).
-DOC = {
-    "createmodel": "SageMaker API Reference, CreateModel (ExecutionRoleArn: the role SageMaker assumes to access model "
-                   "artifacts and the docker image for hosting and for batch transform jobs); SageMaker Developer "
-                   "Guide, 'How to use SageMaker AI execution roles', CreateModel API: Execution Role Permissions "
-                   "(s3:GetObject on the artifact, ECR image pull, CloudWatch Logs and metrics) "
-                   "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html",
-    "uncompressed": "SageMaker Developer Guide, 'Deploying uncompressed models' (S3Prefix model data: SageMaker lists "
-                    "the prefix and downloads every object under it) "
-                    "https://docs.aws.amazon.com/sagemaker/latest/dg/large-model-inference-uncompressed.html",
-    "sse-kms": "Amazon S3 User Guide, 'Using server-side encryption with AWS KMS keys (SSE-KMS)': an upload needs "
-               "kms:GenerateDataKey, a download kms:Decrypt, on the object's key "
-               "https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html",
-    "async": "SageMaker Developer Guide, Asynchronous inference, 'Complete the prerequisites': the role SageMaker runs "
-             "as reads the request from S3, writes the output and failure objects and publishes to the SNS topics "
-             "https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference-create-endpoint-prerequisites.html; "
-             "API AsyncInferenceOutputConfig.KmsKeyId (the output is encrypted with it)",
-    "sns-sse": "Amazon SNS Developer Guide, 'Configure AWS KMS permissions': a publisher to an encrypted topic needs "
-               "kms:GenerateDataKey* and kms:Decrypt on the topic's key "
-               "https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html",
-    "capture": "SageMaker Developer Guide, 'Capture data from real-time endpoint': captured requests are written to "
-               "DestinationS3Uri, encrypted with DataCaptureConfig.KmsKeyId "
-               "https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-capture-endpoint.html",
-    "transform": "SageMaker API Reference, CreateModel (the model's role is used for batch transform jobs) and "
-                 "TransformOutput.KmsKeyId ('the KMS key policy must grant permission to the IAM role that you "
-                 "specify in your CreateModel request'); the job lists and reads the input prefix and writes the output",
-    "sfn-sagemaker": "Step Functions Developer Guide, 'IAM policies for Amazon SageMaker AI' (CreateTransformJob .sync: "
-                     "sagemaker:CreateTransformJob, DescribeTransformJob, StopTransformJob, AddTags, ListTags; events "
-                     "PutTargets, PutRule, DescribeRule on StepFunctionsGetEventsForSageMakerTransformJobsRule) "
-                     "https://docs.aws.amazon.com/step-functions/latest/dg/sagemaker-iam.html",
-    "scheduler": "EventBridge Scheduler User Guide, 'Set up the execution role': the role needs the target's action, "
-                 "states:StartExecution on the state machine "
-                 "https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role",
-    "training": "SageMaker Developer Guide, 'How to use SageMaker AI execution roles', CreateTrainingJob API: "
-                "Execution Role Permissions (list and read the input, write the output and checkpoints, ECR pull, "
-                "logs, metrics; in VPC mode the ec2 network-interface actions) "
-                "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html",
-    "hyperpod": "SageMaker HyperPod, 'IAM role for SageMaker HyperPod' and the managed policy "
-                "AmazonSageMakerClusterInstanceRolePolicy (lifecycle scripts read from S3, VPC network interfaces, "
-                "CloudWatch Logs under /aws/sagemaker/Clusters, metrics, SSM sessions) "
-                "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html",
-    "pcs": "AWS PCS User Guide, 'IAM instance profiles for AWS PCS' (pcs:RegisterComputeNodeGroupInstance on the "
-           "cluster) and Systems Manager, AmazonSSMManagedInstanceCore (agent registration and sessions) "
-           "https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles.html",
-    "notebook": "SageMaker Developer Guide, 'Customize a notebook instance using a lifecycle configuration script' "
-                "(the script's output goes to CloudWatch Logs, /aws/sagemaker/NotebookInstances) and the autostop "
-                "script (sagemaker:DescribeNotebookInstance, StopNotebookInstance on itself) "
-                "https://docs.aws.amazon.com/sagemaker/latest/dg/notebook-lifecycle-config.html",
-    "fsx-s3": "FSx for Lustre User Guide, 'Working with server-side encrypted Amazon S3 buckets': the file system's "
-              "S3 service-linked role must be allowed kms:Decrypt and kms:GenerateDataKey (via S3) in the key "
-              "policy; the service-linked role's own policy (AWSFSxS3AccessServiceRolePolicy) grants S3 actions only "
-              "https://docs.aws.amazon.com/fsx/latest/LustreGuide/s3-server-side-encryption-support.html",
-}
+TABLE = yaml.safe_load((Path(__file__).parent / "sources" / "role_calls.yaml").read_text())
+TABLE_FILE = "tests/sources/role_calls.yaml"
 
-FSX_S3_ROLE = ("role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
-               "AWSServiceRoleForFSxS3Access_fs-0123456789abcdef0")
 
+def source(key: str) -> str:
+    s = TABLE["sources"][key]
+    return f"{s['title']}, '{s['section']}' {s['url']}"
+
+
+# ------------------------------------------------------------------ what a walk finds
+
+@dataclass(frozen=True)
+class Found:
+    """One call a service makes with a role (or, for `denied`, one outside the role's purpose)."""
+
+    where: str  # stack/logical (type) option
+    role: str  # the role's ARN
+    principal: Principal
+    call: Call
+    denied: bool = False
+
+
+@dataclass
+class Walk:
+    found: list[Found] = field(default_factory=list)
+    uncovered: list[str] = field(default_factory=list)  # types and options with no row
+    problems: list[str] = field(default_factory=list)  # a row's requirement that is not a call (managed policies)
+
+    def extend(self, other: "Walk") -> None:
+        self.found += other.found
+        self.uncovered += other.uncovered
+        self.problems += other.problems
+
+
+# ------------------------------------------------------------------ paths into properties
+
+def leaves(node: Any, path: str = ""):
+    """(path, value) of every leaf: dict keys joined with '.', list items with '[]'."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from leaves(v, f"{path}.{k}" if path else k)
+    elif isinstance(node, list) and any(isinstance(x, dict) for x in node):
+        for x in node:
+            yield from leaves(x, path + "[]")
+    else:
+        yield path, node
+
+
+def at(node: Any, path: str) -> list[tuple[Any, dict]]:
+    """The values at `path` (with '[]' steps), each with the mapping that holds it."""
+    out = [(node, {})]
+    for step in re.findall(r"[^.\[\]]+(?:\[\])?", path):
+        key, many = step.removesuffix("[]"), step.endswith("[]")
+        nxt = []
+        for value, _ in out:
+            if isinstance(value, dict) and key in value:
+                items = value[key] if many else [value[key]]
+                nxt += [(item, value) for item in (items if isinstance(items, list) else [items])]
+        out = nxt
+    return out
+
+
+def rule_for(options: dict, path: str) -> str | None:
+    """The longest option key that covers `path` (the path itself, or a path above it)."""
+    best = None
+    for key in options:
+        if path == key or path.startswith(key + ".") or path.startswith(key + "[]"):
+            if best is None or len(key) > len(best):
+                best = key
+    return best
+
+
+# ------------------------------------------------------------------ the estate a call is made in
+
+class Ctx:
+    """The world, the resource being read and the role acting, for the derive functions."""
+
+    def __init__(self, world: World, stack: Stack, props: dict, role_arn: str, principal: Principal,
+                 where: str, walk: Walk) -> None:
+        self.world, self.stack, self.props, self.role_arn, self.principal = world, stack, props, role_arn, principal
+        self.where, self.walk = where, walk
+        self.region, self.account = stack.region, stack.account
+
+    def resource(self, value: Any) -> tuple[Stack, str, dict] | None:
+        found = self.world.lookup(value)
+        if found is None:
+            return None
+        s, lid = found
+        r = s.template["Resources"][lid]
+        return s, lid, r
+
+    def props_of(self, value: Any) -> dict:
+        s, lid, r = self.resource(value)
+        return self.world.resolve(s.name, r.get("Properties", {}))
+
+    def key_arn(self, key: str | None) -> str | None:
+        """A KmsKeyId as the key's ARN (our templates pass an ARN or a key ID)."""
+        if not key:
+            return None
+        if key.startswith("arn:"):
+            return key
+        return f"arn:{PARTITION}:kms:{self.region}:{self.account}:key/{key}"
+
+    def bucket_key(self, bucket: str) -> str | None:
+        """The bucket's default KMS key (SSE-KMS), None for SSE-S3 or a bucket outside the world."""
+        found = self.resource(bucket)
+        if found is None or found[2]["Type"] != "AWS::S3::Bucket":
+            return None
+        rules = self.props_of(bucket).get("BucketEncryption", {}).get("ServerSideEncryptionConfiguration", [])
+        for rule in rules:
+            default = rule.get("ServerSideEncryptionByDefault", {})
+            if default.get("SSEAlgorithm") == "aws:kms" and default.get("KMSMasterKeyID"):
+                return self.key_arn(default["KMSMasterKeyID"])
+        return None
+
+    def via(self, service: str) -> dict:
+        return {"kms:ViaService": f"{service}.{self.region}.amazonaws.com", "kms:CallerAccount": self.account}
+
+
+def _s3(uri: str) -> tuple[str, str]:
+    u = urlparse(uri)
+    return u.netloc, u.path.lstrip("/")
+
+
+def _obj(bucket: str, key: str) -> str:
+    return f"arn:{PARTITION}:s3:::{bucket}/{key}"
+
+
+# ------------------------------------------------------------------ derive: option value -> calls
+# Each returns (allowed, denied): the calls the document says the service makes, and the calls just outside
+# them that the role must not be able to make (`deny:` in the row names which).
+
+Derived = tuple[list[Call], list[Call]]
+
+
+def _reads(ctx: Ctx, rule: dict, doc: str, bucket: str, prefix: str, obj: str, listing: bool) -> Derived:
+    allowed = [Call("s3:GetObject", _obj(bucket, obj), doc)]
+    if listing:
+        allowed.append(Call("s3:ListBucket", f"arn:{PARTITION}:s3:::{bucket}", doc, {"s3:prefix": prefix},
+                            why=f"prefix {prefix}"))
+    key = ctx.bucket_key(bucket)
+    if key and "kms:Decrypt" in rule["actions"]:
+        allowed.append(Call("kms:Decrypt", key, source("sse-kms"), ctx.via("s3"), why="S3 on the role's behalf"))
+    denied = []
+    if "no_rewrite" in rule.get("deny", ()):
+        denied += [Call(a, _obj(bucket, obj), doc, why="it reads this, it never rewrites or deletes it")
+                   for a in ("s3:PutObject", "s3:DeleteObject")]
+    if "only_this" in rule.get("deny", ()):
+        stem = prefix.rstrip("/") if listing else obj.rsplit(".tar.gz", 1)[0]
+        for other in (f"{stem}2/part-0000", f"{stem}.tar.gz" if listing else f"{stem}2.tar.gz"):
+            denied.append(Call("s3:GetObject", _obj(bucket, other), doc, why="only its own artifact"))
+        if listing:
+            denied.append(Call("s3:ListBucket", f"arn:{PARTITION}:s3:::{bucket}", doc, {"s3:prefix": f"{stem}2/"},
+                               why="only its own artifact's prefix"))
+    return allowed, denied
+
+
+def read_object(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    bucket, key = _s3(value)
+    return _reads(ctx, rule, doc, bucket, key, key, listing=False)
+
+
+def read_prefix(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    uri = value["S3Uri"] if isinstance(value, dict) else value
+    bucket, prefix = _s3(uri)
+    name = holder.get(rule["object"]) if "object" in rule else "part-0000"
+    obj = prefix.rstrip("/") + "/" + name if prefix else name
+    return _reads(ctx, rule, doc, bucket, prefix, obj, listing=True)
+
+
+def write_prefix(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    bucket, prefix = _s3(value)
+    obj = prefix.rstrip("/") + "/result-1.out"
+    allowed = [Call("s3:PutObject", _obj(bucket, obj), doc)]
+    keys = [v for v, _ in at(ctx.props, rule["key"])] if "key" in rule else []
+    key = ctx.key_arn(keys[0]) if keys else ctx.bucket_key(bucket)
+    if key:
+        allowed.append(Call("kms:GenerateDataKey", key, source("sse-kms"), ctx.via("s3"), why="S3 on the role's behalf"))
+    return allowed, []
+
+
+def read_write_prefix(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    written, _ = write_prefix(ctx, rule, value, holder, doc)
+    read, _ = read_prefix(ctx, {**rule, "deny": []}, value, holder, doc)
+    return written + read, []
+
+
+def kms_encrypt(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return [Call("kms:Encrypt", ctx.key_arn(value), doc, ctx.via("s3"))], []
+
+
+def volume_grant(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    key = ctx.key_arn(value)
+    ours = {"kms:GrantIsForAWSResource": "true", "kms:CallerAccount": ctx.account}
+    return ([Call("kms:CreateGrant", key, doc, ours, why="EBS attaches the encrypted volume")],
+            [Call("kms:CreateGrant", key, source("kms-grant-for-aws-resource"),
+                  {**ours, "kms:GrantIsForAWSResource": "false"}, why="grants for AWS resources only")])
+
+
+def vpc(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """SageMaker makes network interfaces in our subnets as the role; resources and the ec2:Vpc key as EC2
+    evaluates them (Service Authorization Reference, Amazon EC2)."""
+    if isinstance(value, dict):
+        subnets, groups = value.get("Subnets", []), value.get("SecurityGroupIds", [])
+    else:
+        subnets, groups = [value], holder.get(rule.get("groups", ""), [])
+
+    def arn(kind: str, rid: str) -> str:
+        return f"arn:{PARTITION}:ec2:{ctx.region}:{ctx.account}:{kind}/{rid}"
+
+    allowed, denied = [], []
+    eni = arn("network-interface", "eni-0123456789abcdef0")
+    for subnet in subnets:
+        vpc_id = ctx.props_of(subnet)["VpcId"] if ctx.resource(subnet) else "vpc-unknown"
+        ours = {"ec2:Vpc": arn("vpc", vpc_id)}
+        for action in rule["actions"]:
+            if action.startswith("ec2:Describe"):
+                allowed.append(Call(action, "*", doc))
+            elif action == "ec2:CreateNetworkInterface":
+                allowed += [Call(action, r, doc, ours) for r in
+                            (arn("subnet", subnet), *(arn("security-group", g) for g in groups), eni)]
+            else:
+                allowed.append(Call(action, eni, doc, ours))
+        theirs = {"ec2:Vpc": arn("vpc", "vpc-0ther")}
+        denied += [Call("ec2:CreateNetworkInterface", arn("subnet", "subnet-0ther"), doc, theirs, why="only our subnets"),
+                   Call("ec2:DeleteNetworkInterface", eni, doc, theirs, why="only interfaces in our VPC")]
+    return allowed, denied
+
+
+def image_pull(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    # Parsed here rather than with sagemaker_access.image_repository_arn: a contract must not share the code it checks.
+    registry, _, rest = value.partition("/")
+    account, region = registry.split(".")[0], registry.split(".")[3]
+    repo = rest.split("@")[0].split(":")[0]
+
+    def arn(acct: str, name: str) -> str:
+        return f"arn:{PARTITION}:ecr:{region}:{acct}:repository/{name}"
+
+    allowed = [Call(a, "*" if a == "ecr:GetAuthorizationToken" else arn(account, repo), doc) for a in rule["actions"]]
+    denied = [Call("ecr:BatchGetImage", arn("999999999999", repo), doc, why="the image's own registry account only"),
+              Call("ecr:BatchGetImage", arn(account, repo + "-other"), doc, why="the image's own repository only")]
+    return allowed, denied
+
+
+def sns_publish(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    allowed = [Call("sns:Publish", value, doc)]
+    key = ctx.key_arn(ctx.props_of(value).get("KmsMasterKeyId")) if ctx.resource(value) else None
+    if key:
+        allowed += [Call(a, key, source("sns-sse"), ctx.via("sns"), why="SNS on the role's behalf")
+                    for a in ("kms:GenerateDataKey", "kms:Decrypt")]
+    return allowed, []
+
+
+def async_input(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """The request object `python -m workloads invoke` uploads (workloads/invoke.py), in the bucket of the outputs."""
+    bucket, _ = _s3(value["OutputConfig"]["S3OutputPath"])
+    return _reads(ctx, rule, doc, bucket, layout.ASYNC_INPUT, layout.ASYNC_INPUT + "request-1.json", listing=False)
+
+
+def logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return _log_calls(ctx, rule["actions"], rule["group"], doc), []
+
+
+def _log_calls(ctx: Ctx, actions: list[str], group: str, doc: str) -> list[Call]:
+    base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:{group}"
+    return [Call(a, f"{base}:log-stream:run-1" if a in ("logs:CreateLogStream", "logs:PutLogEvents") else f"{base}:*",
+                 doc) for a in actions]
+
+
+def log_group(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return _log_calls(ctx, rule["actions"], value, doc), []
+
+
+def function_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    logical = ctx.where.split(" ")[0].split("/", 1)[1]
+    group = ctx.props.get("LoggingConfig", {}).get("LogGroup") or \
+        f"/aws/lambda/{ctx.props.get('FunctionName') or ctx.world._name(ctx.stack, logical)}"
+    return _log_calls(ctx, rule["actions"], group, doc), []
+
+
+def metrics(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return [Call("cloudwatch:PutMetricData", "*", doc, {"cloudwatch:namespace": rule["namespace"]})], []
+
+
+def anywhere(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return [Call(a, "*", doc) for a in rule["actions"]], []
+
+
+def pcs_register(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    s, lid, r = ctx.resource(value)
+    cluster = ctx.world.get_att(s, lid, "Arn")
+    other = f"arn:{PARTITION}:pcs:{ctx.region}:{ctx.account}:cluster/pcs_someone_else"
+    return ([Call(a, cluster, doc) for a in rule["actions"]],
+            [Call(a, other, doc, why="only its own cluster") for a in rule["actions"]])
+
+
+def start_execution(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    if ":states:" not in value or ":stateMachine:" not in value:
+        ctx.walk.uncovered.append(f"{ctx.where}: Target.Arn {value} is not a state machine; add a row")
+        return [], []
+    other = f"arn:{PARTITION}:states:{ctx.region}:{ctx.account}:stateMachine:someone-elses"
+    return ([Call("states:StartExecution", value, doc)],
+            [Call("states:StartExecution", other, doc, why="only its own state machine")])
+
+
+def security_group(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    arn = f"arn:{PARTITION}:ec2:{ctx.region}:{ctx.account}:security-group/{value}"
+    return [Call(a, arn, doc) for a in rule["actions"]], []
+
+
+def deployment_sources(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    return [Call("s3:GetObject", _obj(b, k), doc) for b, k in zip(value, holder["SourceObjectKeys"])], []
+
+
+def deployment_destination(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    prefix = holder.get("DestinationBucketKeyPrefix", "")
+    return write_prefix(ctx, rule, f"s3://{value}/{prefix}", holder, doc)
+
+
+def sdk_call(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    call = json.loads(value)
+    prefix = TABLE["sdk_services"].get(call["service"])
+    if prefix is None:
+        ctx.walk.uncovered.append(f"{ctx.where}: AwsCustomResource service {call['service']} has no entry in "
+                                  f"{TABLE_FILE} sdk_services")
+        return [], []
+    group = call.get("parameters", {}).get("logGroupName")
+    resource = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:{group}:*" if prefix == "logs" and group else "*"
+    return [Call(f"{prefix}:{call['action']}", resource, doc)], []
+
+
+def managed_policies(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    attached = [a.rsplit("/", 1)[-1] for a in ctx.principal.unknown_managed_policies]
+    for name in rule["policies"]:
+        if name not in attached:
+            ctx.walk.problems.append(f"{ctx.where}: the role {ctx.role_arn} lacks the managed policy {name} "
+                                     f"(per {doc})")
+    return [], []
+
+
+def state_machine(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """Each Task state's integration is a request row: the state machine's role makes the integration's calls,
+    and the job's own options act with the role the request names (a transform job: the model's)."""
+    allowed, denied = [], []
+    for state_name, state in json.loads(value).get("States", {}).items():
+        if state.get("Type") != "Task":
+            continue
+        integration = "states:" + state["Resource"].split(":::", 1)[-1]
+        request = TABLE["requests"].get(integration)
+        if request is None:
+            ctx.walk.uncovered.append(f"{ctx.where}: state {state_name} integration {state['Resource']} has no row")
+            continue
+        params = state.get("Parameters", {})
+        name = _job_name(params.get("TransformJobName.$", params.get("TransformJobName", "job")))
+        job = f"arn:{PARTITION}:sagemaker:{ctx.region}:{ctx.account}:transform-job/{name}"
+        rule_arn = f"arn:{PARTITION}:events:{ctx.region}:{ctx.account}:rule/StepFunctionsGetEventsForSageMakerTransformJobsRule"
+        caller = source(request["caller_source"])
+        types = {"sagemaker:InstanceTypes": [params.get("TransformResources", {}).get("InstanceType", "")]}
+        for action in request["caller"]:
+            allowed.append(Call(action, rule_arn if action.startswith("events:") else job, caller,
+                                types if action == "sagemaker:CreateTransformJob" else {}))
+        denied.append(Call("sagemaker:CreateTrainingJob", job.replace("transform-job", "training-job"), caller,
+                           why="it only runs its own kind of job"))
+        model = ctx.resource(params["ModelName"])
+        s, lid, _ = model
+        role_arn = ctx.world.resolve(s.name, s.template["Resources"][lid]["Properties"]["ExecutionRoleArn"])
+        ctx.walk.extend(walk_request(ctx.world, ctx.stack, integration, params, role_arn,
+                                     where=f"{ctx.where} state {state_name}"))
+    return allowed, denied
+
+
+def _job_name(expr: str) -> str:
+    """States.Format('{}-{}', 'batch', $$.Execution.Name) -> batch-execution-1 (the name of one execution)."""
+    m = re.match(r"States\.Format\('([^']*)'(.*)\)$", expr)
+    if not m:
+        return expr
+    args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+    values = [a.strip("'") if a.startswith("'") else "execution-1" for a in args]
+    return m.group(1).replace("{}", "%s") % tuple(values)
+
+
+DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
+    read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
+    sns_publish, async_input, logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
+    security_group, deployment_sources, deployment_destination, sdk_call, managed_policies, state_machine)}
+
+
+# ------------------------------------------------------------------ finding the role a resource hands over
+
+_ROLE_HOLDERS = ("AWS::IAM::Role", "AWS::IAM::InstanceProfile")
+
+
+class Roles:
+    """Principals by role ARN, built once per world (with the documented content of AWS managed policies)."""
+
+    def __init__(self, world: World) -> None:
+        self.world, self.cache = world, {}
+
+    def __call__(self, role_arn: str) -> Principal | None:
+        if role_arn not in self.cache:
+            found = self.world.lookup(role_arn)
+            if found is None or found[0].template["Resources"][found[1]]["Type"] != "AWS::IAM::Role":
+                self.cache[role_arn] = None
+            else:
+                p = self.world.principal(*found)
+                known = TABLE["managed_policies"]
+                extra = [st for arn in p.unknown_managed_policies if arn.rsplit("/", 1)[-1] in known
+                         for st in known[arn.rsplit("/", 1)[-1]]["statements"]]
+                self.cache[role_arn] = Principal(arn=p.arn, account=p.account, identity=p.identity + extra,
+                                                 boundary=p.boundary, unknown_managed_policies=p.unknown_managed_policies)
+        return self.cache[role_arn]
+
+
+def _roles_of(world: World, stack: Stack, spec: Any, props: dict) -> list[str] | None:
+    """The role ARNs a resource hands to its service, per the row's `role`; None when it hands none."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return sorted({v for v, _ in at(props, spec)})
+    if "via" in spec:
+        out = set()
+        for name, _ in at(props, spec["via"]):
+            s, lid = world.lookup(name)
+            out.add(world.resolve(s.name, s.template["Resources"][lid]["Properties"][spec["property"]]))
+        return sorted(out)
+    if "instance_profile" in spec:
+        s, lid = world.lookup(props[spec["instance_profile"]])
+        return [world.get_att(*world.lookup(world.resolve(s.name, r)), "Arn")
+                for r in s.template["Resources"][lid]["Properties"]["Roles"]]
+    if "service_token" in spec:
+        s, lid = world.lookup(props[spec["service_token"]])
+        return [world.resolve(s.name, s.template["Resources"][lid]["Properties"]["Role"])]
+    if "service_linked" in spec:
+        return []
+    raise AssertionError(f"unknown role spec {spec}")
+
+
+def _mentions_role(world: World, stack: Stack, node: Any) -> bool:
+    """Whether raw properties refer to a role or instance profile (by Ref, GetAtt, import or a literal ARN)."""
+    text = json.dumps(node)
+    if ":role/" in text or ":instance-profile/" in text:
+        return True
+    resources = stack.template["Resources"]
+    for ref in re.findall(r'"Ref": "([^"]+)"', text) + re.findall(r'"Fn::GetAtt": \["([^"]+)"', text):
+        if resources.get(ref, {}).get("Type") in _ROLE_HOLDERS:
+            return True
+    for name in re.findall(r'"Fn::ImportValue": "([^"]+)"', text):
+        if name in world.exports and _mentions_role(world, *world.exports[name]):
+            return True
+    return False
+
+
+def _apply(world: World, stack: Stack, kind: str, row: dict, props: dict, role_arns: list[str], where: str,
+           roles: Roles) -> Walk:
+    """Every option of one resource (or request) against its row: calls for the covered, a report for the rest."""
+    walk = Walk()
+    options = row.get("options", {})
+    for path, _ in leaves(props):
+        if path and rule_for(options, path) is None:
+            walk.uncovered.append(f"{kind}: option {path} ({where}) has no row in {TABLE_FILE}")
+    for role_arn in role_arns:
+        principal = roles(role_arn)
+        if principal is None:
+            walk.problems.append(f"{where}: the role {role_arn} is not a role of the estate")
+            continue
+        ctx = Ctx(world, stack, props, role_arn, principal, where, walk)
+        rules = [(None, r, None, None) for r in row.get("always", [])]
+        rules += [(key, r, v, h) for key, r in options.items() if "derive" in r for v, h in at(props, key)]
+        for key, rule, value, holder in rules:
+            doc = source(rule["source"])
+            allowed, denied = DERIVE[rule["derive"]](ctx, rule, value, holder, doc)
+            label = f"{where} {key or '(always)'}"
+            walk.found += [Found(label, role_arn, principal, c) for c in allowed]
+            walk.found += [Found(label, role_arn, principal, c, denied=True) for c in denied]
+    return walk
+
+
+def walk(world: World, roles: Roles | None = None) -> Walk:
+    """Every resource of every stack in the world."""
+    roles = roles or Roles(world)
+    out = Walk()
+    plumbing = set(TABLE["plumbing"]["types"])
+    for stack in world.stacks.values():
+        for logical, resource in stack.template["Resources"].items():
+            kind, raw = resource["Type"], resource.get("Properties", {})
+            where = f"{stack.name}/{logical} ({kind})"
+            if kind in plumbing:
+                continue
+            row = TABLE["types"].get(kind)
+            if row is None:
+                if _mentions_role(world, stack, raw) or (kind.startswith("Custom::") and "ServiceToken" in raw):
+                    out.uncovered.append(f"{kind}: takes a role ({where}) but has no row in {TABLE_FILE}")
+                continue
+            props = world.resolve(stack.name, raw)
+            role_arns = _roles_of(world, stack, row.get("role"), props)
+            if role_arns is None:
+                continue
+            out.extend(_apply(world, stack, kind, row, props, role_arns, where, roles))
+    return out
+
+
+def walk_request(world: World, stack: Stack, request: str, params: dict, role_arn: str | None = None, *,
+                 where: str = "", roles: Roles | None = None) -> Walk:
+    """One API request (CreateTrainingJob as `submit` sends it) against its row, with the role it names."""
+    row = TABLE["requests"].get(request)
+    if row is None:
+        return Walk(uncovered=[f"{request}: request has no row in {TABLE_FILE}"])
+    role_arn = role_arn or params[row["role"]]
+    return _apply(world, stack, request, row, params, [role_arn], where or request, roles or Roles(world))
+
+
+# ------------------------------------------------------------------ purpose: what no template shows
 
 @dataclass(frozen=True)
 class Contract:
@@ -80,6 +546,22 @@ class Contract:
     principal: Principal
     allowed: list[Call]
     denied: list[Call] = field(default_factory=list)
+
+
+FSX_S3_ROLE = ("role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+               "AWSServiceRoleForFSxS3Access_fs-0123456789abcdef0")
+NODE_DOC = ("examples/slurm/train.py on the nodes: reads the datasets, writes and reads checkpoints under "
+            "CHECKPOINT_DIR and the model under output/ (workloads/layout.py, the FSx links); "
+            "SageMaker Developer Guide, 'Amazon SageMaker HyperPod' and AWS PCS User Guide, 'IAM instance profiles' "
+            "https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles.html")
+SSM_DOC = ("AWS Systems Manager User Guide, AmazonSSMManagedInstanceCore (agent registration and sessions) "
+           "https://docs.aws.amazon.com/systems-manager/latest/userguide/setup-instance-permissions.html")
+AUTOSTOP_DOC = ("SageMaker Developer Guide, 'Customize a notebook instance using a lifecycle configuration script' "
+                "(our autostop script calls sagemaker:DescribeNotebookInstance and StopNotebookInstance on itself) "
+                "https://docs.aws.amazon.com/sagemaker/latest/dg/notebook-lifecycle-config.html")
+FSX_DOC = ("FSx for Lustre User Guide, 'Working with server-side encrypted Amazon S3 buckets': the file system's "
+           "S3 service-linked role must be allowed kms:Decrypt and kms:GenerateDataKey (via S3) in the key policy "
+           "https://docs.aws.amazon.com/fsx/latest/LustreGuide/s3-server-side-encryption-support.html")
 
 
 class Estate:
@@ -102,323 +584,129 @@ class Estate:
     def obj(self, key: str) -> str:
         return f"{self.bucket_arn}/{key}"
 
-    def key_id_arn(self, key_ref: str | None) -> str:
-        """A KmsKeyId property as the key ARN (our templates use the ARN or the key ID)."""
-        if not key_ref or key_ref.startswith("arn:"):
-            return key_ref or self.key_arn
-        return f"arn:{PARTITION}:kms:{self.region}:{self.account}:key/{key_ref}"
-
-    # -- the calls S3 and KMS see
-
-    def s3_kms(self, action: str, key_arn: str | None = None) -> Call:
-        return Call(action, key_arn or self.key_arn, DOC["sse-kms"],
-                    context={"kms:ViaService": f"s3.{self.region}.amazonaws.com", "kms:CallerAccount": self.account},
+    def s3_kms(self, action: str) -> Call:
+        return Call(action, self.key_arn, source("sse-kms"),
+                    {"kms:ViaService": f"s3.{self.region}.amazonaws.com", "kms:CallerAccount": self.account},
                     why="S3 on the role's behalf (SSE-KMS)")
 
-    def read(self, uri_or_key: str, doc: str) -> list[Call]:
-        return [Call("s3:GetObject", self._arn(uri_or_key), doc), self.s3_kms("kms:Decrypt")]
+    def read(self, key: str, doc: str) -> list[Call]:
+        return [Call("s3:GetObject", self.obj(key), doc), self.s3_kms("kms:Decrypt")]
 
-    def write(self, uri_or_key: str, doc: str, key_arn: str | None = None) -> list[Call]:
-        return [Call("s3:PutObject", self._arn(uri_or_key), doc), self.s3_kms("kms:GenerateDataKey", key_arn)]
+    def write(self, key: str, doc: str) -> list[Call]:
+        return [Call("s3:PutObject", self.obj(key), doc), self.s3_kms("kms:GenerateDataKey")]
 
-    def list_prefix(self, uri_or_prefix: str, doc: str) -> Call:
-        prefix = self._key(uri_or_prefix)
-        return Call("s3:ListBucket", self._bucket(uri_or_prefix), doc, context={"s3:prefix": prefix},
-                    why=f"prefix {prefix}")
-
-    def _bucket(self, uri_or_key: str) -> str:
-        """An s3:// URI names its own bucket; a bare key is in the dataset bucket."""
-        if uri_or_key.startswith("s3://"):
-            return f"arn:{PARTITION}:s3:::{urlparse(uri_or_key).netloc}"
-        return self.bucket_arn
-
-    def _key(self, uri_or_key: str) -> str:
-        return urlparse(uri_or_key).path.lstrip("/") if uri_or_key.startswith("s3://") else uri_or_key
-
-    def _arn(self, uri_or_key: str) -> str:
-        return f"{self._bucket(uri_or_key)}/{self._key(uri_or_key)}"
-
-    def logs(self, group: str, doc: str) -> list[Call]:
-        arn = f"arn:{PARTITION}:logs:{self.region}:{self.account}:log-group:{group}:log-stream:run-1"
-        return [Call("logs:CreateLogStream", arn, doc), Call("logs:PutLogEvents", arn, doc)]
-
-    def metrics(self, namespace: str, doc: str) -> Call:
-        return Call("cloudwatch:PutMetricData", "*", doc, context={"cloudwatch:namespace": namespace})
-
-    def image_pull(self, image_uri: str, doc: str) -> list[Call]:
-        # Parsed here rather than with sagemaker_access.image_repository_arn: a contract must not share the code
-        # it checks.
-        registry, _, rest = image_uri.partition("/")
-        account, region = registry.split(".")[0], registry.split(".")[3]
-        repo = f"arn:{PARTITION}:ecr:{region}:{account}:repository/{rest.split(':')[0]}"
-        return [Call("ecr:GetAuthorizationToken", "*", doc), Call("ecr:BatchGetImage", repo, doc),
-                Call("ecr:GetDownloadUrlForLayer", repo, doc)]
+    def list_prefix(self, prefix: str, doc: str) -> Call:
+        return Call("s3:ListBucket", self.bucket_arn, doc, {"s3:prefix": prefix}, why=f"prefix {prefix}")
 
 
-# ------------------------------------------------------------------ inference
-
-def _model_calls(e: Estate, kind: str) -> tuple[list[Call], list[Call]]:
-    """What SageMaker does with a model's role when it starts the container: artifact, image, logs."""
-    model = e.props(f"InferenceStack/{kind}Model/Model", "AWS::SageMaker::Model")
-    container = model["PrimaryContainer"]
-    calls = e.image_pull(container["Image"], DOC["createmodel"])
-    if "ModelDataSource" in container:
-        source = container["ModelDataSource"]["S3DataSource"]
-        calls += [e.list_prefix(source["S3Uri"], DOC["uncompressed"]),
-                  *e.read(source["S3Uri"].rstrip("/") + "/config.json", DOC["uncompressed"])]
-        artifact = source["S3Uri"].rstrip("/") + "/model.safetensors"
-    else:
-        calls += e.read(container["ModelDataUrl"], DOC["createmodel"])
-        artifact = container["ModelDataUrl"]
-    calls += [*e.logs("/aws/sagemaker/Endpoints/endpoint", DOC["createmodel"]),
-              e.metrics("/aws/sagemaker/Endpoints", DOC["createmodel"])]
-    denied = [Call("s3:PutObject", e._arn(artifact), DOC["createmodel"], why="a model never rewrites what it serves"),
-              Call("s3:GetObject", e.obj(layout.DATASETS + "train/part-0000"), DOC["createmodel"],
-                   why="serving has no business with the training data")]
-    return calls, denied
+def _data_calls(e: Estate) -> list[Call]:
+    return [e.list_prefix(layout.DATASETS, NODE_DOC), *e.read(layout.DATASETS + "train/part-0000", NODE_DOC),
+            *e.write(layout.CHECKPOINTS + "step-100/rank-0.pt", NODE_DOC),
+            *e.read(layout.CHECKPOINTS + "step-100/rank-0.pt", NODE_DOC), *e.write(layout.OUTPUT + "model.tar.gz", NODE_DOC)]
 
 
-def _model_role(e: Estate, kind: str) -> tuple[Principal, list[Call], list[Call]] | None:
-    """A model's role with the calls its container start makes (None when the estate has no such model)."""
-    path = f"InferenceStack/{kind}Model/Role/Resource"
-    if not e.has(path, "AWS::IAM::Role"):
-        return None
-    return (e.world.role(e.scope + path), *_model_calls(e, kind))
-
-
-def realtime(e: Estate) -> Contract | None:
-    if (found := _model_role(e, "Realtime")) is None:
-        return None
-    role, allowed, denied = found
-    config = e.props("InferenceStack/Realtime/Config", "AWS::SageMaker::EndpointConfig")
-    capture = config.get("DataCaptureConfig")
-    if capture:
-        key = e.key_id_arn(capture.get("KmsKeyId"))
-        allowed += e.write(capture["DestinationS3Uri"].rstrip("/") + "/endpoint/AllTraffic/2026/11/22/00/x.jsonl",
-                           DOC["capture"], key)
-    return Contract("real-time model role", role, allowed, denied)
-
-
-def serverless(e: Estate) -> Contract | None:
-    found = _model_role(e, "Serverless")
-    return None if found is None else Contract("serverless model role", *found)
-
-
-def async_(e: Estate) -> Contract | None:
-    if (found := _model_role(e, "Async")) is None:
-        return None
-    role, allowed, denied = found
-    out = e.props("InferenceStack/Async/Config", "AWS::SageMaker::EndpointConfig")["AsyncInferenceConfig"]["OutputConfig"]
-    key = e.key_id_arn(out.get("KmsKeyId"))
-    allowed += e.read(layout.ASYNC_INPUT + "request-1.json", DOC["async"])
-    allowed += e.write(out["S3OutputPath"].rstrip("/") + "/result-1.out", DOC["async"], key)
-    allowed += e.write(out["S3FailurePath"].rstrip("/") + "/result-1-error.out", DOC["async"], key)
-    for topic in (out["NotificationConfig"]["SuccessTopic"], out["NotificationConfig"]["ErrorTopic"]):
-        allowed.append(Call("sns:Publish", topic, DOC["async"]))
-        topic_key = _topic_key(e, topic)
-        ctx = {"kms:ViaService": f"sns.{e.region}.amazonaws.com", "kms:CallerAccount": e.account}
-        allowed += [Call("kms:GenerateDataKey", topic_key, DOC["sns-sse"], ctx, why="SNS on the role's behalf"),
-                    Call("kms:Decrypt", topic_key, DOC["sns-sse"], ctx, why="SNS on the role's behalf")]
-    return Contract("async model role", role, allowed, denied)
-
-
-def _topic_key(e: Estate, topic_arn: str) -> str:
-    for suffix in ("Success", "Error"):
-        if e.world.arn(e.scope + f"InferenceStack/Async/{suffix}/Resource", "AWS::SNS::Topic") == topic_arn:
-            return e.key_id_arn(e.props(f"InferenceStack/Async/{suffix}/Resource", "AWS::SNS::Topic")["KmsMasterKeyId"])
-    raise AssertionError(f"no topic {topic_arn}")
-
-
-def _transform_job(e: Estate) -> dict:
-    machine = e.props("InferenceStack/Batch/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
-    definition = json.loads(machine["DefinitionString"])
-    return next(s for s in definition["States"].values() if "createTransformJob" in s.get("Resource", ""))["Parameters"]
-
-
-def batch(e: Estate) -> Contract | None:
-    if (found := _model_role(e, "Batch")) is None:
-        return None
-    role, allowed, denied = found
-    job = _transform_job(e)
-    source = job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
-    output = job["TransformOutput"]
-    key = e.key_id_arn(output.get("KmsKeyId"))
-    allowed += [e.list_prefix(source, DOC["transform"]), *e.read(source.rstrip("/") + "/day-1.csv", DOC["transform"])]
-    allowed += [*e.write(output["S3OutputPath"].rstrip("/") + "/day-1.csv.out", DOC["transform"], key),
-                Call("kms:Encrypt", key, DOC["transform"], e.s3_kms("kms:Encrypt").context)]
-    return Contract("batch model role", role, allowed, denied)
-
-
-def state_machine(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/Batch/StateMachine/Role/Resource", "AWS::IAM::Role"):
-        return None
-    job = f"arn:{PARTITION}:sagemaker:{e.region}:{e.account}:transform-job/batch-execution-1"
-    rule = f"arn:{PARTITION}:events:{e.region}:{e.account}:rule/StepFunctionsGetEventsForSageMakerTransformJobsRule"
-    # The create request carries the job's instance type (sagemaker:InstanceTypes, which team boundaries check).
-    types = {"sagemaker:InstanceTypes": [_transform_job(e)["TransformResources"]["InstanceType"]]}
-    allowed = [Call("sagemaker:CreateTransformJob", job, DOC["sfn-sagemaker"], types)]
-    allowed += [Call(a, job, DOC["sfn-sagemaker"]) for a in
-                ("sagemaker:DescribeTransformJob", "sagemaker:StopTransformJob", "sagemaker:AddTags", "sagemaker:ListTags")]
-    allowed += [Call(a, rule, DOC["sfn-sagemaker"]) for a in ("events:PutTargets", "events:PutRule", "events:DescribeRule")]
-    denied = [Call("sagemaker:CreateTrainingJob", f"arn:{PARTITION}:sagemaker:{e.region}:{e.account}:training-job/x",
-                   DOC["sfn-sagemaker"], why="it only runs transform jobs")]
-    return Contract("batch state machine role", e.world.role(e.scope + "InferenceStack/Batch/StateMachine/Role/Resource"),
-                    allowed, denied)
-
-
-def schedule(e: Estate) -> Contract | None:
-    if not e.has("InferenceStack/Batch/ScheduleRole/Resource", "AWS::IAM::Role"):
-        return None
-    machine = e.world.arn(e.scope + "InferenceStack/Batch/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
-    other = f"arn:{PARTITION}:states:{e.region}:{e.account}:stateMachine:someone-elses"
-    return Contract("batch schedule role", e.world.role(e.scope + "InferenceStack/Batch/ScheduleRole/Resource"),
-                    [Call("states:StartExecution", machine, DOC["scheduler"])],
-                    [Call("states:StartExecution", other, DOC["scheduler"], why="only its own state machine")])
-
-
-# ------------------------------------------------------------------ training
-
-_DESCRIBE = ("ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets",
-             "ec2:DescribeSecurityGroups")
-
-
-def _vpc_calls(e: Estate, doc: str) -> tuple[list[Call], list[Call]]:
-    """(allowed, denied): the network interfaces SageMaker makes for a job or node in our subnet, with the
-    resources and condition keys EC2 evaluates (service authorization reference: ec2:Vpc, ec2:CreateAction)."""
-    w = e.world
-
-    def ref(path: str, kind: str, attr: str | None = None) -> str:
-        stack, logical = w.find(e.scope + path, kind)
-        return w.get_att(stack, logical, attr) if attr else w.ref(stack, logical)
-
-    def arn(resource: str, rid: str) -> str:
-        return f"arn:{PARTITION}:ec2:{e.region}:{e.account}:{resource}/{rid}"
-
-    vpc = arn("vpc", ref("NetworkStack/Network/Vpc/Resource", "AWS::EC2::VPC"))
-    subnet = arn("subnet", ref("NetworkStack/Network/Vpc/privateSubnet1/Subnet", "AWS::EC2::Subnet"))
-    group = arn("security-group", ref("NetworkStack/Security/Cluster/Resource", "AWS::EC2::SecurityGroup", "GroupId"))
-    eni, ours = arn("network-interface", "eni-0123456789abcdef0"), {"ec2:Vpc": vpc}
-    allowed = [*[Call("ec2:CreateNetworkInterface", r, doc, context=ours) for r in (subnet, group, eni)],
-               *[Call(a, eni, doc, context=ours) for a in (
-                   "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                   "ec2:DeleteNetworkInterfacePermission", "ec2:DetachNetworkInterface")],
-               Call("ec2:CreateTags", eni, doc, context={"ec2:CreateAction": "CreateNetworkInterface"}),
-               *[Call(a, "*", doc) for a in _DESCRIBE]]
-    theirs = {"ec2:Vpc": arn("vpc", "vpc-0ther")}
-    denied = [Call("ec2:CreateNetworkInterface", arn("subnet", "subnet-0ther"), doc, context=theirs,
-                   why="only in our subnet"),
-              Call("ec2:DeleteNetworkInterface", eni, doc, context=theirs, why="only interfaces in our VPC"),
-              Call("ec2:CreateTags", arn("instance", "i-0123456789abcdef0"), doc,
-                   context={"ec2:CreateAction": "RunInstances"}, why="tags only on the interfaces it creates")]
-    return allowed, denied
-
-
-def _data_calls(e: Estate, doc: str) -> list[Call]:
-    return [e.list_prefix(layout.DATASETS, doc), *e.read(layout.DATASETS + "train/part-0000", doc),
-            *e.write(layout.CHECKPOINTS + "step-100/rank-0.pt", doc), *e.read(layout.CHECKPOINTS + "step-100/rank-0.pt", doc),
-            *e.write(layout.OUTPUT + "model.tar.gz", doc)]
-
-
-def _no_rewrite_calls(e: Estate, doc: str) -> list[Call]:
-    return [Call("s3:PutObject", e.obj(layout.DATASETS + "train/part-0000"), doc,
+def _no_rewrite_calls(e: Estate) -> list[Call]:
+    return [Call("s3:PutObject", e.obj(layout.DATASETS + "train/part-0000"), NODE_DOC,
                  why="the bucket holds the dataset of record: training reads it, never rewrites it"),
-            Call("s3:DeleteObject", e.obj(layout.DATASETS + "train/part-0000"), doc, why="no dataset deletes")]
+            Call("s3:DeleteObject", e.obj(layout.DATASETS + "train/part-0000"), NODE_DOC, why="no dataset deletes")]
 
 
-def training_job(e: Estate) -> Contract | None:
-    path = "TrainStack/TrainingRole/Role/Resource"
-    if not e.has(path, "AWS::IAM::Role") or e.has("TrainStack/HyperPod/Cluster", "AWS::SageMaker::Cluster") \
-            or e.has("TrainStack/Slurm/Cluster", "AWS::PCS::Cluster"):
-        return None
-    doc = DOC["training"]
-    stack, _ = e.world.find(e.scope + path, "AWS::IAM::Role")
-    image = stack.template["Outputs"]["TrainingImage"]["Value"]  # what `workloads submit` runs (test_jobs pins it)
-    allowed = [*_data_calls(e, doc), *e.read(layout.JOBS + "train-1/source/sourcedir.tar.gz", doc),
-               *e.image_pull(image, doc), *e.logs("/aws/sagemaker/TrainingJobs", doc),
-               e.metrics("/aws/sagemaker/TrainingJobs", doc)]
-    vpc_allowed, vpc_denied = _vpc_calls(e, doc)
-    other_image = image.split("/")[0] + "/some-other-training:1.0"
-    denied = [*_no_rewrite_calls(e, doc), *vpc_denied,
-              Call("ecr:BatchGetImage", f"arn:{PARTITION}:ecr:{e.region}:999999999999:repository/pytorch-training", doc,
-                   why="the image's own account only"),
-              Call("ecr:BatchGetImage", e.image_pull(other_image, doc)[-1].resource, doc, why="the planned image only")]
-    return Contract("training job role", e.world.role(e.scope + path), [*allowed, *vpc_allowed], denied)
-
-
-def hyperpod(e: Estate) -> Contract | None:
+def hyperpod_nodes(e: Estate) -> Contract | None:
+    """HyperPod copies the whole lifecycle prefix to the node: the plan's files beside the script are read too;
+    our training on the nodes reads and writes the bucket."""
     if not e.has("TrainStack/HyperPod/Cluster", "AWS::SageMaker::Cluster"):
         return None
-    doc = DOC["hyperpod"]
-    cluster = e.props("TrainStack/HyperPod/Cluster", "AWS::SageMaker::Cluster")
-    scripts = cluster["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"]
-    script = scripts.rstrip("/") + "/" + cluster["InstanceGroups"][0]["LifeCycleConfig"]["OnInitComplete"]
-    vpc_allowed, vpc_denied = _vpc_calls(e, doc)
-    # HyperPod copies the whole prefix to the node: the plan's files beside the script are read too.
-    beside = [scripts.rstrip("/") + "/" + name for name in ("install-framework.sh", "layout.json")]
-    allowed = [e.list_prefix(scripts, doc), *e.read(script, doc), *(c for f in beside for c in e.read(f, doc)),
-               *vpc_allowed,
-               *e.logs("/aws/sagemaker/Clusters/cluster/node", doc), e.metrics("/aws/sagemaker/Clusters", doc),
-               Call("ssmmessages:CreateControlChannel", "*", doc), Call("ssmmessages:OpenDataChannel", "*", doc)]
-    denied = [Call("s3:PutObject", e._arn(script), doc, why="lifecycle scripts run as root on every node: no node "
-                                                            "may rewrite them"),
-              Call("s3:PutObject", e._arn(beside[0]), doc, why="the framework install runs as root on every "
-                                                               "accelerated node"), *vpc_denied]
-    return Contract("HyperPod instance role", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
+    group = e.props("TrainStack/HyperPod/Cluster", "AWS::SageMaker::Cluster")["InstanceGroups"][0]
+    scripts = group["LifeCycleConfig"]["SourceS3Uri"].rstrip("/")
+    bucket, prefix = _s3(scripts)
+    beside = [f"{prefix}/{name}" for name in ("install-framework.sh", "layout.json")]
+    allowed = [c for key in beside for c in (Call("s3:GetObject", _obj(bucket, key), NODE_DOC),)]
+    denied = [Call("s3:PutObject", _obj(bucket, beside[0]), NODE_DOC,
+                   why="the framework install runs as root on every accelerated node")]
+    return Contract("HyperPod nodes (our software)", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
                     allowed, denied)
 
 
-def pcs_node(e: Estate) -> Contract | None:
+def pcs_nodes(e: Estate) -> Contract | None:
     if not e.has("TrainStack/Slurm/Cluster", "AWS::PCS::Cluster"):
         return None
-    doc = DOC["pcs"]
-    cluster = e.world.arn(e.scope + "TrainStack/Slurm/Cluster", "AWS::PCS::Cluster")
-    allowed = [Call("pcs:RegisterComputeNodeGroupInstance", cluster, doc),
-               Call("ssm:UpdateInstanceInformation", "*", doc), Call("ssmmessages:CreateControlChannel", "*", doc),
-               Call("ec2messages:GetMessages", "*", doc), *_data_calls(e, doc)]
-    other = f"arn:{PARTITION}:pcs:{e.region}:{e.account}:cluster/pcs_someone_else"
-    denied = [Call("pcs:RegisterComputeNodeGroupInstance", other, doc, why="only its own cluster"),
-              *_no_rewrite_calls(e, doc)]
-    return Contract("PCS node role", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"), allowed, denied)
+    allowed = [Call("ssm:UpdateInstanceInformation", "*", SSM_DOC), Call("ssmmessages:CreateControlChannel", "*", SSM_DOC),
+               Call("ec2messages:GetMessages", "*", SSM_DOC), *_data_calls(e)]
+    return Contract("PCS nodes (our software)", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
+                    allowed, _no_rewrite_calls(e))
 
 
-def notebook(e: Estate) -> Contract | None:
+def notebook_autostop(e: Estate) -> Contract | None:
     if not e.has("TrainStack/Notebook/Role/Resource", "AWS::IAM::Role"):
         return None
-    doc = DOC["notebook"]
     props = e.props("TrainStack/Notebook/Notebook", "AWS::SageMaker::NotebookInstance")
     tag = next(t for t in props["Tags"] if t["Key"] == "ml-estate:notebook")
     own = e.world.arn(e.scope + "TrainStack/Notebook/Notebook", "AWS::SageMaker::NotebookInstance")
     ctx = {f"aws:ResourceTag/{tag['Key']}": tag["Value"]}
-    allowed = [Call("sagemaker:DescribeNotebookInstance", own, doc, ctx),
-               Call("sagemaker:StopNotebookInstance", own, doc, ctx),
-               *e.logs("/aws/sagemaker/NotebookInstances", doc)]
     other = f"arn:{PARTITION}:sagemaker:{e.region}:{e.account}:notebook-instance/someone-elses"
-    denied = [Call("sagemaker:StopNotebookInstance", other, doc, {f"aws:ResourceTag/{tag['Key']}": "another"},
-                   why="only itself")]
-    return Contract("notebook role", e.world.role(e.scope + "TrainStack/Notebook/Role/Resource"), allowed, denied)
+    return Contract("notebook autostop (our script)", e.world.role(e.scope + "TrainStack/Notebook/Role/Resource"),
+                    [Call("sagemaker:DescribeNotebookInstance", own, AUTOSTOP_DOC, ctx),
+                     Call("sagemaker:StopNotebookInstance", own, AUTOSTOP_DOC, ctx)],
+                    [Call("sagemaker:StopNotebookInstance", other, AUTOSTOP_DOC,
+                          {f"aws:ResourceTag/{tag['Key']}": "another"}, why="only itself")])
 
 
 def fsx_link(e: Estate) -> Contract | None:
     """FSx's S3 service-linked role reaching the KMS-encrypted bucket: decided by the key policy alone."""
     if not e.has("DataStack/Lustre/FileSystem", "AWS::FSx::FileSystem"):
         return None
-    doc = DOC["fsx-s3"]
     role = Principal(
         arn=f"arn:{PARTITION}:iam::{e.account}:{FSX_S3_ROLE}", account=e.account,
         # AWSFSxS3AccessServiceRolePolicy: S3 object and bucket-notification actions, no KMS.
         identity=[{"Effect": "Allow", "Resource": "*", "Action": [
             "s3:AbortMultipartUpload", "s3:DeleteObject", "s3:Get*", "s3:List*", "s3:PutBucketNotification",
             "s3:PutObject"]}])
-    allowed = [*e.read(layout.DATASETS + "train/part-0000", doc), *e.write(layout.CHECKPOINTS + "step-1/x.pt", doc)]
-    denied = [Call("kms:Decrypt", e.key_arn, doc, {"kms:CallerAccount": e.account},
+    allowed = [*e.read(layout.DATASETS + "train/part-0000", FSX_DOC), *e.write(layout.CHECKPOINTS + "step-1/x.pt", FSX_DOC)]
+    denied = [Call("kms:Decrypt", e.key_arn, FSX_DOC, {"kms:CallerAccount": e.account},
                    why="only through S3, never a direct decrypt")]
     return Contract("FSx S3 service-linked role (key policy)", role, allowed, denied)
 
 
-ALL = (realtime, serverless, async_, batch, state_machine, schedule, training_job, hyperpod, pcs_node, notebook,
-       fsx_link)
+PURPOSE = (hyperpod_nodes, pcs_nodes, notebook_autostop, fsx_link)
 
 
-def contracts(world: World, scope: str = "") -> list[Contract]:
+def purpose(world: World, scope: str = "") -> list[Contract]:
     e = Estate(world, scope)
-    return [c for c in (f(e) for f in ALL) if c is not None]
+    return [c for c in (f(e) for f in PURPOSE) if c is not None]
+
+
+# ------------------------------------------------------------------ faults known on other branches (issue 22)
+# Each entry picks the derived calls one known fault refuses (or the denials it lets through). The contract
+# tests leave them out and test them apart, marked xfail(strict=True) with the reason: when the fix merges
+# the apart test passes, strict xfail fails, and deleting the entry here restores the full check.
+
+def _option(f: Found) -> str:
+    return f.where.rsplit(" ", 1)[-1]
+
+
+KNOWN_FAULTS: dict[str, tuple[str, Callable[[Found], bool]]] = {
+    "model-vpc": ("issue 22: model roles in a VPC have no ec2 network-interface actions, fixed on branch inference",
+                  lambda f: "(AWS::SageMaker::Model)" in f.where and _option(f) == "VpcConfig" and not f.denied),
+    "volume-grant": ("issue 22: roles with a volume key (EndpointConfig KmsKeyId, VolumeKmsKeyId) have no "
+                     "kms:CreateGrant, fixed on branch inference|jobs-nodes",
+                     lambda f: f.call.action == "kms:CreateGrant" and not f.denied),
+    "process-image": ("issue 22: the processing job's image is in a repository the training role cannot pull, "
+                      "fixed on branch jobs-nodes",
+                      lambda f: _option(f) == "AppSpecification.ImageUri" and not f.denied),
+    "process-output": ("issue 22: the processing job's output prefix is not writable by the training role, "
+                       "fixed on branch jobs-nodes",
+                       lambda f: _option(f).startswith("ProcessingOutputConfig.Outputs") and not f.denied),
+    # Found by this net, named by nobody in issue 22 (reported; the owners decide the fix):
+    "notebook-vpc": ("issue 22 (found by the net): the notebook in our subnet has no ec2 network-interface actions; "
+                     "reported to branch jobs-nodes",
+                     lambda f: "(AWS::SageMaker::NotebookInstance)" in f.where and _option(f) == "SubnetId"
+                     and not f.denied),
+    "model-lists-bucket": ("issue 22 (found by the net): model roles may list the whole dataset bucket "
+                           "(s3:List* on the bucket, no s3:prefix condition); reported to branch inference",
+                           lambda f: "(AWS::SageMaker::Model)" in f.where and f.denied
+                           and f.call.action == "s3:ListBucket"),
+}
+
+
+def known_fault(f: Found) -> str | None:
+    return next((name for name, (_, matches) in KNOWN_FAULTS.items() if matches(f)), None)

@@ -68,7 +68,9 @@ class World:
 
     def ref(self, stack: Stack, logical: str) -> str:
         pseudo = {"AWS::AccountId": stack.account, "AWS::Region": stack.region, "AWS::Partition": PARTITION,
-                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": stack.name, "AWS::NoValue": ""}
+                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": stack.name, "AWS::NoValue": "",
+                  "AWS::StackId": f"arn:{PARTITION}:cloudformation:{stack.region}:{stack.account}:stack/{stack.name}/"
+                                  "11111111-2222-3333-4444-555555555555"}
         if logical in pseudo:
             return pseudo[logical]
         resource = stack.template["Resources"].get(logical)
@@ -92,6 +94,8 @@ class World:
         return {
             "AWS::S3::Bucket": f"arn:{PARTITION}:s3:::{name}",
             "AWS::IAM::Role": f"arn:{PARTITION}:iam::{a}:role{props.get('Path', '/')}{name}",
+            "AWS::IAM::InstanceProfile": f"arn:{PARTITION}:iam::{a}:instance-profile{props.get('Path', '/')}{name}",
+            "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{r}:{a}:function:{name}",
             "AWS::IAM::ManagedPolicy": f"arn:{PARTITION}:iam::{a}:policy/{name}",
             "AWS::KMS::Key": f"arn:{PARTITION}:kms:{r}:{a}:key/key-{name}",
             "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{r}:{a}:{name}",
@@ -109,7 +113,7 @@ class World:
         resource = stack.template["Resources"][logical]
         kind, props = resource["Type"], resource.get("Properties", {})
         name = self._name(stack, logical)
-        if attr in ("Arn", "TopicArn", "ClusterArn") and self._arn_for(stack, kind, name, props):
+        if attr in ("Arn", "TopicArn", "ClusterArn", "StateMachineArn") and self._arn_for(stack, kind, name, props):
             return self._arn_for(stack, kind, name, props)
         if attr in ("TopicName", "Name", "ModelName", "EndpointName", "EndpointConfigName", "NotebookInstanceName",
                     "ClusterName"):
@@ -182,8 +186,25 @@ class World:
         resource = stack.template["Resources"][logical]
         return self._arn_for(stack, kind, self._name(stack, logical), resource.get("Properties", {})) or ""
 
+    def lookup(self, value: Any) -> tuple[Stack, str] | None:
+        """The resource a resolved value names (its Ref, ARN or name, or NAME.Attribute), if it is in the world."""
+        if not hasattr(self, "_index"):
+            self._index: dict[str, tuple[Stack, str]] = {}
+            for s in self.stacks.values():
+                for lid, r in s.template["Resources"].items():
+                    name = self._name(s, lid)
+                    for key in (name, self.ref(s, lid), self._arn_for(s, r["Type"], name, r.get("Properties", {}))):
+                        if key:
+                            self._index.setdefault(key, (s, lid))
+        if not isinstance(value, str):
+            return None
+        return self._index.get(value) or self._index.get(value.rsplit(".", 1)[0])
+
     def role(self, path_suffix: str) -> "Principal":
-        stack, logical = self.find(path_suffix, "AWS::IAM::Role")
+        return self.principal(*self.find(path_suffix, "AWS::IAM::Role"))
+
+    def principal(self, stack: Stack, logical: str) -> "Principal":
+        """The role `logical` of `stack` with every policy the estate attaches to it, resolved."""
         props = stack.template["Resources"][logical]["Properties"]
         arn = self._arn_for(stack, "AWS::IAM::Role", self._name(stack, logical), props)
         name = self._name(stack, logical)

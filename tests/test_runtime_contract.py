@@ -1,7 +1,11 @@
 """Run-time contracts: every call an AWS service or node makes with one of our roles is allowed by the
-synthesized identity policy, permissions boundary, bucket, topic and key policies, and a call outside
-the role's purpose is denied. The calls and their documents are in contract_calls.py; the evaluation
-of the statements is contract_policy.py."""
+synthesized identity policy, permissions boundary, bucket, topic and key policies, and a call just outside
+the role's purpose is denied.
+
+The calls are derived, not listed: contract_calls.walk visits every resource of every synthesized variant
+and the teams' estates, and derives each call from the resource's options with the sourced table
+tests/sources/role_calls.yaml. A resource that takes a role, or an option of one, with no row fails
+here. contract_policy.py evaluates the statements."""
 
 from __future__ import annotations
 
@@ -12,22 +16,8 @@ import pytest
 from workloads import load
 
 from .conftest import VARIANTS
-from .contract_calls import FSX_S3_ROLE, Contract, contracts
+from .contract_calls import FSX_S3_ROLE, KNOWN_FAULTS, Contract, Found, known_fault, purpose, walk
 from .contract_policy import FAKE_ACCOUNT, Call, Principal, Stack, World, evaluate, metadata_paths
-
-# The variants that between them create every role the toolkit makes.
-CONTRACT_VARIANTS = ("small-all-kinds", "intermediate", "huge", "huge-hyperpod")
-EXPECTED_ROLES = {
-    "small-all-kinds": {"real-time model role", "serverless model role", "async model role", "batch model role",
-                        "batch state machine role", "batch schedule role", "training job role"},
-    "intermediate": {"real-time model role", "async model role", "batch model role", "batch state machine role",
-                     "batch schedule role", "training job role"},
-    "huge": {"real-time model role", "async model role", "batch model role", "batch state machine role",
-             "batch schedule role", "PCS node role", "FSx S3 service-linked role (key policy)"},
-    "huge-hyperpod": {"real-time model role", "async model role", "batch model role", "batch state machine role",
-                      "batch schedule role", "HyperPod instance role", "notebook role",
-                      "FSx S3 service-linked role (key policy)"},
-}
 
 
 def world_of(synth) -> World:
@@ -52,7 +42,22 @@ def teams_world(teams_synth) -> World:
     return World(stacks)
 
 
-def _problems(contract: Contract, world: World) -> list[str]:
+def refused(found: list[Found], world: World, *, faults: bool = False) -> list[str]:
+    """Messages for the derived calls that the policies refuse, and the denials they let through.
+    `faults`: only the calls of the known faults (KNOWN_FAULTS); otherwise every call but those."""
+    out = []
+    for f in found:
+        if (known_fault(f) is not None) != faults:
+            continue
+        d = evaluate(f.principal, f.call, world)
+        if f.denied and d.allowed:
+            out.append(f"{f.where}: {f.call} is allowed to {f.role} ({d.reason}) but is outside its purpose")
+        elif not f.denied and not d.allowed:
+            out.append(f"{f.where}: {f.call} is refused to {f.role} ({d.reason}); needed per {f.call.source}")
+    return sorted(set(out))
+
+
+def problems(contract: Contract, world: World) -> list[str]:
     out = []
     for call in contract.allowed:
         d = evaluate(contract.principal, call, world)
@@ -65,56 +70,109 @@ def _problems(contract: Contract, world: World) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module", params=CONTRACT_VARIANTS)
-def variant_world(request, synth) -> tuple[str, World]:
-    workload, overrides = VARIANTS[request.param]
-    return request.param, world_of(synth(workload, overrides))
+@pytest.fixture(scope="module")
+def worlds(synth, teams_synth) -> dict[str, World]:
+    """Every synthesized variant and the teams' estates, each walked once."""
+    out = {name: world_of(synth(*VARIANTS[name])) for name in VARIANTS}
+    out["teams"] = teams_world(teams_synth)
+    return out
 
 
-def test_every_role_is_covered(variant_world):
-    name, world = variant_world
-    assert {c.name for c in contracts(world)} == EXPECTED_ROLES[name]
+@pytest.fixture(scope="module")
+def walks(worlds):
+    return {name: walk(world) for name, world in worlds.items()}
 
 
-def test_every_role_can_do_what_its_service_does_and_nothing_else(variant_world):
-    name, world = variant_world
-    problems = [p for c in contracts(world) for p in _problems(c, world)]
-    assert not problems, "\n".join(problems)
+@pytest.mark.parametrize("variant", [*VARIANTS, "teams"])
+def test_every_resource_that_takes_a_role_has_a_row(walks, variant):
+    w = walks[variant]
+    assert not w.uncovered, "\n".join(sorted(set(w.uncovered)))
+    assert not w.problems, "\n".join(w.problems)
 
 
-def test_every_call_names_its_source(variant_world):
-    _, world = variant_world
-    for c in contracts(world):
-        for call in [*c.allowed, *c.denied]:
-            assert "https://" in call.source or "API Reference" in call.source, call
+@pytest.mark.parametrize("variant", [*VARIANTS, "teams"])
+def test_every_derived_call_is_allowed_and_every_denial_holds(walks, worlds, variant):
+    found = walks[variant].found
+    assert found
+    out = refused(found, worlds[variant])
+    assert not out, "\n".join(out)
 
 
-def test_team_roles_work_inside_their_boundary(teams_synth):
-    world = teams_world(teams_synth)
-    problems = []
+JOB_FAULTS = ("process-image", "process-output")  # derived from requests: tests/test_job_requests_contract.py
+
+
+@pytest.mark.parametrize("fault", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
+                                   for name, (reason, _) in KNOWN_FAULTS.items() if name not in JOB_FAULTS])
+def test_known_fault_is_fixed(walks, worlds, fault):
+    """Each known fault over every variant; strict xfail: when the fix merges this passes and the entry in
+    contract_calls.KNOWN_FAULTS goes, which puts its calls back into the test above."""
+    _, matches = KNOWN_FAULTS[fault]
+    out = []
+    for variant, w in walks.items():
+        out += [f"{variant}: {m}" for m in refused([f for f in w.found if matches(f)], worlds[variant], faults=True)]
+    found_any = any(matches(f) for w in walks.values() for f in w.found)
+    assert found_any, f"no call of {fault} is derived any more: delete its KNOWN_FAULTS entry"
+    assert not out, "\n".join(out)
+
+
+def test_the_walk_reaches_every_kind_of_role(walks):
+    """The rows act: each role-taking type of the table is met in some variant and yields calls."""
+    met = {f.where.split(" (", 1)[1].split(")", 1)[0] for w in walks.values() for f in w.found}
+    for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::NotebookInstance",
+                 "AWS::SageMaker::Cluster", "AWS::PCS::ComputeNodeGroup", "AWS::StepFunctions::StateMachine",
+                 "AWS::Scheduler::Schedule", "AWS::EC2::FlowLog", "AWS::Lambda::Function", "Custom::AWS"):
+        assert kind in met, kind
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS])
+def test_what_our_software_does_on_the_nodes_is_allowed(worlds, variant):
+    world = worlds[variant]
+    out = [p for c in purpose(world) for p in problems(c, world)]
+    assert not out, "\n".join(out)
+
+
+def test_team_roles_work_inside_their_boundary(walks, worlds, teams_synth):
+    world = worlds["teams"]
+    out = []
     for team in teams_synth.templates:
-        found = contracts(world, scope=f"{team}/")
-        assert found, team
-        for c in found:
-            if c.principal.arn.endswith(FSX_S3_ROLE.rsplit("/", 1)[-1]):
-                continue
-            assert c.principal.boundary is not None, f"{team}: {c.name} has no permissions boundary"
-            problems += [f"{team}: {p}" for p in _problems(c, world)]
-    assert not problems, "\n".join(problems)
+        for c in purpose(world, scope=f"{team}/"):
+            if not c.principal.arn.endswith(FSX_S3_ROLE.rsplit("/", 1)[-1]):
+                assert c.principal.boundary is not None, f"{team}: {c.name} has no permissions boundary"
+            out += [f"{team}: {p}" for p in problems(c, world)]
+    # The roles of the teams' own stacks (the account-wide job-logs stack is no team's).
+    roles = {f.role: f.principal for f in walks["teams"].found
+             if f.where.split("/", 1)[0].split("-", 1)[0] in teams_synth.templates}
+    assert roles
+    for arn, principal in roles.items():
+        assert principal.boundary is not None, f"{arn} has no permissions boundary"
+    assert not out, "\n".join(out)
 
 
-def test_a_team_role_cannot_read_another_teams_bucket(teams_synth):
-    world = teams_world(teams_synth)
-    vision = {c.name: c for c in contracts(world, scope="vision/")}
+def test_a_team_role_cannot_read_another_teams_bucket(walks, worlds):
+    world = worlds["teams"]
     language_bucket = world.arn("language/DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
     language_key = world.arn("language/DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
-    for name in ("batch model role", "async model role", "training job role"):
-        role = vision[name].principal
+    vision = {f.role: f.principal for f in walks["teams"].found if "vision-" in f.where.split("/")[0]}
+    assert vision
+    for arn, role in vision.items():
         read = Call("s3:GetObject", f"{language_bucket}/datasets/train/part-0000", "cross-team isolation")
-        assert not evaluate(role, read, world).allowed, name
+        assert not evaluate(role, read, world).allowed, arn
         decrypt = Call("kms:Decrypt", language_key, "cross-team isolation",
                        context={"kms:ViaService": "s3.us-west-2.amazonaws.com", "kms:CallerAccount": "123456789012"})
-        assert not evaluate(role, decrypt, world).allowed, name
+        assert not evaluate(role, decrypt, world).allowed, arn
+
+
+def test_every_row_names_its_document_and_section():
+    from .contract_calls import TABLE
+
+    for key, s in TABLE["sources"].items():
+        assert s["title"] and s["section"] and s["url"].startswith("https://") and s["read"], key
+    for group in ("types", "requests"):
+        for kind, row in TABLE[group].items():
+            for path, rule in [*row.get("options", {}).items(), *((None, r) for r in row.get("always", []))]:
+                assert ("derive" in rule) != ("inert" in rule), (kind, path)
+                if "derive" in rule:
+                    assert rule["source"] in TABLE["sources"], (kind, path)
 
 
 # ---- the evaluator itself: it must tell allowed from refused, or the tests above prove nothing
@@ -232,3 +290,64 @@ def test_the_scripts_deployment_writes_its_bucket_and_not_the_datasets(synth):
     for key in ("lifecycle/hyperpod/on_init_complete.sh", "models/model.tar.gz", "datasets/train/part-0"):
         assert not evaluate(handler, Call(put, f"{datasets}/{key}", "cdk"), world).allowed
         assert not evaluate(handler, Call("s3:DeleteObject", f"{datasets}/{key}", "cdk"), world).allowed
+
+
+# ---- the walk itself: it must fail on what it does not know, and catch the denials that matter
+
+
+def _model_world(statements: list[dict], *, extra: dict | None = None) -> World:
+    """A bucket with a KMS key, and a model whose role has `statements`."""
+    key_policy = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{FAKE_ACCOUNT}:root"},
+                                 "Action": "kms:*", "Resource": "*"}]}
+    resources = {
+        "Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": key_policy}},
+        "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketEncryption": {"ServerSideEncryptionConfiguration": [
+            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Fn::GetAtt": ["Key", "Arn"]}}}]}}},
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyDocument": {"Statement": statements}}]}},
+        "Model": {"Type": "AWS::SageMaker::Model", "Properties": {
+            "ExecutionRoleArn": {"Fn::GetAtt": ["Role", "Arn"]},
+            "PrimaryContainer": {"Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/tgi:1",
+                                 "ModelDataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "CompressionType": "None",
+                                                                      "S3Uri": "s3://s-bucket/models/llm/"}}}}},
+        "Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {
+            "KmsKeyId": {"Fn::GetAtt": ["Key", "Arn"]},
+            "ProductionVariants": [{"ModelName": {"Fn::GetAtt": ["Model", "ModelName"]}, "VariantName": "v"}]}},
+        **(extra or {}),
+    }
+    return World([Stack("S", {"Resources": resources}, "us-west-2", FAKE_ACCOUNT)])
+
+
+def _messages(world: World) -> list[str]:
+    found = walk(world).found
+    return refused(found, world) + refused(found, world, faults=True)  # known faults or not
+
+
+def test_a_role_taking_type_or_option_with_no_row_fails():
+    world = _model_world([], extra={"Job": {"Type": "AWS::Batch::JobDefinition", "Properties": {
+        "ContainerProperties": {"JobRoleArn": {"Fn::GetAtt": ["Role", "Arn"]}}}}})
+    world.stacks["S"].template["Resources"]["Model"]["Properties"]["InferenceExecutionConfig"] = {"Mode": "Direct"}
+    uncovered = "\n".join(walk(world).uncovered)
+    assert "AWS::Batch::JobDefinition: takes a role" in uncovered
+    assert "AWS::SageMaker::Model: option InferenceExecutionConfig.Mode" in uncovered
+
+
+def test_a_model_reads_only_its_own_artifact_and_grants_only_for_aws_resources():
+    ecr = {"Effect": "Allow", "Action": "ecr:*", "Resource": "arn:aws:ecr:us-west-2:763104351884:repository/tgi"}
+    token = {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken", "logs:*", "cloudwatch:PutMetricData"],
+             "Resource": "*"}
+    kms = {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"}
+    exact = [ecr, token, kms,
+             {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::s-bucket/models/llm/*"},
+             {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::s-bucket",
+              "Condition": {"StringLike": {"s3:prefix": "models/llm/*"}}},
+             {"Effect": "Allow", "Action": "kms:CreateGrant", "Resource": "*",
+              "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}}}]
+    assert _messages(_model_world(exact)) == []
+    loose = [ecr, token, kms, {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+                               "Resource": ["arn:aws:s3:::s-bucket", "arn:aws:s3:::s-bucket/models/*"]},
+             {"Effect": "Allow", "Action": "kms:CreateGrant", "Resource": "*"}]
+    text = "\n".join(_messages(_model_world(loose)))
+    for sibling in ("s3:GetObject on arn:aws:s3:::s-bucket/models/llm2/part-0000",
+                    "s3:GetObject on arn:aws:s3:::s-bucket/models/llm.tar.gz", "s3:ListBucket on arn:aws:s3:::s-bucket (only its own artifact's prefix)"):
+        assert sibling in text, sibling
+    assert "kms:CreateGrant" in text and "grants for AWS resources only" in text
