@@ -35,7 +35,12 @@ def _container(image: str) -> str:
     repo = image.split("/", 1)[1].split(":")[0]
     tag = image.rsplit(":", 1)[1]
     if repo == "huggingface-pytorch-tgi-inference":
-        return "tgi-neuronx" if "-inf2-" in tag else "tgi"
+        # The published TGI tags (Hugging Face, "Available DLCs on AWS"): ...-tgi3.3.6-gpu-py311-cu124-ubuntu22.04
+        # and ...-optimum3.3.6-neuronx-py310-ubuntu22.04. Any other tag names an image no registry holds.
+        for accelerator, container in (("-neuronx-", "tgi-neuronx"), ("-gpu-", "tgi")):
+            if accelerator in tag:
+                return container
+        raise AssertionError(f"{image}: not a published TGI tag (-gpu- or -neuronx-)")
     return {"pytorch-inference": "pytorch", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
             "sagemaker-scikit-learn": "sklearn"}[repo]
 

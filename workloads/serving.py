@@ -63,8 +63,14 @@ class Container:
 CONTAINERS = {c.key: c for c in (
     Container("tgi", "Hugging Face TGI 3.3.6 (GPU)", (("framework", "huggingface-llm"), ("version", "3.3.6")),
               "huggingface", ("nvidia-gpu",)),
+    # inference_tool "neuronx": the published tag is 2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04 (Hugging Face,
+    # "Deploying on AWS: Available DLCs on AWS", https://huggingface.co/docs/sagemaker/dlcs/available); without it
+    # image_uris builds an `-inf2-` tag that no registry holds. The SDK's own LLM helper passes it too
+    # (aws/sagemaker-python-sdk v2, src/sagemaker/huggingface/llm_utils.py, get_huggingface_llm_image_uri,
+    # backend "huggingface-neuronx"; sagemaker v3 has no such helper).
     Container("tgi-neuronx", "Hugging Face TGI 3.3.6 on Neuron (optimum-neuron)",
-              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0")), "huggingface", ("inferentia",)),
+              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0"), ("inference_tool", "neuronx")),
+              "huggingface", ("inferentia",)),
     Container("pytorch", "PyTorch 2.6 inference DLC",
               (("framework", "pytorch"), ("version", "2.6"), ("py_version", "py312"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
