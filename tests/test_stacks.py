@@ -129,7 +129,7 @@ def test_realtime_endpoint_matches_the_plan(synth):
     s = synth("huge")
     model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
     assert model["EnableNetworkIsolation"] is True and model["VpcConfig"]["Subnets"]
-    assert "-inf2-" in model["PrimaryContainer"]["Image"] and "us-east-2" in model["PrimaryContainer"]["Image"]
+    assert "-neuronx-py310-" in model["PrimaryContainer"]["Image"] and "us-east-2" in model["PrimaryContainer"]["Image"]
     config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     variant = config["ProductionVariants"][0]
     # 64 heads: the largest tensor-parallel degree up to inf2.24xlarge's 12 NeuronCores is 8 (128 GiB, too small
