@@ -23,6 +23,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from ..sagemaker_access import allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
@@ -47,6 +48,8 @@ class AsyncEndpoint(Construct):
                    "failures as the model's role, on those three prefixes only."))
         for topic in (self.success_topic, self.error_topic):
             topic.grant_publish(model_role)
+        if volume_key is not None:
+            allow_volume_key(model_role, key=volume_key)  # the instances' ML storage volumes (KmsKeyId)
         output_uri, failure_uri = bucket.s3_url_for_object(output_prefix), bucket.s3_url_for_object(failure_prefix)
         C = sagemaker.CfnEndpointConfig
         self.config = C(

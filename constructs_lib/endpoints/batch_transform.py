@@ -21,6 +21,7 @@ from constructs import Construct
 
 from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
+from ..sagemaker_access import allow_volume_key
 
 JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is unique per state machine
 
@@ -37,6 +38,11 @@ class ScheduledBatchTransform(Construct):
             model_role, bucket=bucket, prefixes=[input_prefix, output_prefix],
             reason=("Batch transform: the job reads the input prefix and writes the output prefix as the model's "
                    "role, on those two prefixes only."))
+        if volume_key is not None:
+            # The transform's ML storage volumes (VolumeKmsKeyId). The caller of CreateTransformJob (the state
+            # machine's role) needs kms:CreateGrant only when the model's role has no policy that permits it, so
+            # the model's role holds it and the state machine's does not.
+            allow_volume_key(model_role, key=volume_key)
         input_uri, output_uri = bucket.s3_url_for_object(input_prefix), bucket.s3_url_for_object(output_prefix)
         transform = tasks.SageMakerCreateTransformJob(
             self, "Transform",

@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from ..sagemaker_access import allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
@@ -26,6 +27,8 @@ class RealtimeEndpoint(Construct):
                  model_role: iam.IRole, instance_type: str, min_instances: int, max_instances: int,
                  invocations_per_instance: int, kms_key: kms.IKey | None, bucket: s3.IBucket, capture_prefix: str, capture_percent: int = 0) -> None:
         super().__init__(scope, construct_id)
+        if kms_key is not None:
+            allow_volume_key(model_role, key=kms_key)  # the instances' ML storage volumes (KmsKeyId)
         capture_uri = bucket.s3_url_for_object(capture_prefix)
         if capture_percent:
             bucket.grant_put(model_role, capture_prefix + "*")
