@@ -76,7 +76,7 @@ class InferenceStack(EstateStack):
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
-            max_concurrent_transforms=p.max_concurrent_transforms, single_record=p.serving.batch_strategy == "SingleRecord",
+            max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p), logs_key=self._logs_key)

@@ -162,6 +162,12 @@ def _print_serving(p: Plan, console: Console) -> None:
         env = " ".join(f"{k}={v}" for k, v in sv.environment.items()) or "-"
         table.add_row(ip.kind, sv.container_title, f"{sv.artifact_key}\n[dim]{sv.artifact_layout}[/dim]", env)
     console.print(table)
+    batch = p.inference.get("batch")
+    if batch and batch.serving:
+        r = batch.serving.request
+        console.print(f"  - batch transform sends what {batch.serving.container_title} reads: ContentType "
+                      f"{r.content_type}, Accept {r.accept}, SplitType {r.split_type}, {r.batch_strategy}, "
+                      f"AssembleWith {r.assemble_with}, {batch.max_concurrent_transforms} in flight per instance")
     notes = dict.fromkeys(n for ip in p.inference.values() if ip.serving for n in ip.serving.notes)
     for note in notes:
         console.print(f"  - {note}")
