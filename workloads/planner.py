@@ -21,6 +21,7 @@ from . import parallelism
 from .parallelism import Parallelism
 from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, model_shape,
                       plan_serving, tensor_parallel)
+from .startup import Startup, plan_startup
 from .storage import FsxPlan, size_fsx
 from . import speed
 
@@ -143,6 +144,7 @@ class InferencePlan:
     max_payload_mb: int | None = None
     max_concurrent_transforms: int | None = None
     serving: ServingPlan | None = None  # container, artifact and environment
+    startup: Startup | None = None  # endpoint variants: download and start-up timeouts, ML volume size
 
 
 @dataclass(frozen=True)
@@ -714,6 +716,8 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             max_payload_mb=getattr(section, "max_payload_mb", None),
             max_concurrent_transforms=transforms if kind == "batch" else None,
             serving=serving,
+            startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
+            if kind in ("realtime", "async") else None,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
