@@ -23,6 +23,7 @@ from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gi
                       plan_serving, tensor_parallel)
 from .startup import Startup, plan_startup
 from .storage import FsxPlan, size_fsx
+from .validators import hosting_zones
 from . import speed
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -153,6 +154,8 @@ class Plan:
     training: TrainingPlan
     inference: dict[str, InferencePlan]
     calibration: tuple[str, ...] = field(default=())
+    # Hosted endpoints' subnets: the cluster's zone first, then a second (SageMaker asks for two).
+    hosting_zones: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:
         out = {
@@ -160,6 +163,7 @@ class Plan:
             "training": asdict(self.training),
             "inference": {kind: asdict(p) for kind, p in self.inference.items()},
             "calibration": list(self.calibration),
+            "hosting_zones": list(self.hosting_zones),
         }
         out["estimates"] = out["training"].pop("estimate")
         return out
@@ -174,6 +178,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         training=training,
         inference=_plan_inference(w, cat),
         calibration=_calibration_lines(cat) if training.estimate.flops is not None else (),
+        hosting_zones=hosting_zones(w, cat),
     )
 
 

@@ -207,6 +207,9 @@ class Workload(_Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     region: str
     availability_zone: str
+    # Hosted endpoints span two AZs (availability_zone and this one); absent: another zone of the region from the
+    # catalog. Clusters, FSx and jobs stay in availability_zone.
+    second_availability_zone: str | None = None
     model: Model
     data: Data
     training: Training = Training()
