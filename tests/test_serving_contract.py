@@ -168,3 +168,19 @@ def test_each_kind_may_have_its_own_artifact():
     p = plan(load("small", {"inference.batch.artifact_key": "models/batch/model.tar.gz"}))
     assert p.inference["batch"].serving.artifact_key == "models/batch/model.tar.gz"
     assert p.inference["realtime"].serving.artifact_key == "models/model.tar.gz"
+
+
+def test_tgi_serves_in_float16_on_every_gpu_without_bf16():
+    """TGI's DTYPE follows the GPU: bfloat16 only where the catalog's peak figure is bf16 (Ampere and newer), float16
+    on T4 (g4dn) and other GPUs without bf16. Every GPU type of the catalog on SageMaker is checked."""
+    from workloads.serving import plan_serving
+
+    w = load("intermediate", {"model.parameters_billion": "1", "model.attention_heads": "32"})
+    seen = set()
+    for itype in load_catalog().types.values():
+        if not (itype.accelerator and itype.accelerator.kind == "nvidia-gpu" and itype.on_sagemaker):
+            continue
+        wanted = "bfloat16" if itype.peak_tflops_dtype == "bf16" else "float16"
+        assert plan_serving("realtime", w, itype).environment["DTYPE"] == wanted, (itype.name, itype.peak_tflops_dtype)
+        seen.add(wanted)
+    assert seen == {"bfloat16", "float16"}, "the catalog should hold GPUs with and without bf16"
