@@ -1,7 +1,9 @@
 """SageMaker serving container images, resolved offline with the sagemaker SDK's image_uris.
 
 Which container serves what is the planner's decision (workloads/serving.py); this module only
-turns it into an image URI. Imported only by the CDK side: the planner never loads the (large)
+turns it into an image URI with the arguments recorded there (for TGI on Neuron, inference_tool
+"neuronx": the published tags are `-neuronx-`, and without it image_uris builds an `-inf2-` tag
+that no registry holds). Imported only by the CDK side: the planner never loads the (large)
 sagemaker package.
 """
 

@@ -1,4 +1,12 @@
-"""A one-AZ VPC: public subnet with the NAT gateway, private subnet for cluster, FSx and endpoints."""
+"""The estate's VPC: everything training touches in one AZ; hosted endpoints in that AZ and a second.
+
+SageMaker asks for a hosted endpoint's VpcConfig to have subnets in at least two Availability Zones, so that
+instances spread across zones (SageMaker Developer Guide, "Give SageMaker AI Hosted Endpoints Access to Resources
+in Your Amazon VPC"). The cluster, FSx and capacity reservations keep to the first zone (EFA traffic never
+crosses zones). One NAT gateway, in the first zone: the endpoint models are network-isolated and reach S3 through
+the gateway endpoint, so the second zone's private subnet has no traffic that needs a NAT of its own, and a second
+NAT gateway would cost an hourly charge for nothing.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +18,22 @@ from constructs import Construct
 from .logs_key import kept_log_group
 from .nag import acknowledge, ignore_cfn_lint
 
-PINNED_AZ_REASON = ("One availability zone from the workload config is the design: the EFA cluster, FSx for Lustre "
-                    "and capacity reservations must share it, and synthesis makes no account lookups.")
+PINNED_AZ_REASON = ("The zones come from the workload config, as the design asks: the EFA cluster, FSx for Lustre "
+                    "and capacity reservations share availability_zone, hosted endpoints add second_availability_zone, "
+                    "and synthesis makes no account lookups.")
 
 
-class OneAzNetwork(Construct):
-    """Everything training touches lives in one AZ: EFA traffic never crosses zones."""
+class EstateNetwork(Construct):
+    """`private_subnet`: the training zone's (cluster, FSx, jobs); `hosting_subnets`: one private subnet per zone."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, logs_key: kms.IKey,
-                 cidr: str = "10.0.0.0/16") -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, second_availability_zone: str,
+                 logs_key: kms.IKey, cidr: str = "10.0.0.0/16") -> None:
         super().__init__(scope, construct_id)
         flow_log_group = kept_log_group(self, "FlowLogs", key=logs_key)
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            availability_zones=[availability_zone],
+            availability_zones=[availability_zone, second_availability_zone],
             nat_gateways=1,
             subnet_configuration=[
                 # The public subnet holds only the NAT gateway: nothing launched there gets a public IP.
@@ -46,9 +55,10 @@ class OneAzNetwork(Construct):
         provider = Stack.of(self).node.find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
         ignore_cfn_lint(provider.node.find_child("Handler"), "W3005",
                         "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
-        public_route = self.vpc.public_subnets[0].node.find_child("DefaultRoute")
-        acknowledge(public_route, "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
-                    "The public subnet's route to the internet gateway is the NAT gateway's way out; the subnet holds "
-                    "nothing else, assigns no public IPs, and the private subnet reaches the internet only through NAT.")
-        self.private_subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        self.private_subnet: ec2.ISubnet = self.vpc.private_subnets[0]
+        for public in self.vpc.public_subnets:  # the second zone's holds nothing at all (CDK makes one per zone)
+            acknowledge(public.node.find_child("DefaultRoute"), "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
+                        "The public subnets' route to the internet gateway is the NAT gateway's way out; they hold "
+                        "nothing else, assign no public IPs, and the private subnets reach the internet only through NAT.")
+        self.private_subnet: ec2.ISubnet = next(s for s in self.vpc.private_subnets
+                                                if s.availability_zone == availability_zone)
+        self.hosting_subnets: list[ec2.ISubnet] = list(self.vpc.private_subnets)

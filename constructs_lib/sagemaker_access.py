@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -42,14 +44,23 @@ def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None) -> None:
         "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace)."))
 
 
-def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
-                     security_group: ec2.ISecurityGroup) -> None:
-    """SageMaker jobs and HyperPod attach network interfaces in our subnet on the role's behalf: only there.
+def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, security_group: ec2.ISecurityGroup,
+                     subnets: Sequence[ec2.ISubnet] = (), subnet: ec2.ISubnet | None = None) -> None:
+    """SageMaker attaches network interfaces in our subnets on the role's behalf: only there.
 
-    Scoped as the EC2 service authorization reference allows: CreateNetworkInterface on our subnet, our
+    A model, job, notebook or cluster with a VPC config needs these EC2 actions on its execution role
+    (SageMaker Developer Guide, "How to use SageMaker AI execution roles", "CreateModel API: Execution Role
+    Permissions" and "CreateTrainingJob API: Execution Role Permissions": "If you specify a private VPC ...",
+    https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html). `subnets`: every subnet the resource
+    names (an endpoint model: one per AZ); `subnet`: the one subnet of a training resource.
+
+    Scoped as the EC2 service authorization reference allows: CreateNetworkInterface on our subnets, our
     security group and interfaces in our VPC (ec2:Vpc); the other interface actions on interfaces in our VPC;
     CreateTags only as part of CreateNetworkInterface (ec2:CreateAction). Describe* take no resource.
     """
+    subnets = [*subnets, *([subnet] if subnet is not None else [])]
+    if not subnets:
+        raise ValueError("allow_vpc_access needs the subnets the role's resource attaches to")
     stack = Stack.of(role)
 
     def ec2_arn(resource: str, name: str) -> str:
@@ -59,8 +70,8 @@ def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
     interfaces = ec2_arn("network-interface", "*")
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="NetworkInterfacesInOurSubnet", actions=["ec2:CreateNetworkInterface"],
-        resources=[ec2_arn("subnet", subnet.subnet_id), ec2_arn("security-group", security_group.security_group_id),
-                   interfaces], conditions=in_vpc))
+        resources=[*(ec2_arn("subnet", s.subnet_id) for s in subnets),
+                   ec2_arn("security-group", security_group.security_group_id), interfaces], conditions=in_vpc))
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="NetworkInterfacesInOurVpc", actions=[
             "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
@@ -79,11 +90,24 @@ def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
 
 
 def allow_volume_key(role: iam.IRole, *, key: kms.IKey) -> None:
-    """A job, transform or endpoint whose ML storage volume is encrypted with `key` (VolumeKmsKeyId): EBS makes a
-    grant on the key as the role when SageMaker attaches the volume, so the role needs kms:CreateGrant
-    (SageMaker Developer Guide, "How to use SageMaker AI execution roles": kms:CreateGrant for a VolumeKmsKeyId;
-    SageMaker API Reference, ResourceConfig.VolumeKmsKeyId), and only for AWS resources (AWS KMS Developer Guide,
-    "kms:GrantIsForAWSResource"), so the role cannot hand the key to a principal of its choosing."""
+    """A job, transform or endpoint whose ML storage volume is encrypted with `key`: EBS makes a grant on the key
+    when SageMaker attaches the volume, so the execution role (the model's, for endpoints and transforms) needs
+    kms:CreateGrant, and only for AWS resources (AWS KMS Developer Guide, "kms:GrantIsForAWSResource"), so the
+    role cannot hand the key to a principal of its choosing. Sources:
+
+    - SageMaker Developer Guide, "How to use SageMaker AI execution roles" (CreateTrainingJob and
+      CreateProcessingJob: "If you specify a volume KMS key in the resource configuration ... kms:CreateGrant").
+    - SageMaker Developer Guide, "Amazon SageMaker AI API Permissions: Actions, Permissions, and Resources
+      Reference" (https://docs.aws.amazon.com/sagemaker/latest/dg/api-permissions-reference.html): CreateTransformJob
+      and CreateTrainingJob need kms:CreateGrant for a VolumeKmsKeyId "only if ... the associated role does not have
+      a policy that permits this action", so with the role holding it the caller (a Step Functions role) needs none;
+      CreateEndpoint needs it "if the associated EndPointConfig has a KmsKeyId": that caller is CloudFormation, as
+      the principal that deploys the stack (CDK's bootstrap execution role), outside these templates.
+    - SageMaker API Reference, CreateEndpointConfig.KmsKeyId ("The KMS key policy must grant permission to the IAM
+      role that you specify in your CreateEndpoint, UpdateEndpoint requests") and
+      RecommendationJobInputConfig.VolumeKmsKeyId ("The SageMaker execution role must have kms:CreateGrant
+      permission in order to encrypt data on the storage volume of the endpoints").
+    """
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="VolumeKeyGrantsForAwsResources", actions=["kms:CreateGrant"], resources=[key.key_arn],
         conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))

@@ -51,8 +51,10 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
 
     # The SageMaker job log groups exist before any job or notebook of this estate can write to them.
     job_logs = JobLogsStack(scope, "JobLogsStack", env=env)
-    network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"), description=f"One-AZ VPC for {what}",
-                           **common, **protect)
+    first, second = plan.hosting_zones
+    network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"),
+                           description=f"VPC for {what}: training in {first}, endpoints in {first} and {second}",
+                           second_availability_zone=second, **common, **protect)
     net = network.network
     data = DataStack(scope, "DataStack", **named("DataStack"),
                      description=f"Dataset bucket, key and file systems for {w.name} (retained)",
@@ -68,8 +70,9 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
-        inference=plan.inference, vpc=network.network.vpc, subnets=network.network.vpc.private_subnets,
-        bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common, **protect)
+        inference=plan.inference, vpc=network.network.vpc, subnets=network.network.hosting_subnets,
+        second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common,
+        **protect)
     estate = Estate(network, data, train, inference, job_logs)
     for stack in (train, inference):
         if stack is not None:

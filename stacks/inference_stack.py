@@ -48,7 +48,8 @@ class InferenceStack(EstateStack):
             self, "Realtime", model_name=model.model_name, logs_key=self._logs_key, model_role=model.role,
             instance_type=p.instance_type,
             min_instances=p.min_instances, max_instances=p.max_instances,
-            invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), bucket=self._bucket,
+            invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), startup=p.startup,
+            bucket=self._bucket,
             capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
@@ -67,7 +68,7 @@ class InferenceStack(EstateStack):
             instance_type=p.instance_type,
             max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
             bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
-            failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p))
+            failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p), startup=p.startup)
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
         cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)
 
@@ -76,7 +77,7 @@ class InferenceStack(EstateStack):
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
-            max_concurrent_transforms=p.max_concurrent_transforms, single_record=p.serving.batch_strategy == "SingleRecord",
+            max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p), logs_key=self._logs_key)

@@ -7,18 +7,23 @@ from constructs import Construct
 
 from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.logs_key import LogsKey
-from constructs_lib.network import OneAzNetwork
+from constructs_lib.network import EstateNetwork
 
 from .base import EstateStack
 
 
 class NetworkStack(EstateStack):
-    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, **kwargs: Any) -> None:
-        super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
+    def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str, second_availability_zone: str,
+                 **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, availability_zone=availability_zone,
+                         second_availability_zone=second_availability_zone, **kwargs)
         # The key of every log group of the estate: this stack comes first, so every other stack can use it.
         self.logs_key = LogsKey(self, "LogsKey", description=f"CloudWatch Logs of {self.stack_name}").key
-        self.network = OneAzNetwork(self, "Network", availability_zone=availability_zone, logs_key=self.logs_key)
+        self.network = EstateNetwork(self, "Network", availability_zone=availability_zone,
+                                     second_availability_zone=second_availability_zone, logs_key=self.logs_key)
         self.security = ClusterSecurityGroups(self, "Security", vpc=self.network.vpc)
         cdk.CfnOutput(self, "PrivateSubnetId", value=self.network.private_subnet.subnet_id,
-                      description="The one-AZ private subnet: cluster, FSx, SageMaker jobs and endpoints")
+                      description="The training zone's private subnet: cluster, FSx and SageMaker jobs")
+        cdk.CfnOutput(self, "HostingSubnetIds", value=",".join(s.subnet_id for s in self.network.hosting_subnets),
+                      description="The hosted endpoints' private subnets, one per zone")
         cdk.CfnOutput(self, "ClusterSecurityGroupId", value=self.security.cluster.security_group_id)

@@ -73,9 +73,12 @@ def test_nodes_run_in_the_private_subnet_without_public_addresses(cluster):
     _, s = cluster
     subnets = s.resources("NetworkStack", "AWS::EC2::Subnet")
     private = [k for k in subnets if "private" in k]
-    assert len(private) == 1 and subnets[private[0]]["Properties"]["MapPublicIpOnLaunch"] is False
+    assert all(subnets[k]["Properties"]["MapPublicIpOnLaunch"] is False for k in private)
+    # The training zone's private subnet (the other serves hosted endpoints only).
+    training = [k for k in private if "privateSubnet1" in k]
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
-    assert private[0] in json.dumps(data["NetworkInterfaces"][0]["SubnetId"])
+    assert len(training) == 1 and training[0] in json.dumps(data["NetworkInterfaces"][0]["SubnetId"])
+    assert not any(k in json.dumps(s.templates["TrainStack"]) for k in private if k not in training)
 
 
 def test_user_data_mounts_fsx_and_sets_the_efa_environment(cluster):

@@ -11,7 +11,7 @@ import pytest
 
 from workloads import ConfigError, load, plan
 
-from .conftest import ROOT
+from .conftest import ROOT, VARIANTS
 
 NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "inference.batch": "null"}
 
@@ -139,3 +139,18 @@ def test_batch_transform_runs_on_a_schedule_with_unique_job_names(synth):
     assert "BatchStateMachine" in json.dumps(schedule["Target"]["Arn"])
     roles = s.resources("InferenceStack", "AWS::IAM::Role")
     assert not any("ManagedPolicyArns" in r["Properties"] for r in roles.values())  # no SageMakerFullAccess
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_real_time_scaling_tracks_the_plans_invocations_per_instance(synth, variant):
+    workload, overrides = VARIANTS[variant]
+    realtime = plan(load(workload, overrides)).inference.get("realtime")
+    policies = [r["Properties"] for lid, r in synth(workload, overrides).resources(
+        "InferenceStack", "AWS::ApplicationAutoScaling::ScalingPolicy").items() if lid.startswith("RealtimeScaling")]
+    if realtime is None:
+        assert not policies
+        return
+    (policy,) = policies
+    config = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert config["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+    assert config["TargetValue"] == realtime.invocations_per_instance

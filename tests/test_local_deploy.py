@@ -57,5 +57,6 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     assert skipped <= KNOWN_SKIPPED, skipped - KNOWN_SKIPPED
     assert "AWS::SageMaker::Endpoint" in {t for r in reports.values() for t in r.created.values()}
     ours = [sn for sn in subnets if not sn.get("DefaultForAz")]
-    assert len(ours) == 2 and {sn["AvailabilityZone"] for sn in ours} == {"us-east-2b"}
+    # Public and private subnets in the training zone (us-east-2b) and the hosted endpoints' second zone.
+    assert len(ours) == 4 and {sn["AvailabilityZone"] for sn in ours} == {"us-east-2b", "us-east-2a"}
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.inf2.48xlarge"

@@ -35,7 +35,12 @@ def _container(image: str) -> str:
     repo = image.split("/", 1)[1].split(":")[0]
     tag = image.rsplit(":", 1)[1]
     if repo == "huggingface-pytorch-tgi-inference":
-        return "tgi-neuronx" if "-inf2-" in tag else "tgi"
+        # The published TGI tags (Hugging Face, "Available DLCs on AWS"): ...-tgi3.3.6-gpu-py311-cu124-ubuntu22.04
+        # and ...-optimum3.3.6-neuronx-py310-ubuntu22.04. Any other tag names an image no registry holds.
+        for accelerator, container in (("-neuronx-", "tgi-neuronx"), ("-gpu-", "tgi")):
+            if accelerator in tag:
+                return container
+        raise AssertionError(f"{image}: not a published TGI tag (-gpu- or -neuronx-)")
     return {"pytorch-inference": "pytorch", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
             "sagemaker-scikit-learn": "sklearn"}[repo]
 
@@ -163,3 +168,19 @@ def test_each_kind_may_have_its_own_artifact():
     p = plan(load("small", {"inference.batch.artifact_key": "models/batch/model.tar.gz"}))
     assert p.inference["batch"].serving.artifact_key == "models/batch/model.tar.gz"
     assert p.inference["realtime"].serving.artifact_key == "models/model.tar.gz"
+
+
+def test_tgi_serves_in_float16_on_every_gpu_without_bf16():
+    """TGI's DTYPE follows the GPU: bfloat16 only where the catalog's peak figure is bf16 (Ampere and newer), float16
+    on T4 (g4dn) and other GPUs without bf16. Every GPU type of the catalog on SageMaker is checked."""
+    from workloads.serving import plan_serving
+
+    w = load("intermediate", {"model.parameters_billion": "1", "model.attention_heads": "32"})
+    seen = set()
+    for itype in load_catalog().types.values():
+        if not (itype.accelerator and itype.accelerator.kind == "nvidia-gpu" and itype.on_sagemaker):
+            continue
+        wanted = "bfloat16" if itype.peak_tflops_dtype == "bf16" else "float16"
+        assert plan_serving("realtime", w, itype).environment["DTYPE"] == wanted, (itype.name, itype.peak_tflops_dtype)
+        seen.add(wanted)
+    assert seen == {"bfloat16", "float16"}, "the catalog should hold GPUs with and without bf16"

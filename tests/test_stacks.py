@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workloads import load
+from workloads import load, plan
 
 from .conftest import STACKS
 
@@ -29,13 +29,15 @@ def test_synthesis_needs_no_lookups(preset_synth):
     assert "missing" not in s.manifest, s.manifest.get("missing")
 
 
-def test_vpc_lives_in_the_configured_az_only(preset_synth):
+def test_vpc_keeps_training_in_the_configured_az_and_adds_a_hosting_zone(preset_synth):
     name, s = preset_synth
-    az = load(name).availability_zone
+    zones = plan(load(name)).hosting_zones  # (availability_zone, the hosted endpoints' second zone)
     subnets = s.resources("NetworkStack", "AWS::EC2::Subnet")
-    assert len(subnets) == 2
-    assert {sn["Properties"]["AvailabilityZone"] for sn in subnets.values()} == {az}
-    assert len(s.resources("NetworkStack", "AWS::EC2::NatGateway")) == 1
+    assert len(subnets) == 4  # public and private, in each zone
+    assert sorted(sn["Properties"]["AvailabilityZone"] for sn in subnets.values()) == sorted(zones * 2)
+    nat, = s.resources("NetworkStack", "AWS::EC2::NatGateway").values()  # one, in the training zone's public subnet
+    assert "publicSubnet1" in json.dumps(nat["Properties"]["SubnetId"])
+    assert subnets[next(k for k in subnets if "publicSubnet1" in k)]["Properties"]["AvailabilityZone"] == zones[0]
     flow = s.one("NetworkStack", "AWS::EC2::FlowLog")["Properties"]
     assert flow["TrafficType"] == "ALL" and flow["ResourceType"] == "VPC"
     endpoint = s.one("NetworkStack", "AWS::EC2::VPCEndpoint")["Properties"]
@@ -129,7 +131,7 @@ def test_realtime_endpoint_matches_the_plan(synth):
     s = synth("huge")
     model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
     assert model["EnableNetworkIsolation"] is True and model["VpcConfig"]["Subnets"]
-    assert "-inf2-" in model["PrimaryContainer"]["Image"] and "us-east-2" in model["PrimaryContainer"]["Image"]
+    assert "-neuronx-py310-" in model["PrimaryContainer"]["Image"] and "us-east-2" in model["PrimaryContainer"]["Image"]
     config = _one(s, "AWS::SageMaker::EndpointConfig", "RealtimeConfig")
     variant = config["ProductionVariants"][0]
     # 64 heads: the largest tensor-parallel degree up to inf2.24xlarge's 12 NeuronCores is 8 (128 GiB, too small

@@ -21,7 +21,9 @@ from . import parallelism
 from .parallelism import Parallelism
 from .serving import (ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, model_shape,
                       plan_serving, tensor_parallel)
+from .startup import Startup, plan_startup
 from .storage import FsxPlan, size_fsx
+from .validators import hosting_zones
 from . import speed
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -143,6 +145,7 @@ class InferencePlan:
     max_payload_mb: int | None = None
     max_concurrent_transforms: int | None = None
     serving: ServingPlan | None = None  # container, artifact and environment
+    startup: Startup | None = None  # endpoint variants: download and start-up timeouts, ML volume size
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ class Plan:
     training: TrainingPlan
     inference: dict[str, InferencePlan]
     calibration: tuple[str, ...] = field(default=())
+    # Hosted endpoints' subnets: the cluster's zone first, then a second (SageMaker asks for two).
+    hosting_zones: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:
         out = {
@@ -158,6 +163,7 @@ class Plan:
             "training": asdict(self.training),
             "inference": {kind: asdict(p) for kind, p in self.inference.items()},
             "calibration": list(self.calibration),
+            "hosting_zones": list(self.hosting_zones),
         }
         out["estimates"] = out["training"].pop("estimate")
         return out
@@ -172,6 +178,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         training=training,
         inference=_plan_inference(w, cat),
         calibration=_calibration_lines(cat) if training.estimate.flops is not None else (),
+        hosting_zones=hosting_zones(w, cat),
     )
 
 
@@ -544,14 +551,16 @@ def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, fits
 def serving_speed(kind: str, w: Workload, itype: InstanceType) -> speed.Speed:
     """How fast one instance serves this workload's requests; the latency target binds real-time only."""
     target = w.inference.latency_ms if kind == "realtime" else None
+    # A transform job has at most MaxConcurrentTransforms requests in flight per instance.
+    limit = (w.inference.batch or Batch()).concurrency_limit() if kind == "batch" else None
     classic = w.model.framework in CLASSIC_ML
     if classic or itype.accelerator is None:
-        return speed.cpu(w, itype, target, classic=classic)
+        return speed.cpu(w, itype, target, classic=classic, max_concurrency=limit)
     if artifact_format(w)[0] == "huggingface":
         heads, _ = attention_heads(w)
         degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv_cache_gib(w))
         assert degree is not None
-        return speed.llm(w, itype, degree, target)
+        return speed.llm(w, itype, degree, target, max_concurrency=limit)
     return speed.encoder(w, itype, target)
 
 
@@ -689,6 +698,7 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             raise _too_slow(w, itype, s, "set by the config", ", or a faster inference.realtime.instance_type")
         rps = s.requests_per_second
         needed = max(1, math.ceil(inf.requests_per_second / rps))
+        transforms = None
         invocations = getattr(section, "invocations_per_instance", None)
         if kind == "realtime":
             lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
@@ -700,6 +710,7 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
         else:
             lo = hi = section.instance_count
+            transforms, reason = _transforms(section, s, serving, reason)
         out[kind] = InferencePlan(
             kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4), reason,
             local_nvme=itype.local_nvme, accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
@@ -712,11 +723,26 @@ def _plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             data_capture_percent=getattr(section, "data_capture_percent", 0),
             max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
             max_payload_mb=getattr(section, "max_payload_mb", None),
-            max_concurrent_transforms=getattr(section, "max_concurrent_transforms", None),
+            max_concurrent_transforms=transforms if kind == "batch" else None,
             serving=serving,
+            startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
+            if kind in ("realtime", "async") else None,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _transforms(section: Batch, s: speed.Speed, serving: ServingPlan, reason: str) -> tuple[int, str]:
+    """MaxConcurrentTransforms: the configured value, or as many requests as the container serves at once (the
+    concurrency the job is priced at)."""
+    if section.max_concurrent_transforms is None:
+        return s.concurrency, f"{reason}; {s.concurrency} requests in flight per instance (MaxConcurrentTransforms): " \
+                              f"what {serving.container_title} serves at once, priced at that"
+    extra = section.max_concurrent_transforms - s.concurrency
+    if extra > 0:
+        reason += f"; {serving.container_title} serves {s.concurrency} at once: the other {extra} of " \
+                  f"max_concurrent_transforms {section.max_concurrent_transforms} wait in its queue"
+    return section.max_concurrent_transforms, reason
 
 
 def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_else: str) -> ConfigError:

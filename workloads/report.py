@@ -162,6 +162,18 @@ def _print_serving(p: Plan, console: Console) -> None:
         env = " ".join(f"{k}={v}" for k, v in sv.environment.items()) or "-"
         table.add_row(ip.kind, sv.container_title, f"{sv.artifact_key}\n[dim]{sv.artifact_layout}[/dim]", env)
     console.print(table)
+    batch = p.inference.get("batch")
+    if batch and batch.serving:
+        r = batch.serving.request
+        console.print(f"  - batch transform sends what {batch.serving.container_title} reads: ContentType "
+                      f"{r.content_type}, Accept {r.accept}, SplitType {r.split_type}, {r.batch_strategy}, "
+                      f"AssembleWith {r.assemble_with}, {batch.max_concurrent_transforms} in flight per instance")
+    for ip in p.inference.values():
+        if ip.startup:
+            st = ip.startup
+            console.print(f"  - {ip.kind} start-up: model download within {st.download_timeout_s} s, healthy within "
+                          f"{st.startup_timeout_s} s" + (f", {st.volume_gb} GB ML volume" if st.volume_gb else "")
+                          + f" ({st.basis})")
     notes = dict.fromkeys(n for ip in p.inference.values() if ip.serving for n in ip.serving.notes)
     for note in notes:
         console.print(f"  - {note}")

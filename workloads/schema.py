@@ -108,20 +108,31 @@ class Async(_Frozen):
     max_concurrent_invocations_per_instance: int = Field(default=4, ge=1, le=1000)
 
 
+# SageMaker API Reference, CreateTransformJob MaxPayloadInMB: "cannot be greater than 100 MB ... the value of
+# (MaxConcurrentTransforms * MaxPayloadInMB) also cannot exceed 100 MB".
+TRANSFORM_MAX_MB = 100
+
+
 class Batch(_Frozen):
     instance_type: str | None = None
     artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     instance_count: int = Field(default=1, ge=1, le=100)
     schedule: str = Field(default="cron(0 2 * * ? *)", pattern=r"^(cron\(.+\)|rate\(.+\))$")
-    max_payload_mb: int = Field(default=6, ge=1, le=100)
-    max_concurrent_transforms: int = Field(default=1, ge=1, le=100)
+    max_payload_mb: int = Field(default=6, ge=1, le=TRANSFORM_MAX_MB)
+    # Requests in flight per instance. Absent: the plan sets it to what the container serves at once (and prices
+    # the job at that), within TRANSFORM_MAX_MB / max_payload_mb.
+    max_concurrent_transforms: int | None = Field(default=None, ge=1, le=TRANSFORM_MAX_MB)
 
     @model_validator(mode="after")
     def _payload_times_concurrency(self) -> "Batch":
-        if self.max_payload_mb * self.max_concurrent_transforms > 100:
+        if self.max_concurrent_transforms and self.max_payload_mb * self.max_concurrent_transforms > TRANSFORM_MAX_MB:
             raise ValueError(f"max_concurrent_transforms x max_payload_mb = "
-                             f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds 100 MB")
+                             f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds {TRANSFORM_MAX_MB} MB")
         return self
+
+    def concurrency_limit(self) -> int:
+        """The most requests in flight the job may have: the configured value, or what the payload rule allows."""
+        return self.max_concurrent_transforms or TRANSFORM_MAX_MB // self.max_payload_mb
 
 
 class Artifact(_Frozen):
@@ -196,6 +207,9 @@ class Workload(_Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     region: str
     availability_zone: str
+    # Hosted endpoints span two AZs (availability_zone and this one); absent: another zone of the region from the
+    # catalog. Clusters, FSx and jobs stay in availability_zone.
+    second_availability_zone: str | None = None
     model: Model
     data: Data
     training: Training = Training()

@@ -52,6 +52,65 @@ KV_BYTES = 2  # fp16/bf16 cache
 
 
 @dataclass(frozen=True)
+class RequestContract:
+    """What a container's /invocations reads, and how batch transform must cut and join a dataset for it.
+
+    Batch transform (SageMaker API Reference, CreateTransformJob and TransformInput/TransformOutput): SplitType Line
+    cuts the input files at newlines; BatchStrategy SingleRecord sends one line a request, MultiRecord as many lines
+    as fit in MaxPayloadInMB; ContentType and Accept are the request's headers; AssembleWith Line puts a newline after
+    each response in the output file.
+    """
+
+    reads: tuple[str, ...]  # the content types /invocations parses
+    records: str  # "one": one document a request; "many": a request may carry a batch of lines
+    content_type: str  # what batch transform sends (one of `reads`)
+    accept: str  # what batch transform asks back
+    source: str
+    split_type: str = "Line"
+    assemble_with: str = "Line"
+
+    @property
+    def batch_strategy(self) -> str:
+        return "SingleRecord" if self.records == "one" else "MultiRecord"
+
+
+# Checked at each container's source on 2026-11-22.
+_TGI_REQUEST = RequestContract(
+    reads=("application/json",), records="one", content_type="application/json", accept="application/json",
+    source="huggingface/text-generation-inference router/src/server.rs routes POST /invocations to "
+           "sagemaker_compatibility (router/src/sagemaker.rs), which takes axum Json<SagemakerRequest>: one JSON "
+           "generate, chat or completion request, and axum refuses a body not sent as application/json")
+REQUESTS = {
+    "tgi": _TGI_REQUEST,
+    "tgi-neuronx": _TGI_REQUEST,  # optimum-neuron's TGI image runs the same router
+    "pytorch": RequestContract(
+        reads=("application/json", "text/csv", "application/x-npy"), records="one", content_type="application/json",
+        accept="application/json",
+        source="aws/sagemaker-pytorch-inference-toolkit default_pytorch_inference_handler.py default_input_fn -> "
+               "aws/sagemaker-inference-toolkit decoder.py (application/json: json.loads of the whole body, so one "
+               "document a request; text/csv; application/x-npy); default_output_fn encodes application/json"),
+    "tensorflow": RequestContract(
+        reads=("application/json", "application/jsonlines", "text/csv"), records="many",
+        content_type="application/jsonlines", accept="application/jsonlines",
+        source="aws/sagemaker-tensorflow-serving-container docker/build_artifacts/sagemaker/tensorflow-serving.js "
+               "invocations: application/json, application/jsonlines and text/csv; json_lines_request turns each "
+               "line into one of the request's instances"),
+    "xgboost": RequestContract(
+        reads=("text/csv", "text/libsvm", "text/x-libsvm", "application/x-recordio-protobuf"), records="many",
+        content_type="text/csv", accept="text/csv",
+        source="aws/sagemaker-xgboost-container 1.7-1 algorithm_mode/serve_utils.py parse_content_data (text/csv "
+               "rows into one DMatrix; libsvm; recordio-protobuf) and data_utils.get_content_type (no content type "
+               "parses as libsvm); serve.py invocations writes one prediction a line in batch (SAGEMAKER_BATCH)"),
+    "sklearn": RequestContract(
+        reads=("application/json", "text/csv", "application/x-npy"), records="many", content_type="text/csv",
+        accept="text/csv",
+        source="aws/sagemaker-scikit-learn-container src/sagemaker_sklearn_container/handler_service.py "
+               "default_input_fn -> sagemaker-inference-toolkit decoder (text/csv rows into one 2-D array) and "
+               "default_output_fn -> encoder (text/csv, one prediction a row)"),
+}
+
+
+@dataclass(frozen=True)
 class Container:
     key: str
     title: str
@@ -59,12 +118,22 @@ class Container:
     reads: str  # the artifact format
     accelerators: tuple[str | None, ...]  # accelerator kinds it runs on (None: CPU)
 
+    @property
+    def request(self) -> RequestContract:
+        return REQUESTS[self.key]
+
 
 CONTAINERS = {c.key: c for c in (
     Container("tgi", "Hugging Face TGI 3.3.6 (GPU)", (("framework", "huggingface-llm"), ("version", "3.3.6")),
               "huggingface", ("nvidia-gpu",)),
+    # inference_tool "neuronx": the published tag is 2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04 (Hugging Face,
+    # "Deploying on AWS: Available DLCs on AWS", https://huggingface.co/docs/sagemaker/dlcs/available); without it
+    # image_uris builds an `-inf2-` tag that no registry holds. The SDK's own LLM helper passes it too
+    # (aws/sagemaker-python-sdk v2, src/sagemaker/huggingface/llm_utils.py, get_huggingface_llm_image_uri,
+    # backend "huggingface-neuronx"; sagemaker v3 has no such helper).
     Container("tgi-neuronx", "Hugging Face TGI 3.3.6 on Neuron (optimum-neuron)",
-              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0")), "huggingface", ("inferentia",)),
+              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0"), ("inference_tool", "neuronx")),
+              "huggingface", ("inferentia",)),
     Container("pytorch", "PyTorch 2.6 inference DLC",
               (("framework", "pytorch"), ("version", "2.6"), ("py_version", "py312"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
@@ -104,7 +173,7 @@ class ServingPlan:
     compressed: bool  # False: an S3 prefix copied uncompressed to /opt/ml/model
     environment: dict[str, str]
     tensor_parallel: int | None
-    batch_strategy: str  # batch transform: MultiRecord, or SingleRecord for LLM containers
+    request: RequestContract  # what /invocations reads; how batch transform splits and joins for it
     notes: tuple[str, ...] = ()
 
 
@@ -181,11 +250,11 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None) -> ServingP
     if section is not None and section.artifact_key:
         key = section.artifact_key
     common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
-                  artifact_layout=layout, compressed=fmt != "huggingface")
+                  artifact_layout=layout, compressed=fmt != "huggingface", request=container.request)
     if fmt != "huggingface":
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
             if container.key in ("pytorch", "sklearn") else {}
-        return ServingPlan(**common, environment=env, tensor_parallel=None, batch_strategy="MultiRecord")
+        return ServingPlan(**common, environment=env, tensor_parallel=None)
     return _llm(kind, w, itype, common)
 
 
@@ -220,5 +289,4 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict) -> Se
         # GPUs without bf16 (T4, V100) serve in fp16.
         dtype = "bfloat16" if g.dtype == "bf16" and itype.peak_tflops_dtype == "bf16" else "float16"
         env = {"HF_MODEL_ID": MODEL_DIR, "SM_NUM_GPUS": str(degree), "DTYPE": dtype, **limits}
-    return ServingPlan(**common, environment=env, tensor_parallel=degree, batch_strategy="SingleRecord",
-                       notes=tuple(notes))
+    return ServingPlan(**common, environment=env, tensor_parallel=degree, notes=tuple(notes))

@@ -64,7 +64,9 @@ def _spread() -> tuple[float, float]:
     return min(ratios), max(ratios)
 
 
-def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | None) -> Speed:
+def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | None, *,
+        max_concurrency: int | None = None) -> Speed:
+    """`max_concurrency`: at most this many requests in flight (a transform job's MaxConcurrentTransforms)."""
     f = load_serving()
     gbs = f.device_gbs(itype)
     acc = itype.accelerator
@@ -93,7 +95,8 @@ def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | 
     def rps(batch: int, ratio: float = 1.0) -> float:
         return 1 / (prefill_s + tokens_out * step_ms(batch, ratio) / 1e3 / batch)
 
-    batches = [b for b in range(1, g.max_batch_size + 1) if latency_target_ms is None or latency_ms(b) <= latency_target_ms]
+    most = min(g.max_batch_size, max_concurrency or g.max_batch_size)
+    batches = [b for b in range(1, most + 1) if latency_target_ms is None or latency_ms(b) <= latency_target_ms]
     batch = max(batches) if batches else 1
     fast, slow = _spread()
     measured = sorted({m.source for m in f.decode})
@@ -132,8 +135,11 @@ def encoder(w: Workload, itype: InstanceType, latency_target_ms: int | None) -> 
                  latency_target_ms is None or latency <= latency_target_ms, basis)
 
 
-def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, classic: bool) -> Speed:
-    """Per vCPU, one worker each: classic ML by the measured serving path, other models by measured GFLOPS."""
+def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, classic: bool,
+        max_concurrency: int | None = None) -> Speed:
+    """Per vCPU, one worker each: classic ML by the measured serving path, other models by measured GFLOPS.
+    `max_concurrency`: at most this many requests in flight, so at most this many workers busy."""
+    workers = min(itype.vcpus, max_concurrency or itype.vcpus)
     if classic:
         f = load_serving()
         likely, slow, fast = f.cpu_classic_likely, f.cpu_classic[0], f.cpu_classic[-1]
@@ -142,16 +148,16 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
                  f"{likely.per_second_per_vcpu:g}/s per vCPU for {likely.what} ({slow.per_second_per_vcpu:g} for "
                  f"{slow.what}, {fast.per_second_per_vcpu:g} for {fast.what}) [{likely.source}]; {MEASURED_HERE}"
                  + ("" if w.model.framework == "xgboost" else f"; {w.model.framework} borrows the XGBoost figure"))
-        return Speed(itype.vcpus * likely.per_second_per_vcpu, itype.vcpus * slow.per_second_per_vcpu,
-                     itype.vcpus * fast.per_second_per_vcpu, latency, itype.vcpus,
+        return Speed(workers * likely.per_second_per_vcpu, workers * slow.per_second_per_vcpu,
+                     workers * fast.per_second_per_vcpu, latency, workers,
                      latency_target_ms is None or latency <= latency_target_ms, basis)
     low, likely, high, sources = _low_likely_high(load_serving().cpu_encoder)
     flops = _request_flops(w)
     latency = flops / (likely * 1e9) * 1e3  # on one vCPU: each serves its own request at full load
     basis = (f"{ENCODER_TOKENS_PER_REQUEST}-token requests at {likely:g} GFLOPS per vCPU ({low:g}-{high:g}), fp32 on "
              f"one thread: BERT-base and -large shapes [{sources}]; {MEASURED_HERE}")
-    return Speed(itype.vcpus * likely * 1e9 / flops, itype.vcpus * low * 1e9 / flops, itype.vcpus * high * 1e9 / flops,
-                 latency, itype.vcpus, latency_target_ms is None or latency <= latency_target_ms, basis)
+    return Speed(workers * likely * 1e9 / flops, workers * low * 1e9 / flops, workers * high * 1e9 / flops,
+                 latency, workers, latency_target_ms is None or latency <= latency_target_ms, basis)
 
 
 def scaling_target(f: ServingFacts, rps: float) -> int:

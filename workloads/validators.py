@@ -28,6 +28,30 @@ def zone_is_in_region(w: Workload, cat: Catalog) -> None:
         raise ConfigError("availability_zone", w.availability_zone, zones, reason=f"not a zone of region {w.region}")
 
 
+def second_zone_is_another_zone_of_the_region(w: Workload, cat: Catalog) -> None:
+    second = w.second_availability_zone
+    if second is None or w.region not in cat.regions:  # region_is_known reports an unknown region
+        return
+    others = [w.region + letter for letter in cat.regions[w.region] if w.region + letter != w.availability_zone]
+    if second not in others:
+        why = "the same zone as availability_zone" if second == w.availability_zone else f"not a zone of region {w.region}"
+        raise ConfigError("second_availability_zone", second, ", ".join(others),
+                          reason=f"{why}; hosted endpoints need subnets in two zones of the region")
+
+
+def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
+    """The two zones of the hosted endpoints' subnets: availability_zone first, then second_availability_zone or
+    the region's first other zone in the catalog (AWS "Regions and Availability Zones", catalog/regions.yaml)."""
+    if w.second_availability_zone:
+        return w.availability_zone, w.second_availability_zone
+    letters = cat.regions.get(w.region, ())
+    other = next((w.region + l for l in letters if w.region + l != w.availability_zone), None)
+    if other is None:
+        raise ConfigError("second_availability_zone", None, "another zone of the region",
+                          reason=f"the catalog lists no second zone for {w.region}")
+    return w.availability_zone, other
+
+
 def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
     itype = cat.get(name)
     if itype is None:
@@ -216,6 +240,7 @@ def inference_limits(w: Workload, cat: Catalog) -> None:
 RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     region_is_known,
     zone_is_in_region,
+    second_zone_is_another_zone_of_the_region,
     training_type_is_known,
     classic_ml_trains_on_cpu,
     training_type_can_train,

@@ -22,7 +22,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from workloads.startup import Startup
+
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from ..sagemaker_access import allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
@@ -33,7 +36,7 @@ class AsyncEndpoint(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
                  model_role: iam.IRole, instance_type: str, max_instances: int, max_concurrent_invocations: int,
                  bucket: s3.IBucket, input_prefix: str, output_prefix: str, failure_prefix: str, key: kms.IKey,
-                 volume_key: kms.IKey | None) -> None:
+                 volume_key: kms.IKey | None, startup: Startup) -> None:
         super().__init__(scope, construct_id)
         # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
         self.success_topic = sns.Topic(self, "Success", master_key=key, enforce_ssl=True)
@@ -47,6 +50,8 @@ class AsyncEndpoint(Construct):
                    "failures as the model's role, on those three prefixes only."))
         for topic in (self.success_topic, self.error_topic):
             topic.grant_publish(model_role)
+        if volume_key is not None:
+            allow_volume_key(model_role, key=volume_key)  # the instances' ML storage volumes (KmsKeyId)
         output_uri, failure_uri = bucket.s3_url_for_object(output_prefix), bucket.s3_url_for_object(failure_prefix)
         C = sagemaker.CfnEndpointConfig
         self.config = C(
@@ -54,7 +59,12 @@ class AsyncEndpoint(Construct):
             kms_key_id=volume_key.key_arn if volume_key else None,
             production_variants=[C.ProductionVariantProperty(
                 variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
-                initial_instance_count=1, initial_variant_weight=1.0)],
+                initial_instance_count=1, initial_variant_weight=1.0,
+                # Sized from the model's bytes by the plan (workloads/startup.py): a large model's download and
+                # load overrun SageMaker's defaults and the endpoint rolls back.
+                model_data_download_timeout_in_seconds=startup.download_timeout_s,
+                container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
+                volume_size_in_gb=startup.volume_gb)],
             async_inference_config=C.AsyncInferenceConfigProperty(
                 client_config=C.AsyncInferenceClientConfigProperty(
                     max_concurrent_invocations_per_instance=max_concurrent_invocations),

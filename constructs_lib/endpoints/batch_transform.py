@@ -9,6 +9,8 @@ reads the input prefix and writes the output prefix encrypted with the output ke
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import Duration, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -19,16 +21,24 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from workloads.serving import RequestContract
+
 from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
+from ..sagemaker_access import allow_volume_key
 
-JOB_PREFIX = "batch"  # job name: batch-<execution name>; an execution name is unique per state machine
+JOB_PREFIX = "batch"
+
+
+def _member(enum, api_value: str):
+    """The CDK enum member of a SageMaker API value: SingleRecord -> SINGLE_RECORD, Line -> LINE."""
+    return enum[re.sub(r"(?<=[a-z])(?=[A-Z])", "_", api_value).upper()]  # job name: batch-<execution name>; an execution name is unique per state machine
 
 
 class ScheduledBatchTransform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
                  instance_type: str, instance_count: int, max_payload_mb: int, max_concurrent_transforms: int,
-                 single_record: bool, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
+                 request: RequestContract, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
                  key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         bucket.grant_read(model_role, input_prefix + "*")
@@ -37,6 +47,11 @@ class ScheduledBatchTransform(Construct):
             model_role, bucket=bucket, prefixes=[input_prefix, output_prefix],
             reason=("Batch transform: the job reads the input prefix and writes the output prefix as the model's "
                    "role, on those two prefixes only."))
+        if volume_key is not None:
+            # The transform's ML storage volumes (VolumeKmsKeyId). The caller of CreateTransformJob (the state
+            # machine's role) needs kms:CreateGrant only when the model's role has no policy that permits it, so
+            # the model's role holds it and the state machine's does not.
+            allow_volume_key(model_role, key=volume_key)
         input_uri, output_uri = bucket.s3_url_for_object(input_prefix), bucket.s3_url_for_object(output_prefix)
         transform = tasks.SageMakerCreateTransformJob(
             self, "Transform",
@@ -44,17 +59,21 @@ class ScheduledBatchTransform(Construct):
             model_name=model_name,
             role=model_role,  # otherwise the task makes a role with AmazonSageMakerFullAccess
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
-            # One record per line; LLM containers take one request per call (SingleRecord).
-            transform_input=tasks.TransformInput(split_type=tasks.SplitType.LINE,
-                                                 transform_data_source=tasks.TransformDataSource(
-                s3_data_source=tasks.TransformS3DataSource(s3_uri=input_uri, s3_data_type=tasks.S3DataType.S3_PREFIX))),
-            transform_output=tasks.TransformOutput(s3_output_path=output_uri, encryption_key=key),
+            # The container's request contract (workloads/serving.py REQUESTS): how the input is cut, what each
+            # request carries and says it is, and how the responses are joined.
+            transform_input=tasks.TransformInput(
+                split_type=_member(tasks.SplitType, request.split_type), content_type=request.content_type,
+                transform_data_source=tasks.TransformDataSource(s3_data_source=tasks.TransformS3DataSource(
+                    s3_uri=input_uri, s3_data_type=tasks.S3DataType.S3_PREFIX))),
+            transform_output=tasks.TransformOutput(
+                s3_output_path=output_uri, encryption_key=key, accept=request.accept,
+                assemble_with=_member(tasks.AssembleWith, request.assemble_with)),
             transform_resources=tasks.TransformResources(
                 instance_count=instance_count, instance_type=ec2.InstanceType(instance_type.removeprefix("ml.")),
                 volume_encryption_key=volume_key),
             max_payload=Size.mebibytes(max_payload_mb),
             max_concurrent_transforms=max_concurrent_transforms,
-            batch_strategy=tasks.BatchStrategy.SINGLE_RECORD if single_record else tasks.BatchStrategy.MULTI_RECORD,
+            batch_strategy=_member(tasks.BatchStrategy, request.batch_strategy),
         )
         log_group = kept_log_group(self, "Logs", key=logs_key)
         self.state_machine = sfn.StateMachine(

@@ -1,4 +1,4 @@
-"""A SageMaker model in the private subnet, network-isolated, with its own least-privilege role.
+"""A SageMaker model in the private subnets (one per AZ), network-isolated, with its own least-privilege role.
 
 The container gets the artifact and environment of its serving contract (workloads/serving.py):
 a model.tar.gz through ModelDataUrl, or a Hugging Face directory copied uncompressed from its
@@ -16,7 +16,7 @@ from constructs import Construct
 from workloads.serving import ServingPlan
 
 from ..nag import acknowledge, acknowledge_wildcards
-from ..sagemaker_access import allow_sagemaker_basics
+from ..sagemaker_access import allow_sagemaker_basics, allow_vpc_access
 
 C = sagemaker.CfnModel
 
@@ -44,6 +44,8 @@ class ServingModel(Construct):
             self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
             vpc_config = C.VpcConfigProperty(security_group_ids=[self.security_group.security_group_id],
                                              subnets=[s.subnet_id for s in subnets])
+            # SageMaker attaches the containers' network interfaces in these subnets as the model's role.
+            allow_vpc_access(self.role, vpc=vpc, subnets=subnets, security_group=self.security_group)
         if serving.compressed:
             container = C.ContainerDefinitionProperty(image=image_uri, model_data_url=bucket.s3_url_for_object(key),
                                                       environment=serving.environment or None)

@@ -14,7 +14,10 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from workloads.startup import Startup
+
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
+from ..sagemaker_access import allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
@@ -24,8 +27,11 @@ class RealtimeEndpoint(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
                  model_role: iam.IRole, instance_type: str, min_instances: int, max_instances: int,
-                 invocations_per_instance: int, kms_key: kms.IKey | None, bucket: s3.IBucket, capture_prefix: str, capture_percent: int = 0) -> None:
+                 invocations_per_instance: int, kms_key: kms.IKey | None, startup: Startup, bucket: s3.IBucket,
+                 capture_prefix: str, capture_percent: int = 0) -> None:
         super().__init__(scope, construct_id)
+        if kms_key is not None:
+            allow_volume_key(model_role, key=kms_key)  # the instances' ML storage volumes (KmsKeyId)
         capture_uri = bucket.s3_url_for_object(capture_prefix)
         if capture_percent:
             bucket.grant_put(model_role, capture_prefix + "*")
@@ -38,7 +44,12 @@ class RealtimeEndpoint(Construct):
             kms_key_id=kms_key.key_arn if kms_key else None,
             production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                 variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
-                initial_instance_count=min_instances, initial_variant_weight=1.0)],
+                initial_instance_count=min_instances, initial_variant_weight=1.0,
+                # Sized from the model's bytes by the plan (workloads/startup.py): a large model's download and
+                # load overrun SageMaker's defaults and the endpoint rolls back.
+                model_data_download_timeout_in_seconds=startup.download_timeout_s,
+                container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
+                volume_size_in_gb=startup.volume_gb)],
             data_capture_config=sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
                 enable_capture=True, initial_sampling_percentage=capture_percent, destination_s3_uri=capture_uri,
                 kms_key_id=kms_key.key_arn if kms_key else None,
