@@ -16,6 +16,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .nag import acknowledge_wildcards
+from .sagemaker_access import allow_vpc_access
 
 TAG = "ml-estate:notebook"
 
@@ -52,7 +53,7 @@ def autostop_script(idle_minutes: int) -> str:
 
 class IdleStoppingNotebook(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, instance_type: str, idle_minutes: int,
-                 subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, key: kms.IKey) -> None:
+                 vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="Notebook: may stop itself when idle")
@@ -68,6 +69,9 @@ class IdleStoppingNotebook(Construct):
             direct_internet_access="Disabled", root_access="Disabled", kms_key_id=key.key_id,
             tags=[CfnTag(key=TAG, value=identity)],
         )
+        # In our subnet, SageMaker attaches the notebook's interface as this role (CreateNotebookInstance API: Execution
+        # Role Permissions; the failure it reports otherwise names ec2:CreateNetworkInterface).
+        allow_vpc_access(self.role, vpc=vpc, subnets=[subnet], security_group=security_group)
         # Only this notebook, picked out by its tag: naming its ARN would make the role depend on it.
         notebooks = Stack.of(self).format_arn(service="sagemaker", resource="notebook-instance", resource_name="*")
         self.role.add_to_principal_policy(iam.PolicyStatement(

@@ -8,6 +8,7 @@ from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 
 from .nag import acknowledge_wildcards
 
@@ -111,3 +112,19 @@ def allow_volume_key(role: iam.IRole, *, key: kms.IKey) -> None:
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="VolumeKeyGrantsForAwsResources", actions=["kms:CreateGrant"], resources=[key.key_arn],
         conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
+
+
+def allow_reading(role: iam.IRole, *, bucket: s3.IBucket, key: str, listing: bool) -> None:
+    """Read one object (`key`), or the objects under a prefix (`key` ending in "/"), of `bucket`, and nothing
+    else of it: CDK's grant_read also lists the whole bucket. `listing`: the service lists the prefix first
+    (an S3Prefix data source), so s3:ListBucket is allowed for that prefix only (s3:prefix condition, S3 User
+    Guide, "Amazon S3 condition key examples"). Objects under an SSE-KMS key are decrypted through S3."""
+    prefix = key.endswith("/")
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key + "*" if prefix else key)]))
+    if listing:
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [key + "*"]}}))
+    if bucket.encryption_key is not None:
+        bucket.encryption_key.grant_decrypt(role)

@@ -67,7 +67,7 @@ class TrainStack(EstateStack):
                                 f"sagemaker-cluster:<cluster-id>_login-<instance-id>")
         if notebook is not None:
             nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
-                                      idle_minutes=notebook.idle_minutes, subnet=subnet,
+                                      idle_minutes=notebook.idle_minutes, vpc=vpc, subnet=subnet,
                                       security_group=security.cluster, key=key)
             cdk.CfnOutput(self, "NotebookName", value=nb.notebook.attr_notebook_instance_name,
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")

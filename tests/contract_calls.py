@@ -685,8 +685,6 @@ def _option(f: Found) -> str:
 
 
 KNOWN_FAULTS: dict[str, tuple[str, Callable[[Found], bool]]] = {
-    "model-vpc": ("issue 22: model roles in a VPC have no ec2 network-interface actions, fixed on branch inference",
-                  lambda f: "(AWS::SageMaker::Model)" in f.where and _option(f) == "VpcConfig" and not f.denied),
     "volume-grant": ("issue 22: roles with a volume key (EndpointConfig KmsKeyId, VolumeKmsKeyId) have no "
                      "kms:CreateGrant, fixed on branch inference|jobs-nodes",
                      lambda f: f.call.action == "kms:CreateGrant" and not f.denied),
@@ -696,15 +694,6 @@ KNOWN_FAULTS: dict[str, tuple[str, Callable[[Found], bool]]] = {
     "process-output": ("issue 22: the processing job's output prefix is not writable by the training role, "
                        "fixed on branch jobs-nodes",
                        lambda f: _option(f).startswith("ProcessingOutputConfig.Outputs") and not f.denied),
-    # Found by this net, named by nobody in issue 22 (reported; the owners decide the fix):
-    "notebook-vpc": ("issue 22 (found by the net): the notebook in our subnet has no ec2 network-interface actions; "
-                     "reported to branch jobs-nodes",
-                     lambda f: "(AWS::SageMaker::NotebookInstance)" in f.where and _option(f) == "SubnetId"
-                     and not f.denied),
-    "model-lists-bucket": ("issue 22 (found by the net): model roles may list the whole dataset bucket "
-                           "(s3:List* on the bucket, no s3:prefix condition); reported to branch inference",
-                           lambda f: "(AWS::SageMaker::Model)" in f.where and f.denied
-                           and f.call.action == "s3:ListBucket"),
 }
 
 

@@ -29,8 +29,6 @@ SOURCES = Path(__file__).parent / "sources" / "published_images"
 URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
                  r"(?P<repository>[a-z0-9._/-]+):(?P<tag>[A-Za-z0-9._-]+)$")
 IMAGE_KEYS = ("Image", "ImageUri", "TrainingImage")  # the CloudFormation properties that name a container image
-NEURON_CONTAINERS = ("tgi-neuronx",)
-NEURON_XFAIL = pytest.mark.xfail(strict=True, reason="issue 22: -inf2- tag fixed on branch inference")
 
 
 @cache
@@ -88,13 +86,12 @@ def team_plans() -> dict[str, object]:
 
 
 def serving_cases():
-    """(estate, plan getter, inference kind) with the Neuron containers marked."""
+    """(estate, plan getter, inference kind)."""
     estates = [("variant", v, lambda v=v: variant_plan(v)) for v in VARIANTS]
     estates += [("team", t, lambda t=t: team_plans()[t]) for t in team_plans()]
     for source, name, get in estates:
         for kind, ip in get().inference.items():
-            marks = [NEURON_XFAIL] if ip.serving.container in NEURON_CONTAINERS else []
-            yield pytest.param(source, name, kind, id=f"{source}-{name}-{kind}-{ip.serving.container}", marks=marks)
+            yield pytest.param(source, name, kind, id=f"{source}-{name}-{kind}-{ip.serving.container}")
 
 
 def serving_uri(p, kind: str) -> str:
@@ -231,8 +228,7 @@ def test_processing_image_is_published(preset):
 
 # One instance type per accelerator kind the containers declare (None: CPU and serverless).
 ACCELERATOR_INSTANCE = {None: None, "nvidia-gpu": "ml.g5.xlarge", "inferentia": "ml.inf2.xlarge"}
-CONTAINER_CASES = [pytest.param(key, accelerator, id=f"{key}-{accelerator or 'cpu'}",
-                                marks=[NEURON_XFAIL] if key in NEURON_CONTAINERS else [])
+CONTAINER_CASES = [pytest.param(key, accelerator, id=f"{key}-{accelerator or 'cpu'}")
                    for key, c in CONTAINERS.items() for accelerator in c.accelerators]
 
 

@@ -25,7 +25,7 @@ from constructs import Construct
 from workloads.startup import Startup
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
-from ..sagemaker_access import allow_volume_key
+from ..sagemaker_access import allow_reading, allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
 
@@ -41,7 +41,7 @@ class AsyncEndpoint(Construct):
         # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
         self.success_topic = sns.Topic(self, "Success", master_key=key, enforce_ssl=True)
         self.error_topic = sns.Topic(self, "Error", master_key=key, enforce_ssl=True)
-        bucket.grant_read(model_role, input_prefix + "*")
+        allow_reading(model_role, bucket=bucket, key=input_prefix, listing=False)  # requests are read one by one, never listed
         bucket.grant_put(model_role, output_prefix + "*")
         bucket.grant_put(model_role, failure_prefix + "*")
         acknowledge_prefix_grants(

@@ -25,7 +25,7 @@ from workloads.serving import RequestContract
 
 from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
-from ..sagemaker_access import allow_volume_key
+from ..sagemaker_access import allow_reading, allow_volume_key
 
 JOB_PREFIX = "batch"
 
@@ -41,7 +41,7 @@ class ScheduledBatchTransform(Construct):
                  request: RequestContract, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
                  key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
-        bucket.grant_read(model_role, input_prefix + "*")
+        allow_reading(model_role, bucket=bucket, key=input_prefix, listing=True)  # the job lists the input prefix (S3Prefix)
         bucket.grant_put(model_role, output_prefix + "*")
         acknowledge_prefix_grants(
             model_role, bucket=bucket, prefixes=[input_prefix, output_prefix],

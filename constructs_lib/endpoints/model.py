@@ -16,7 +16,7 @@ from constructs import Construct
 from workloads.serving import ServingPlan
 
 from ..nag import acknowledge, acknowledge_wildcards
-from ..sagemaker_access import allow_sagemaker_basics, allow_vpc_access
+from ..sagemaker_access import allow_reading, allow_sagemaker_basics, allow_vpc_access
 
 C = sagemaker.CfnModel
 
@@ -30,12 +30,13 @@ class ServingModel(Construct):
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="SageMaker model: reads its artifact and pulls its container")
         key = serving.artifact_key
-        bucket.grant_read(self.role, key if serving.compressed else key + "*")
+        # Its own artifact only: a model directory is listed and read under its prefix (S3Prefix), an archive read.
+        allow_reading(self.role, bucket=bucket, key=key, listing=not serving.compressed)
         allow_sagemaker_basics(self.role, image_uri=image_uri)
-        acknowledge_wildcards(self.role, actions=("s3:GetObject*", "s3:GetBucket*", "s3:List*"),
-                              resources=[] if serving.compressed else [bucket.arn_for_objects(key + "*")],
-                              reason="CDK's read action groups, confined to the model artifact (one object, or the "
-                                     "objects under the model directory's prefix).")
+        if not serving.compressed:
+            acknowledge_wildcards(self.role, resources=[bucket.arn_for_objects(key + "*")],
+                                  reason="The objects of the model directory, under its prefix only (SageMaker copies "
+                                         "every object of an S3Prefix model data source).")
         vpc_config = None
         if vpc is not None:
             # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
