@@ -19,6 +19,7 @@ from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.catalog import PRIMARY
+from workloads.jobs import processing_image
 from workloads.planner import TrainingPlan
 from workloads.schema import Notebook
 
@@ -37,13 +38,17 @@ class TrainStack(EstateStack):
                  **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         slurm = training.orchestrator == "slurm"
+        # `training_image` is set for sagemaker-jobs plans only; `process` runs beside it (workloads.jobs.job_images).
+        job_images = (training_image, processing_image(self.region)) if training_image else ()
         self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
-                                 vpc=vpc, subnet=subnet, security_group=security.cluster,
-                                 image_uri=training_image, path="/aws-pcs/" if slurm else None).role
+                                 vpc=vpc, subnet=subnet, security_group=security.cluster, key=key,
+                                 job_images=job_images, path="/aws-pcs/" if slurm else None).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
-        if training_image:
-            cdk.CfnOutput(self, "TrainingImage", value=training_image,
-                          description="The image `python -m workloads submit` runs; the role pulls only this one")
+        if job_images:
+            cdk.CfnOutput(self, "TrainingImage", value=job_images[0],
+                          description="The image `python -m workloads submit` runs")
+            cdk.CfnOutput(self, "ProcessingImage", value=job_images[1],
+                          description="The image `python -m workloads process` runs; the role pulls only these two")
         cdk.CfnOutput(self, "Cluster", value=f"{training.instance_count} x {training.instance_type} "
                                              f"({training.orchestrator})")
         cdk.CfnOutput(self, "InputMode", value=_INPUT_MODE[training.storage],

@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--source-dir", required=True, help="folder uploaded with the job")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
     pp.add_argument("--code", required=True, help="processing script")
-    pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket")
-    pp.add_argument("--output", default=layout.PROCESSED, help="output prefix in the dataset bucket")
+    pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket, under "
+                    + " or ".join(layout.PROCESSING_READS))
+    pp.add_argument("--output", default=layout.PROCESSED, help="output prefix in the dataset bucket, under "
+                    + " or ".join(layout.PROCESSING_WRITES))
     pp.add_argument("--instance-type", default="ml.m5.xlarge")
     pp.add_argument("--instance-count", type=int, default=4)
     ip = job_parser("invoke", "send one request to a deployed real-time, serverless or async endpoint")
@@ -91,6 +93,12 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
 
     from . import jobs
 
+    # Bad input is refused before any AWS call (main reports a ConfigError: one line, exit 2).
+    jobs.check_sagemaker_jobs(result, command=args.command)
+    if args.command == "process":
+        if args.instance_count < 1:
+            raise ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range")
+        jobs.check_processing_prefixes(input_prefix=args.input, output_prefix=args.output)
     try:
         estate = jobs.read_estate(result, stage=args.stage)
         if args.command == "submit":
@@ -98,8 +106,6 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
             print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
                   f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
         else:
-            if args.instance_count < 1:
-                raise ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range")
             name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
                                 instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
             print(f"processing job {name}: {args.instance_count} x {args.instance_type}, "
