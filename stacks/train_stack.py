@@ -56,7 +56,7 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "DatasetPrefix", value=DATASET_PREFIX,
                       description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)
         if slurm:
-            self._slurm(training, subnet, security, lustre, home)
+            self._slurm(training, subnet, security, lustre, home, access_logs)
         elif training.orchestrator == "hyperpod":
             hyperpod = HyperPodCluster(
                 self, "HyperPod", role=self.role, key=key, logs_key=logs_key, access_logs=access_logs,
@@ -78,9 +78,10 @@ class TrainStack(EstateStack):
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")
 
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
-               lustre: LustreFileSystem | None, home: SharedHome | None) -> None:
+               lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket) -> None:
         assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
-        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster)
+        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
+                          logs=logs)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
@@ -103,6 +104,8 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
+        cdk.CfnOutput(self, "NodeImageLogs", value=image.log_location,
+                      description="The node image bake's logs (AWSTOE), kept when a bake fails")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
         cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
