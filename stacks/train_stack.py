@@ -18,7 +18,7 @@ from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
-from workloads.catalog import PRIMARY
+from workloads.catalog import PRIMARY, load_catalog, load_software
 from workloads.jobs import processing_image
 from workloads.planner import TrainingPlan
 from workloads.schema import Notebook
@@ -80,8 +80,10 @@ class TrainStack(EstateStack):
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
                lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket) -> None:
         assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
+        # Root volumes: the default, or what the accelerator's vendor asks for (workloads/catalog/software.yaml).
+        root_gib = load_software().root_volume_gib(load_catalog().get(t.instance_type))
         image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
-                          logs=logs)
+                          logs=logs, root_volume_gib=root_gib)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
@@ -93,9 +95,10 @@ class TrainStack(EstateStack):
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,
             user_data=user_data, placement_group=placement, capacity_reservation_id=t.capacity_reservation_id,
             capacity_block_instance_type=t.instance_type if t.capacity_block else None,
-            name_tag=f"{self.stack_name}-compute")
+            name_tag=f"{self.stack_name}-compute", root_volume_gib=root_gib)
         login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
-                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login")
+                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login",
+                                   root_volume_gib=root_gib)  # the same image, so at least its snapshot
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
