@@ -234,7 +234,6 @@ class NodeImage(Construct):
         self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
         self.image_id = self.image.attr_image_id
         self.parent_parameter = software.parent_image
-        self.log_location = f"s3://{logs.bucket_name}/{BAKE_LOG_PREFIX}"
 
 
 _BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")

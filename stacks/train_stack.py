@@ -107,8 +107,6 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
-        cdk.CfnOutput(self, "NodeImageLogs", value=image.log_location,
-                      description="The node image bake's logs (AWSTOE), kept when a bake fails")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
         cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",

@@ -51,7 +51,6 @@ def test_a_failed_bake_leaves_its_logs_in_the_logs_bucket(synth):
     policies = [lid for lid, r in stack.template["Resources"].items()
                 if r["Type"] == "AWS::IAM::Policy" and lid.startswith("NodeImageBuildRoleDefaultPolicy")]
     assert policies and set(policies) <= set(image.get("DependsOn", []))
-    assert s.templates["TrainStack"]["Outputs"]["NodeImageLogs"]["Value"]
 
 
 # ------------------------------------------------------------------ root volumes (Neuron: 512 GB on Trn1/Trn2/Trn3)
