@@ -22,7 +22,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from workloads.catalog import SoftwareStack
+from workloads.catalog import SoftwareStack, load_catalog, load_software, strip_ml
 
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup
@@ -78,13 +78,22 @@ class HyperPodCluster(Construct):
         allow_ssm_sessions(role, agent=False)  # as AmazonSageMakerClusterInstanceRolePolicy grants
         storage = [C.ClusterInstanceStorageConfigProperty(fsx_lustre_config=C.ClusterFsxLustreConfigProperty(
             dns_name=lustre.dns_name, mount_name=lustre.mount_name, mount_path="/fsx"))] if lustre else None
+        # HyperPod sizes the root volume itself (CloudFormation, ClusterEbsVolumeConfig RootVolume: "You can't
+        # specify the VolumeSizeInGB field"); where the workers' vendor asks for a larger disk (Neuron: 512 GB on
+        # Trn1/Trn2/Trn3, workloads/catalog/software.yaml root_volume), they get it as the secondary volume HyperPod
+        # mounts at /opt/sagemaker.
+        facts = load_software()
+        disk = facts.root_volume_gib(load_catalog().get(strip_ml(instance_type)))
+        worker_disk = [C.ClusterInstanceStorageConfigProperty(ebs_volume_config=C.ClusterEbsVolumeConfigProperty(
+            volume_size_in_gb=disk))] if disk > facts.root_volume_default_gib else []
         lifecycle = C.ClusterLifeCycleConfigProperty(source_s3_uri=f"s3://{bucket.bucket_name}/{LIFECYCLE_PREFIX}",
                                                      on_init_complete=LIFECYCLE_SCRIPT)
 
         def group(name: str, itype: str, count: int, node_type: str, **extra) -> C.ClusterInstanceGroupProperty:
             return C.ClusterInstanceGroupProperty(
                 instance_group_name=name, instance_type=itype, instance_count=count, execution_role=role.role_arn,
-                life_cycle_config=lifecycle, threads_per_core=1, instance_storage_configs=storage,
+                life_cycle_config=lifecycle, threads_per_core=1,
+                instance_storage_configs=extra.pop("instance_storage_configs", storage),
                 slurm_config=C.ClusterSlurmConfigProperty(node_type=node_type, **extra.pop("slurm", {})), **extra)
 
         stack = Stack.of(self)
@@ -98,6 +107,7 @@ class HyperPodCluster(Construct):
                 group("controller", CONTROLLER_TYPE, 1, "Controller"),
                 group("login", LOGIN_TYPE, 1, "Login"),
                 group("workers", instance_type, instance_count, "Compute", slurm={"partition_names": [PARTITION]},
+                      instance_storage_configs=[*(storage or []), *worker_disk] or None,
                       on_start_deep_health_checks=health_checks(accelerator_kind=accelerator_kind, count=instance_count),
                       training_plan_arn=training_plan_arn),
             ],

@@ -44,40 +44,94 @@ FSX_PERMISSIONS = ("mkdir -p /fsx/datasets /fsx/checkpoints /fsx/output /fsx/neu
 
 
 LAYOUT_ON_NODE = "/opt/ml-estate/layout.json"  # where the sbatch examples read the plan's layout
+ENV_ON_NODE = "/etc/profile.d/ml-estate-efa.sh"  # jobs inherit it from the submitting shell
+# A shared file system that does not mount at once (FSx still creating its interfaces, a slow network) is retried
+# with growing waits, about 6 minutes in all, then given up on: the node stays out of Slurm instead.
+MOUNT_ATTEMPTS = 6
+MOUNT_BACKOFF_S = 5  # wait after attempt n: n * n * 5 s (5, 20, 45, 80, 125, 180)
+# slurmd waits for the shared file systems: a drop-in of its systemd unit. The user data's shell part runs after the
+# node registers with PCS and before slurmd starts (PCS user guide, "Working with Amazon EC2 user data"), so the
+# drop-in is in place when slurmd starts; a node whose mount failed never runs slurmd and so never takes a job.
+SLURMD_DROPIN = "/etc/systemd/system/slurmd.service.d/ml-estate-mounts.conf"
 
 
 def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None, efa: bool = False) -> str:
     """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node. `efa`: the nodes
-    have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin)."""
-    lines = ["#!/bin/bash", "set -euo pipefail"]
-    if mounts.lustre_dns:
-        source = f"{mounts.lustre_dns}@tcp:/{mounts.lustre_mount_name}"
-        lines += [
-            "# /fsx: FSx for Lustre, linked to the dataset bucket",
-            "mkdir -p /fsx",
-            # Ubuntu 24.04 has no network.service: wait for the network-online target (systemd.special).
-            f"grep -q ' /fsx ' /etc/fstab || echo '{source} /fsx lustre defaults,relatime,flock,_netdev,"
-            "x-systemd.automount,x-systemd.requires=network-online.target 0 0' >> /etc/fstab",
-            f"mountpoint -q /fsx || mount -t lustre -o relatime,flock {source} /fsx",
-            *FSX_PERMISSIONS,
-        ]
-    if mounts.home_dns:
-        # NFSv4.1 with the EFS user guide's recommended options (no efs-utils needed on Ubuntu).
-        lines += [
-            "# /home: EFS shared home directories",
-            f"grep -q ' /home ' /etc/fstab || echo '{mounts.home_dns}:/ /home nfs4 {EFS_OPTIONS} 0 0' >> /etc/fstab",
-            "mountpoint -q /home || mount /home",
-        ]
+    have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin).
+
+    Order matters: what the jobs read (layout, environment) is written first, so no mount failure can leave a
+    node that runs jobs without it; the mounts are retried; slurmd starts only with every mount in place.
+    ROOT (empty on a node) lets the tests run the script in a sandbox."""
+    lines = ["#!/bin/bash", "set -euo pipefail", 'R="${ML_ESTATE_ROOT:-}"  # the file system root; empty on a node']
     if layout:
         lines += ["# The plan's layout: how train.py spreads the model (training.parallelism)",
-                  f"mkdir -p {LAYOUT_ON_NODE.rsplit('/', 1)[0]}", f"cat > {LAYOUT_ON_NODE} <<'EOF'", layout, "EOF"]
+                  f'mkdir -p "$R{LAYOUT_ON_NODE.rsplit("/", 1)[0]}"', f"cat > \"$R{LAYOUT_ON_NODE}\" <<'EOF'", layout,
+                  "EOF"]
     env = {**(EFA if efa else {}), **ENVIRONMENT.get(accelerator_kind or "", {}),
            **(OFI_NCCL if efa and accelerator_kind == "nvidia-gpu" else {})}
     if env:
-        lines.append("cat > /etc/profile.d/ml-estate-efa.sh <<'EOF'")
+        lines += [f'mkdir -p "$R{ENV_ON_NODE.rsplit("/", 1)[0]}"', f"cat > \"$R{ENV_ON_NODE}\" <<'EOF'"]
         lines += [f"export {k}={v}" for k, v in env.items()]
         lines.append("EOF")
+    required = []  # mount points slurmd needs
+    if mounts.lustre_dns or mounts.home_dns:
+        lines += [
+            "mount_with_retry() {  # DIR COMMAND...: bounded retries with growing waits; fails if DIR is not mounted",
+            '  local dir=$1 attempt',
+            "  shift",
+            f"  for attempt in $(seq 1 {MOUNT_ATTEMPTS}); do",
+            '    mountpoint -q "$dir" && return 0',
+            '    "$@" && return 0',
+            f'    echo "mount of $dir failed (attempt $attempt of {MOUNT_ATTEMPTS})" >&2',
+            f"    sleep $((attempt * attempt * {MOUNT_BACKOFF_S}))",
+            "  done",
+            '  mountpoint -q "$dir"',
+            "}",
+        ]
+    if mounts.lustre_dns:
+        source = f"{mounts.lustre_dns}@tcp:/{mounts.lustre_mount_name}"
+        required.append("/fsx")
+        lines += [
+            "# /fsx: FSx for Lustre, linked to the dataset bucket",
+            'mkdir -p "$R/fsx"',
+            # Ubuntu 24.04 has no network.service: wait for the network-online target (systemd.special).
+            f"grep -q ' /fsx ' \"$R/etc/fstab\" || echo '{source} /fsx lustre defaults,relatime,flock,_netdev,"
+            "x-systemd.automount,x-systemd.requires=network-online.target 0 0' >> \"$R/etc/fstab\"",
+            f'if mount_with_retry "$R/fsx" mount -t lustre -o relatime,flock {source} "$R/fsx"; then',
+            *(f"  {line}" for line in _rooted(FSX_PERMISSIONS)),
+            "else",
+            '  echo "error: /fsx is not mounted; slurmd will not start, so this node takes no jobs" >&2',
+            "fi",
+        ]
+    if mounts.home_dns:
+        # NFSv4.1 with the EFS user guide's recommended options (no efs-utils needed on Ubuntu).
+        required.append("/home")
+        lines += [
+            "# /home: EFS shared home directories",
+            f"grep -q ' /home ' \"$R/etc/fstab\" || echo '{mounts.home_dns}:/ /home nfs4 {EFS_OPTIONS} 0 0' "
+            ">> \"$R/etc/fstab\"",
+            f'mount_with_retry "$R/home" mount -t nfs4 -o {EFS_OPTIONS} {mounts.home_dns}:/ "$R/home" || '
+            'echo "error: /home is not mounted; slurmd will not start, so this node takes no jobs" >&2',
+        ]
+    if required:
+        # systemd mounts them before slurmd (or fails it), and slurmd checks them itself before it starts.
+        lines += [
+            "# slurmd starts only with the shared file systems mounted",
+            f'mkdir -p "$R{SLURMD_DROPIN.rsplit("/", 1)[0]}"',
+            f"cat > \"$R{SLURMD_DROPIN}\" <<'EOF'",
+            "[Unit]",
+            f"RequiresMountsFor={' '.join(required)}",
+            "[Service]",
+            *(f"ExecStartPre=/usr/bin/mountpoint -q {m}" for m in required),
+            "EOF",
+            "systemctl daemon-reload",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _rooted(commands: tuple[str, ...]) -> list[str]:
+    """FSX_PERMISSIONS with each /fsx path under the sandbox root."""
+    return [c.replace(" /fsx", ' "$R"/fsx') for c in commands]
 
 
 def mime_user_data(script: str) -> str:

@@ -20,17 +20,22 @@ from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_imagebuilder as imagebuilder
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack
 
-from .nag import acknowledge_managed_policies
+from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
 
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
 ML_VENV = "/opt/ml-venv"
+# Where a bake's logs go in the estate's logs bucket (AWSTOE's step output, the first place to look when a bake fails):
+# Image Builder uploads them from the build instance as its instance profile (CloudFormation,
+# AWS::ImageBuilder::InfrastructureConfiguration Logging / S3Logs), so that role may write here and nowhere else.
+BAKE_LOG_PREFIX = "image-builder/"
 
 APT = "apt-get -o DPkg::Lock::Timeout=900"  # Ubuntu's unattended upgrades hold the dpkg lock after boot
 
@@ -73,7 +78,25 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} update
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
-    return [pcs, lustre, install_framework(software), *network_checks(software), ship_examples()]
+    return [*parent_checks(software, region=region), pcs, lustre, install_framework(software),
+            *network_checks(software), ship_examples()]
+
+
+def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:
+    """First, before 30 minutes of installs: the parent is the DLAMI of the release the pins come from. Neuron publishes
+    SSM parameters for the latest DLAMI only and names the release in each DLAMI's description (software.yaml source
+    neuron-dlami-ssm), so the bake reads its own AMI's description and refuses another release's parent."""
+    if not software.neuron_release:
+        return []
+    wanted = f"Neuron SDK {software.neuron_release}"
+    return [BakeStep("CheckParentRelease", f"""
+TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
+AMI=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/ami-id)
+DESCRIPTION=$(aws ec2 describe-images --region {region} --image-ids "$AMI" --query 'Images[0].Description' --output text)
+echo "parent $AMI: $DESCRIPTION"
+""", check=(
+        f'[[ "$DESCRIPTION" == *"{wanted}"* ]] || {{ echo "the parent DLAMI is not {wanted}: update the pins and '
+        f'neuron_release in workloads/catalog/software.yaml together" >&2; exit 1; }}'))]
 
 
 def install_framework(software: SoftwareStack) -> BakeStep:
@@ -151,7 +174,11 @@ class NodeImage(Construct):
     """Bakes the node AMI in the cluster's private subnet; `image_id` is the result."""
 
     def __init__(self, scope: Construct, construct_id: str, *, software: SoftwareStack, subnet: ec2.ISubnet,
-                 security_group: ec2.ISecurityGroup, build_instance_type: str = "m5.2xlarge") -> None:
+                 security_group: ec2.ISecurityGroup, logs: s3.IBucket, root_volume_gib: int,
+                 build_instance_type: str = "m5.2xlarge") -> None:
+        """`logs`: the estate's logs bucket; the bake's logs go under BAKE_LOG_PREFIX, kept when a bake fails.
+        `root_volume_gib`: the nodes' root volume (workloads.catalog Software.root_volume_gib): the image's snapshot
+        is that size, so every node launched from it gets at least as much."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         document = component_document(software=software, region=stack.region)
@@ -166,6 +193,17 @@ class NodeImage(Construct):
         acknowledge_managed_policies(role, _BUILD_POLICIES, reason=(
             "The AWS-maintained policies Image Builder documents for its build instances (component download, "
             "logging, SSM Agent); they change with the service and the build instance lives only for the bake."))
+        logs.grant_put(role, BAKE_LOG_PREFIX + "*")
+        acknowledge_prefix_grants(role, bucket=logs, prefixes=[BAKE_LOG_PREFIX], reason=(
+            "The build instance uploads the bake's logs to their own prefix of the logs bucket, nothing else; the "
+            "wildcard actions are CDK's put grant on that prefix and the bucket's key."))
+        if parent_checks(software, region=stack.region):
+            # CheckParentRelease reads its own AMI's description; DescribeImages takes no resource ARN (Service
+            # Authorization Reference, Amazon EC2 actions).
+            role.add_to_principal_policy(iam.PolicyStatement(actions=["ec2:DescribeImages"], resources=["*"]))
+            acknowledge_wildcards(role, resources=["*"], reason=(
+                "ec2:DescribeImages, read-only, has no resource-level permissions; the bake reads its parent's "
+                "description to refuse a DLAMI of another Neuron release."))
         profile = iam.CfnInstanceProfile(self, "BuildProfile", roles=[role.role_name])
         component = imagebuilder.CfnComponent(self, "Component", name=name, platform="Linux", version="1.0.0",
                                               data=document, description="PCS agent, Slurm, Lustre client, frameworks")
@@ -176,7 +214,7 @@ class NodeImage(Construct):
             block_device_mappings=[imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
                 device_name="/dev/sda1",
                 ebs=imagebuilder.CfnImageRecipe.EbsInstanceBlockDeviceSpecificationProperty(
-                    volume_size=300, volume_type="gp3", encrypted=True, delete_on_termination=True))],
+                    volume_size=root_volume_gib, volume_type="gp3", encrypted=True, delete_on_termination=True))],
         )
         infrastructure = imagebuilder.CfnInfrastructureConfiguration(
             self, "Infrastructure", name=name, instance_profile_name=profile.ref,
@@ -184,12 +222,16 @@ class NodeImage(Construct):
             security_group_ids=[security_group.security_group_id], terminate_instance_on_failure=True,
             instance_metadata_options=imagebuilder.CfnInfrastructureConfiguration.InstanceMetadataOptionsProperty(
                 http_tokens="required"),
+            logging=imagebuilder.CfnInfrastructureConfiguration.LoggingProperty(
+                s3_logs=imagebuilder.CfnInfrastructureConfiguration.S3LogsProperty(
+                    s3_bucket_name=logs.bucket_name, s3_key_prefix=BAKE_LOG_PREFIX.rstrip("/"))),
         )
         self.image = imagebuilder.CfnImage(
             self, "Image", image_recipe_arn=recipe.attr_arn,
             infrastructure_configuration_arn=infrastructure.attr_arn,
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
         )
+        self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
         self.image_id = self.image.attr_image_id
         self.parent_parameter = software.parent_image
 

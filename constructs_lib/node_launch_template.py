@@ -21,7 +21,8 @@ class NodeLaunchTemplate(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, interfaces: Sequence[NetworkInterface], user_data: str,
                  placement_group: ec2.CfnPlacementGroup | None = None, capacity_reservation_id: str | None = None,
-                 capacity_block_instance_type: str | None = None, name_tag: str) -> None:
+                 capacity_block_instance_type: str | None = None, name_tag: str, root_volume_gib: int) -> None:
+        """`root_volume_gib`: at least the node image's snapshot (NodeImage's root_volume_gib)."""
         super().__init__(scope, construct_id)
         L = ec2.CfnLaunchTemplate
         data = L.LaunchTemplateDataProperty(
@@ -34,7 +35,8 @@ class NodeLaunchTemplate(Construct):
                                                        http_put_response_hop_limit=4),
             block_device_mappings=[L.BlockDeviceMappingProperty(
                 device_name="/dev/sda1",
-                ebs=L.EbsProperty(encrypted=True, volume_type="gp3", delete_on_termination=True))],
+                ebs=L.EbsProperty(encrypted=True, volume_type="gp3", volume_size=root_volume_gib,
+                                  delete_on_termination=True))],
             user_data=user_data,
             placement=L.PlacementProperty(group_name=placement_group.ref) if placement_group else None,
             capacity_reservation_specification=L.CapacityReservationSpecificationProperty(

@@ -20,9 +20,9 @@ def image_repository_arn(image_uri: str, *, partition: str) -> str:
     return f"arn:{partition}:ecr:{region}:{account}:repository/{rest.split(':')[0].split('@')[0]}"
 
 
-def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None) -> None:
-    """`image_uri`: the one image the role pulls (its repository only, in the account the URI names);
-    None for a role that pulls no image (HyperPod nodes)."""
+def allow_sagemaker_basics(role: iam.Role, *, image_uris: Sequence[str]) -> None:
+    """`image_uris`: the images the role pulls (exactly their repositories, in the accounts the URIs name: ECR
+    authorizes a pull on the repository); none for a role that pulls no image (HyperPod nodes)."""
     stack = Stack.of(role)
     log_groups = stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)
@@ -30,11 +30,11 @@ def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None) -> None:
         actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
         resources=[log_groups],
     ))
-    if image_uri:
+    if image_uris:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-            resources=[image_repository_arn(image_uri, partition=stack.partition)],
+            resources=sorted({image_repository_arn(uri, partition=stack.partition) for uri in image_uris}),
         ))
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["cloudwatch:PutMetricData"], resources=["*"],
@@ -46,20 +46,19 @@ def allow_sagemaker_basics(role: iam.Role, *, image_uri: str | None) -> None:
 
 
 def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, security_group: ec2.ISecurityGroup,
-                     subnets: Sequence[ec2.ISubnet] = (), subnet: ec2.ISubnet | None = None) -> None:
+                     subnets: Sequence[ec2.ISubnet]) -> None:
     """SageMaker attaches network interfaces in our subnets on the role's behalf: only there.
 
     A model, job, notebook or cluster with a VPC config needs these EC2 actions on its execution role
     (SageMaker Developer Guide, "How to use SageMaker AI execution roles", "CreateModel API: Execution Role
     Permissions" and "CreateTrainingJob API: Execution Role Permissions": "If you specify a private VPC ...",
     https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html). `subnets`: every subnet the resource
-    names (an endpoint model: one per AZ); `subnet`: the one subnet of a training resource.
+    names (an endpoint model: one per AZ; a job, notebook or cluster: the training subnet).
 
     Scoped as the EC2 service authorization reference allows: CreateNetworkInterface on our subnets, our
     security group and interfaces in our VPC (ec2:Vpc); the other interface actions on interfaces in our VPC;
     CreateTags only as part of CreateNetworkInterface (ec2:CreateAction). Describe* take no resource.
     """
-    subnets = [*subnets, *([subnet] if subnet is not None else [])]
     if not subnets:
         raise ValueError("allow_vpc_access needs the subnets the role's resource attaches to")
     stack = Stack.of(role)

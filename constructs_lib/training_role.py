@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .nag import acknowledge_prefix_grants
-from .sagemaker_access import allow_sagemaker_basics, allow_vpc_access
+from .sagemaker_access import allow_sagemaker_basics, allow_volume_key, allow_vpc_access
 
 from workloads import layout
 
@@ -19,25 +23,43 @@ CHECKPOINT_PREFIX = layout.CHECKPOINTS
 
 
 class TrainingRole(Construct):
-    """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod)."""
+    """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod).
+
+    `job_images`: every image the SageMaker jobs that run as this role pull (workloads.jobs.job_images: `submit`'s
+    training image and `process`'s scikit-learn image); empty where no SageMaker job runs as it (Slurm and HyperPod
+    nodes). A jobs role pulls exactly those repositories, reads and writes the processing prefixes
+    (layout.PROCESSING_READS / PROCESSING_WRITES), and may grant EBS the data key `key` for the jobs' volumes."""
 
     def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket,
                  vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
-                 image_uri: str | None = None, path: str | None = None) -> None:
+                 key: kms.IKey | None = None, job_images: Sequence[str] = (), path: str | None = None) -> None:
         super().__init__(scope, construct_id)
         # AWS PCS accepts node roles named AWSPCS* or under the path /aws-pcs/.
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"), path=path,
                              description=f"Training nodes ({service}): dataset read, outputs and checkpoints write")
-        prefixes = (DATASET_PREFIX, CHECKPOINT_PREFIX, OUTPUT_PREFIX)
+        reads, writes = [DATASET_PREFIX], [OUTPUT_PREFIX]
         bucket.grant_read(self.role, DATASET_PREFIX + "*")
         bucket.grant_read_write(self.role, CHECKPOINT_PREFIX + "*")
         bucket.grant_put(self.role, OUTPUT_PREFIX + "*")
-        acknowledge_prefix_grants(
-            self.role, bucket=bucket, prefixes=(*prefixes, JOBS_PREFIX),
-            reason="Object access is confined to the dataset bucket's datasets/, checkpoints/, output/ and jobs/ prefixes; "
-                   "the wildcard actions are CDK's grant action groups on that one bucket and its key.")
         if service == "sagemaker":
+            reads.append(JOBS_PREFIX)  # the job code `submit` and `process` upload
             bucket.grant_read(self.role, JOBS_PREFIX + "*")
-            # SageMaker training jobs pull the planned training image; HyperPod nodes pull none.
-            allow_sagemaker_basics(self.role, image_uri=image_uri)
-            allow_vpc_access(self.role, vpc=vpc, subnet=subnet, security_group=security_group)
+            allow_sagemaker_basics(self.role, image_uris=job_images)  # HyperPod nodes pull none
+            allow_vpc_access(self.role, vpc=vpc, subnets=[subnet], security_group=security_group)
+        if job_images:
+            for prefix in layout.PROCESSING_READS:
+                if prefix not in reads:
+                    reads.append(prefix)
+                    bucket.grant_read(self.role, prefix + "*")
+            for prefix in layout.PROCESSING_WRITES:
+                if prefix not in writes:
+                    writes.append(prefix)
+                    bucket.grant_put(self.role, prefix + "*")
+            if key is not None:  # jobs on EBS-only types encrypt their volumes with the data key (jobs.Estate)
+                allow_volume_key(self.role, key=key)
+        self.reads, self.writes = tuple(reads), tuple(writes)  # what jobs running as this role may read and write
+        acknowledge_prefix_grants(
+            self.role, bucket=bucket, prefixes=(*dict.fromkeys((*reads, CHECKPOINT_PREFIX, *writes)),),
+            reason="Object access is confined to named prefixes of the dataset bucket (workloads/layout.py: datasets/, "
+                   "checkpoints/, output/, and for SageMaker jobs jobs/ and processed/); the wildcard actions are "
+                   "CDK's grant action groups on that one bucket and its key.")

@@ -12,7 +12,7 @@ from constructs import Construct
 from constructs_lib.nag import acknowledge_inline_role_policies
 from workloads import DEFAULT_WORKLOAD, ConfigError, load, overrides_from_context, plan
 from workloads.errors import raise_all
-from workloads.jobs import training_image
+from workloads.jobs import job_images
 from workloads.planner import Plan
 
 from .data_stack import DataStack
@@ -66,7 +66,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
-                       training_image=training_image(plan) if plan.training.orchestrator == "sagemaker-jobs" else None,
+                       job_images=job_images(plan),
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",

@@ -18,7 +18,7 @@ from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
-from workloads.catalog import PRIMARY
+from workloads.catalog import PRIMARY, load_catalog, load_software
 from workloads.planner import TrainingPlan
 from workloads.schema import Notebook
 
@@ -33,17 +33,20 @@ class TrainStack(EstateStack):
                  subnet: ec2.ISubnet,
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
-                 training_plan_arn: str | None, vpc: ec2.IVpc, training_image: str | None,
+                 training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...],
                  **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         slurm = training.orchestrator == "slurm"
+        # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.jobs.job_images).
         self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
-                                 vpc=vpc, subnet=subnet, security_group=security.cluster,
-                                 image_uri=training_image, path="/aws-pcs/" if slurm else None).role
+                                 vpc=vpc, subnet=subnet, security_group=security.cluster, key=key,
+                                 job_images=job_images, path="/aws-pcs/" if slurm else None).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
-        if training_image:
-            cdk.CfnOutput(self, "TrainingImage", value=training_image,
-                          description="The image `python -m workloads submit` runs; the role pulls only this one")
+        if job_images:
+            cdk.CfnOutput(self, "TrainingImage", value=job_images[0],
+                          description="The image `python -m workloads submit` runs")
+            cdk.CfnOutput(self, "ProcessingImage", value=job_images[1],
+                          description="The image `python -m workloads process` runs; the role pulls only these two")
         cdk.CfnOutput(self, "Cluster", value=f"{training.instance_count} x {training.instance_type} "
                                              f"({training.orchestrator})")
         cdk.CfnOutput(self, "InputMode", value=_INPUT_MODE[training.storage],
@@ -51,7 +54,7 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "DatasetPrefix", value=DATASET_PREFIX,
                       description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)
         if slurm:
-            self._slurm(training, subnet, security, lustre, home)
+            self._slurm(training, subnet, security, lustre, home, access_logs)
         elif training.orchestrator == "hyperpod":
             hyperpod = HyperPodCluster(
                 self, "HyperPod", role=self.role, key=key, logs_key=logs_key, access_logs=access_logs,
@@ -73,9 +76,12 @@ class TrainStack(EstateStack):
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")
 
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
-               lustre: LustreFileSystem | None, home: SharedHome | None) -> None:
+               lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket) -> None:
         assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
-        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster)
+        # Root volumes: the default, or what the accelerator's vendor asks for (workloads/catalog/software.yaml).
+        root_gib = load_software().root_volume_gib(load_catalog().get(t.instance_type))
+        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
+                          logs=logs, root_volume_gib=root_gib)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
@@ -87,9 +93,10 @@ class TrainStack(EstateStack):
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,
             user_data=user_data, placement_group=placement, capacity_reservation_id=t.capacity_reservation_id,
             capacity_block_instance_type=t.instance_type if t.capacity_block else None,
-            name_tag=f"{self.stack_name}-compute")
+            name_tag=f"{self.stack_name}-compute", root_volume_gib=root_gib)
         login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
-                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login")
+                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login",
+                                   root_volume_gib=root_gib)  # the same image, so at least its snapshot
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,

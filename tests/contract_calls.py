@@ -673,29 +673,3 @@ PURPOSE = (hyperpod_nodes, pcs_nodes, notebook_autostop, fsx_link)
 def purpose(world: World, scope: str = "") -> list[Contract]:
     e = Estate(world, scope)
     return [c for c in (f(e) for f in PURPOSE) if c is not None]
-
-
-# ------------------------------------------------------------------ faults known on other branches (issue 22)
-# Each entry picks the derived calls one known fault refuses (or the denials it lets through). The contract
-# tests leave them out and test them apart, marked xfail(strict=True) with the reason: when the fix merges
-# the apart test passes, strict xfail fails, and deleting the entry here restores the full check.
-
-def _option(f: Found) -> str:
-    return f.where.rsplit(" ", 1)[-1]
-
-
-KNOWN_FAULTS: dict[str, tuple[str, Callable[[Found], bool]]] = {
-    "volume-grant": ("issue 22: roles with a volume key (EndpointConfig KmsKeyId, VolumeKmsKeyId) have no "
-                     "kms:CreateGrant, fixed on branch inference|jobs-nodes",
-                     lambda f: f.call.action == "kms:CreateGrant" and not f.denied),
-    "process-image": ("issue 22: the processing job's image is in a repository the training role cannot pull, "
-                      "fixed on branch jobs-nodes",
-                      lambda f: _option(f) == "AppSpecification.ImageUri" and not f.denied),
-    "process-output": ("issue 22: the processing job's output prefix is not writable by the training role, "
-                       "fixed on branch jobs-nodes",
-                       lambda f: _option(f).startswith("ProcessingOutputConfig.Outputs") and not f.denied),
-}
-
-
-def known_fault(f: Found) -> str | None:
-    return next((name for name, (_, matches) in KNOWN_FAULTS.items() if matches(f)), None)

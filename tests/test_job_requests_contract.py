@@ -14,12 +14,11 @@ import pytest
 from workloads import jobs, layout, load, plan
 
 from .conftest import ROOT
-from .contract_calls import KNOWN_FAULTS, Walk, walk_request
+from .contract_calls import Walk, walk_request
 from .test_runtime_contract import refused, world_of
 
 SOURCE = ROOT / "examples" / "slurm"
 WORKLOADS = ("intermediate", "small")  # the presets that train with SageMaker jobs
-JOB_FAULTS = ("volume-grant", "process-image", "process-output")
 
 
 class Outputs:
@@ -107,16 +106,3 @@ def test_a_request_names_the_estates_role_and_data(sent):
     for workload, world, op, params in sent:
         assert world.lookup(params["RoleArn"]) is not None, (workload, op)
         assert "datastack-datasets" in str(params), (workload, op)
-
-
-@pytest.mark.parametrize("fault", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAULTS[name][0]))
-                                   for name in JOB_FAULTS])
-def test_known_job_fault_is_fixed(request_walks, fault):
-    _, matches = KNOWN_FAULTS[fault]
-    out, found_any = [], False
-    for workload, world, op, w in request_walks:
-        picked = [f for f in w.found if matches(f)]
-        found_any |= bool(picked)
-        out += [f"{workload} {op}: {m}" for m in refused(picked, world, faults=True)]
-    assert found_any, f"no call of {fault} is derived any more: delete its KNOWN_FAULTS entry"
-    assert not out, "\n".join(out)

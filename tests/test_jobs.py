@@ -13,7 +13,7 @@ import pytest
 
 from tools.emulator import running
 from workloads import ConfigError, load, plan
-from workloads import jobs
+from workloads import jobs, layout
 
 from .conftest import ROOT
 
@@ -145,6 +145,55 @@ def test_process_shards_the_input_over_instances(emulator):
     s3_input = next(i for i in job["ProcessingInputs"] if i["InputName"] == "input")["S3Input"]
     assert s3_input["S3DataDistributionType"] == "ShardedByS3Key" and s3_input["S3Uri"].endswith("/datasets/")
     assert job["NetworkConfig"]["VpcConfig"]["Subnets"]
+    # The image the training role may pull (test_job_role), and an output prefix it may write.
+    assert job["AppSpecification"]["ImageUri"] == jobs.processing_image(p.workload.region) == jobs.job_images(p)[1]
+    out = next(o for o in job["ProcessingOutputConfig"]["Outputs"] if o["OutputName"] == "output")["S3Output"]
+    assert out["S3Uri"].endswith("/" + layout.PROCESSED)
+
+
+# The command in a fresh interpreter where any AWS call exits 99: bad input must be refused before the first one.
+NO_AWS = ("import sys, botocore.client\n"
+          "def refuse(client, operation, params):\n"
+          "    print('AWS call: ' + operation, file=sys.stderr); raise SystemExit(99)\n"
+          "botocore.client.BaseClient._make_api_call = refuse\n"
+          "from workloads.cli import main\n"
+          "raise SystemExit(main(sys.argv[1:]))\n")
+
+
+def _without_aws(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", NO_AWS, *argv], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "AWS_DEFAULT_REGION": "us-west-2"})
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--output", "output/cleaned/"),  # the role may put under output/, but that is the training jobs' model output
+    ("--output", "datasets/clean/"),  # the dataset of record is read-only
+    ("--output", "processed"),  # no trailing slash: processed-other/ would match the S3 prefix too
+    ("--input", "checkpoints/"),
+    ("--input", "/datasets/"),
+])
+def test_process_refuses_a_prefix_the_role_cannot_use(flag, value):
+    result = _without_aws("process", "intermediate", "--code", "examples/prep.py", flag, value)
+    err = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    allowed = layout.PROCESSING_WRITES if flag == "--output" else layout.PROCESSING_READS
+    assert len(err) == 1 and err[0].startswith(f"error: {flag} = {value!r}: the training role cannot "), err
+    assert err[0].endswith("allowed: a prefix under " + " or ".join(allowed))
+
+
+def test_process_refuses_a_plan_without_a_jobs_role():
+    result = _without_aws("process", "huge", "--code", "x.py")
+    err = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(err) == 1, result.stderr
+    assert "training.orchestrator = 'slurm': process runs SageMaker processing jobs" in err[0]
+
+
+def test_process_defaults_are_what_the_role_allows():
+    from workloads.cli import _parser
+
+    args = _parser().parse_args(["process", "intermediate", "--code", "x.py"])
+    assert not jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
+    assert (args.input, args.output) == (layout.DATASETS, layout.PROCESSED)
 
 
 def test_submit_cli_prints_job_and_cost(emulator):
@@ -157,7 +206,7 @@ def test_submit_cli_prints_job_and_cost(emulator):
 
 def test_missing_stacks_are_reported(emulator):
     result = subprocess.run([sys.executable, "-m", "workloads", "submit", "intermediate", "--stage", "nosuch",
-                             "--entry-point", "x.py", "--source-dir", "."], cwd=ROOT, capture_output=True, text=True,
+                             "--entry-point", "train.py", "--source-dir", "examples/slurm"], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "stack nosuch-NetworkStack is not deployed in us-west-2; run: cdk deploy" in result.stderr

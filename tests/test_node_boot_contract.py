@@ -11,7 +11,8 @@ import subprocess
 import pytest
 import yaml
 
-from constructs_lib.node_bootstrap import Mounts, node_script
+from constructs_lib.node_bootstrap import (ENV_ON_NODE, LAYOUT_ON_NODE, MOUNT_ATTEMPTS, MOUNT_BACKOFF_S, SLURMD_DROPIN,
+                                            Mounts, node_script)
 from constructs_lib.node_image import bake_steps, component_document, framework_script
 from workloads.catalog import load_software
 
@@ -124,3 +125,84 @@ def test_unbaked_nodes_install_the_same_stack_with_the_same_checks(kind):
             assert steps[name].commands() in script
     assert ("torch.cuda.is_available()" in script) == (kind.device == "cuda")
     assert not shellcheck(script), shellcheck(script)
+
+
+# ------------------------------------------------------------------ the node's user data, run in a sandbox
+
+LUSTRE = Mounts(lustre_dns="fs-1.fsx.us-west-2.amazonaws.com", lustre_mount_name="abcd")
+LAYOUT = '{"tensor_parallel": 8, "pipeline_parallel": 1}'
+STUBS = {
+    # mount succeeds once $STATE/mount-failures attempts have failed (a number; "always" never succeeds)
+    "mount": '''#!/bin/bash
+echo "$*" >> "$STATE/mount.log"
+n=$(wc -l < "$STATE/mount.log"); fails=$(cat "$STATE/mount-failures")
+if [ "$fails" = always ] || [ "$n" -le "$fails" ]; then exit 32; fi
+touch "$STATE/mounted$(echo "${!#}" | tr / _)"''',
+    "mountpoint": '#!/bin/bash\ntest -e "$STATE/mounted$(echo "${!#}" | tr / _)"',
+    "sleep": '#!/bin/bash\necho "$1" >> "$STATE/sleep.log"',
+    "systemctl": '#!/bin/bash\necho "$*" >> "$STATE/systemctl.log"',
+    "chown": "#!/bin/bash\ntrue",
+}
+
+
+def _boot(tmp_path, *, mount_failures: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """The generated user data with `mount`, `mountpoint`, `sleep`, `systemctl` stubbed and every path under a
+    temporary root (ML_ESTATE_ROOT): what it writes, how often it mounts and waits."""
+    script = node_script(accelerator_kind="trainium", mounts=LUSTRE, layout=LAYOUT, efa=True)
+    assert 'R="${ML_ESTATE_ROOT:-}"' in script.splitlines()[2], "every path the script writes is under $R"
+    root, state, stubs = tmp_path / "root", tmp_path / "state", tmp_path / "bin"
+    for d in (root / "etc", state, stubs):
+        d.mkdir(parents=True)
+    (root / "etc" / "fstab").write_text("")
+    (state / "mount-failures").write_text(mount_failures)
+    for name, body in STUBS.items():
+        (stubs / name).write_text(body + "\n")
+        (stubs / name).chmod(0o755)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "ML_ESTATE_ROOT": str(root), "STATE": str(state)}
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+
+    def lines(name: str) -> list[str]:
+        path = state / name
+        return path.read_text().splitlines() if path.exists() else []
+    seen = {"root": root, "env": env, "mounts": lines("mount.log"), "sleeps": [int(s) for s in lines("sleep.log")],
+            "systemctl": lines("systemctl.log")}
+    return run, seen
+
+
+def _slurmd_would_start(seen: dict) -> bool:
+    """Run the drop-in's ExecStartPre checks as systemd would before slurmd (paths under the sandbox root)."""
+    dropin = seen["root"] / SLURMD_DROPIN.lstrip("/")
+    checks = [line.split("=", 1)[1] for line in dropin.read_text().splitlines() if line.startswith("ExecStartPre=")]
+    assert checks
+    for check in checks:
+        command = check.replace("/usr/bin/mountpoint", "mountpoint").replace(" /", f" {seen['root']}/")
+        if subprocess.run(["bash", "-c", command], env=seen["env"]).returncode != 0:
+            return False
+    return True
+
+
+def test_a_node_whose_fsx_never_mounts_still_gets_its_job_files_but_takes_no_jobs(tmp_path):
+    run, seen = _boot(tmp_path, mount_failures="always")
+    root = seen["root"]
+    # What jobs read is written whatever the mount does.
+    assert (root / LAYOUT_ON_NODE.lstrip("/")).read_text().strip() == LAYOUT
+    assert "export FI_PROVIDER=efa" in (root / ENV_ON_NODE.lstrip("/")).read_text()
+    # Bounded retries with growing waits.
+    assert len(seen["mounts"]) == MOUNT_ATTEMPTS and all("-t lustre" in m for m in seen["mounts"])
+    assert seen["sleeps"] == [n * n * MOUNT_BACKOFF_S for n in range(1, MOUNT_ATTEMPTS + 1)]
+    # slurmd is kept from starting: the drop-in requires the mount, and systemd re-read it.
+    dropin = (root / SLURMD_DROPIN.lstrip("/")).read_text()
+    assert "RequiresMountsFor=/fsx" in dropin and "daemon-reload" in seen["systemctl"]
+    assert not _slurmd_would_start(seen)
+    assert "slurmd will not start" in run.stderr
+    assert not (root / "fsx" / "datasets").exists()  # nothing written into the empty mount point
+
+
+def test_a_slow_fsx_mount_is_retried_and_the_node_joins(tmp_path):
+    run, seen = _boot(tmp_path, mount_failures="2")
+    assert run.returncode == 0, run.stderr
+    assert len(seen["mounts"]) == 3 and seen["sleeps"] == [MOUNT_BACKOFF_S, 4 * MOUNT_BACKOFF_S]
+    assert (seen["root"] / "fsx" / "datasets").is_dir() and (seen["root"] / "fsx" / "checkpoints").is_dir()
+    assert _slurmd_would_start(seen) and "slurmd will not start" not in run.stderr
+    assert (seen["root"] / LAYOUT_ON_NODE.lstrip("/")).exists()
+    assert "/fsx lustre" in (seen["root"] / "etc" / "fstab").read_text()

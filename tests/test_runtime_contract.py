@@ -16,7 +16,7 @@ import pytest
 from workloads import load
 
 from .conftest import VARIANTS
-from .contract_calls import FSX_S3_ROLE, KNOWN_FAULTS, Contract, Found, known_fault, purpose, walk
+from .contract_calls import FSX_S3_ROLE, Contract, Found, purpose, walk
 from .contract_policy import FAKE_ACCOUNT, Call, Principal, Stack, World, evaluate, metadata_paths
 
 
@@ -42,13 +42,10 @@ def teams_world(teams_synth) -> World:
     return World(stacks)
 
 
-def refused(found: list[Found], world: World, *, faults: bool = False) -> list[str]:
-    """Messages for the derived calls that the policies refuse, and the denials they let through.
-    `faults`: only the calls of the known faults (KNOWN_FAULTS); otherwise every call but those."""
+def refused(found: list[Found], world: World) -> list[str]:
+    """Messages for the derived calls that the policies refuse, and the denials they let through."""
     out = []
     for f in found:
-        if (known_fault(f) is not None) != faults:
-            continue
         d = evaluate(f.principal, f.call, world)
         if f.denied and d.allowed:
             out.append(f"{f.where}: {f.call} is allowed to {f.role} ({d.reason}) but is outside its purpose")
@@ -95,23 +92,6 @@ def test_every_derived_call_is_allowed_and_every_denial_holds(walks, worlds, var
     found = walks[variant].found
     assert found
     out = refused(found, worlds[variant])
-    assert not out, "\n".join(out)
-
-
-JOB_FAULTS = ("process-image", "process-output")  # derived from requests: tests/test_job_requests_contract.py
-
-
-@pytest.mark.parametrize("fault", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-                                   for name, (reason, _) in KNOWN_FAULTS.items() if name not in JOB_FAULTS])
-def test_known_fault_is_fixed(walks, worlds, fault):
-    """Each known fault over every variant; strict xfail: when the fix merges this passes and the entry in
-    contract_calls.KNOWN_FAULTS goes, which puts its calls back into the test above."""
-    _, matches = KNOWN_FAULTS[fault]
-    out = []
-    for variant, w in walks.items():
-        out += [f"{variant}: {m}" for m in refused([f for f in w.found if matches(f)], worlds[variant], faults=True)]
-    found_any = any(matches(f) for w in walks.values() for f in w.found)
-    assert found_any, f"no call of {fault} is derived any more: delete its KNOWN_FAULTS entry"
     assert not out, "\n".join(out)
 
 
@@ -319,7 +299,7 @@ def _model_world(statements: list[dict], *, extra: dict | None = None) -> World:
 
 def _messages(world: World) -> list[str]:
     found = walk(world).found
-    return refused(found, world) + refused(found, world, faults=True)  # known faults or not
+    return refused(found, world)
 
 
 def test_a_role_taking_type_or_option_with_no_row_fails():

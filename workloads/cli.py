@@ -13,7 +13,7 @@ import sys
 
 from . import layout
 from .catalog import load_catalog
-from .errors import ConfigError, report
+from .errors import ConfigError, raise_all, report
 from .loader import DEFAULT_WORKLOAD, load
 from .planner import Plan, plan
 
@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--source-dir", required=True, help="folder uploaded with the job")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
     pp.add_argument("--code", required=True, help="processing script")
-    pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket")
-    pp.add_argument("--output", default=layout.PROCESSED, help="output prefix in the dataset bucket")
+    pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket, under "
+                    + " or ".join(layout.PROCESSING_READS))
+    pp.add_argument("--output", default=layout.PROCESSED, help="output prefix in the dataset bucket, under "
+                    + " or ".join(layout.PROCESSING_WRITES))
     pp.add_argument("--instance-type", default="ml.m5.xlarge")
     pp.add_argument("--instance-count", type=int, default=4)
     ip = job_parser("invoke", "send one request to a deployed real-time, serverless or async endpoint")
@@ -86,21 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _check_files(args: argparse.Namespace) -> None:
-    """What the command uploads exists: checked before any AWS call."""
+def _file_errors(args: argparse.Namespace) -> list[ConfigError]:
+    """What the command uploads exists."""
     from pathlib import Path
 
-    if args.command == "submit":
-        source = Path(args.source_dir)
-        if not source.is_dir():
-            raise ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
-                              reason="no such folder")
-        if not (source / args.entry_point).is_file():
-            raise ConfigError("--entry-point", args.entry_point, f"a file inside {args.source_dir}",
-                              reason=f"no such file in {args.source_dir}")
-    elif not Path(args.code).is_file():
-        raise ConfigError("--code", args.code, "an existing processing script, e.g. examples/prep.py",
-                          reason="no such file")
+    if args.command == "process":
+        return [] if Path(args.code).is_file() else [
+            ConfigError("--code", args.code, "an existing processing script, e.g. examples/prep.py", reason="no such file")]
+    source = Path(args.source_dir)
+    if not source.is_dir():
+        return [ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
+                            reason="no such folder")]
+    if not (source / args.entry_point).is_file():
+        return [ConfigError("--entry-point", args.entry_point, f"a file inside {args.source_dir}",
+                            reason=f"no such file in {args.source_dir}")]
+    return []
 
 
 def aws_failure(exc: Exception) -> str:
@@ -122,7 +124,14 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
 
     from . import jobs
 
-    _check_files(args)
+    # Bad input is refused before any AWS call, every mistake at once (main reports them: one line each, exit 2).
+    jobs.check_sagemaker_jobs(result, command=args.command)
+    errors = _file_errors(args)
+    if args.command == "process":
+        if args.instance_count < 1:
+            errors.append(ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range"))
+        errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
+    raise_all(errors)
     try:
         estate = jobs.read_estate(result, stage=args.stage)
         if args.command == "submit":
@@ -130,8 +139,6 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
             print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
                   f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
         else:
-            if args.instance_count < 1:
-                raise ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range")
             name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
                                 instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
             print(f"processing job {name}: {args.instance_count} x {args.instance_type}, "

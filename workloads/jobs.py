@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from . import layout
-from .errors import ConfigError
+from .errors import ConfigError, raise_all
 from .planner import Plan
 
 # Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
@@ -108,6 +108,39 @@ def training_image(plan: Plan) -> str:
     return image_uris.retrieve(region=region, image_scope="training", **args)
 
 
+def processing_image(region: str) -> str:
+    """The scikit-learn container `process` runs; it lives in another registry account than the training images."""
+    from sagemaker.core import image_uris
+
+    return image_uris.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE)
+
+
+def job_images(plan: Plan) -> tuple[str, ...]:
+    """Every image a SageMaker job of this plan runs (`submit`, then `process`): what the training role may pull, no
+    more. None for plans whose role no SageMaker job runs as (Slurm nodes, HyperPod nodes)."""
+    if plan.training.orchestrator != "sagemaker-jobs":
+        return ()
+    return training_image(plan), processing_image(plan.workload.region)
+
+
+def check_sagemaker_jobs(plan: Plan, *, command: str) -> None:
+    """Only a sagemaker-jobs plan has a role SageMaker jobs run as (TrainStack's TrainingRole for SageMaker)."""
+    t = plan.training
+    kind = "training" if command == "submit" else "processing"
+    if t.orchestrator != "sagemaker-jobs":
+        raise ConfigError("training.orchestrator", t.orchestrator, "sagemaker-jobs (for slurm: sbatch on the "
+                          "cluster; for hyperpod: the HyperPod cluster)", reason=f"{command} runs SageMaker {kind} jobs")
+
+
+def processing_prefix_errors(*, input_prefix: str, output_prefix: str) -> list[ConfigError]:
+    """A prefix the training role cannot read (--input) or write (--output): the job would start and fail at its
+    first object (layout.PROCESSING_READS / PROCESSING_WRITES, the role's grants). Checked before any AWS call."""
+    return [ConfigError(flag, value, "a prefix under " + " or ".join(allowed), reason=f"the training role cannot {verb} there")
+            for flag, value, allowed, verb in (("--input", input_prefix, layout.PROCESSING_READS, "read"),
+                                               ("--output", output_prefix, layout.PROCESSING_WRITES, "write"))
+            if not any(value.startswith(prefix) for prefix in allowed)]
+
+
 def input_channel(plan: Plan, estate: Estate):
     """The `train` channel: S3 File or FastFile, or the FSx for Lustre / EFS file system, as planned."""
     from sagemaker.core.shapes import Channel, DataSource, FileSystemDataSource, S3DataSource
@@ -179,9 +212,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     from sagemaker.train.distributed import Torchrun
 
     t, w = plan.training, plan.workload
-    if t.orchestrator != "sagemaker-jobs":
-        raise ConfigError("training.orchestrator", t.orchestrator, "sagemaker-jobs (for slurm: sbatch on the "
-                          "cluster; for hyperpod: the HyperPod cluster)", reason="submit runs SageMaker training jobs")
+    check_sagemaker_jobs(plan, command="submit")
     runtime = _runtime_seconds(plan)
     name = base_job_name(plan, "train")
     trainer = ModelTrainer(
@@ -221,14 +252,14 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
 def process(plan: Plan, *, code: str, input_prefix: str, output_prefix: str, instance_type: str,
             instance_count: int, estate: Estate) -> str:
     """A Processing job over several small instances, each given its shard of the input (ShardedByS3Key)."""
-    from sagemaker.core import image_uris
     from sagemaker.core.network import NetworkConfig
     from sagemaker.core.processing import ScriptProcessor
     from sagemaker.core.shapes import ProcessingInput, ProcessingOutput, ProcessingS3Input, ProcessingS3Output
 
+    check_sagemaker_jobs(plan, command="process")
+    raise_all(processing_prefix_errors(input_prefix=input_prefix, output_prefix=output_prefix))
     processor = ScriptProcessor(
-        role=estate.role_arn, image_uri=image_uris.retrieve(region=estate.region, image_scope="training",
-                                                            **PROCESSING_IMAGE),
+        role=estate.role_arn, image_uri=processing_image(estate.region),
         command=["python3"], instance_count=instance_count, instance_type=instance_type,
         base_job_name=base_job_name(plan, "process"), sagemaker_session=_session(estate),
         network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),

@@ -5,13 +5,19 @@ DATASETS = "datasets/"
 OUTPUT = "output/"
 CHECKPOINTS = "checkpoints/"
 JOBS = "jobs/"  # job source code uploaded by `python -m workloads submit|process`
-PROCESSED = "processed/"
+PROCESSED = "processed/"  # what `python -m workloads process` writes by default
 CAPTURE = "inference/capture/"
 ASYNC_INPUT = "inference/async/input/"
 ASYNC_OUTPUT = "inference/async/output/"
 ASYNC_FAILURE = "inference/async/failure/"
 BATCH_INPUT = "inference/batch/input/"
 BATCH_OUTPUT = "inference/batch/output/"
+
+# What a processing job (`python -m workloads process`) may read and write: the training role's grants for processing
+# jobs (constructs_lib/training_role.py) and the command's check of --input/--output both come from here. It reads the
+# dataset or an earlier step's output, and writes only processed/: never the dataset of record, checkpoints or models.
+PROCESSING_READS = (DATASETS, PROCESSED)
+PROCESSING_WRITES = (PROCESSED,)
 
 # What FSx for Lustre links, one data repository association per prefix (the rest of the bucket,
 # models, inference data and job code included, is never on the file system):

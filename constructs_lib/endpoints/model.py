@@ -32,7 +32,7 @@ class ServingModel(Construct):
         key = serving.artifact_key
         # Its own artifact only: a model directory is listed and read under its prefix (S3Prefix), an archive read.
         allow_reading(self.role, bucket=bucket, key=key, listing=not serving.compressed)
-        allow_sagemaker_basics(self.role, image_uri=image_uri)
+        allow_sagemaker_basics(self.role, image_uris=[image_uri])
         if not serving.compressed:
             acknowledge_wildcards(self.role, resources=[bucket.arn_for_objects(key + "*")],
                                   reason="The objects of the model directory, under its prefix only (SageMaker copies "

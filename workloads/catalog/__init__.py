@@ -5,7 +5,7 @@ Loaded once, lazily; pure Python so the planner stays fast and CDK-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -249,12 +249,29 @@ class SoftwareStack:
     device: str  # train.py --device
     sources: tuple[str, ...]
     note: str = ""
+    neuron_release: str | None = None  # Neuron: the SDK release the pins and the parent DLAMI belong to
+    cuda: str | None = None  # CUDA: the CUDA version of the wheel
 
 
 @dataclass(frozen=True)
 class Software:
     stacks: tuple[SoftwareStack, ...]
     unsupported: dict[str, str]  # accelerator model -> why no stack trains on it
+    drivers: dict[str, str] = field(default_factory=dict)  # images we do not bake -> their NVIDIA driver
+    cuda_majors_by_driver_branch: dict[int, int] = field(default_factory=dict)
+    root_volume_default_gib: int = 0
+    root_volume_minimum_gib: dict[str, int] = field(default_factory=dict)  # accelerator kind -> GiB
+    sources: dict[str, Source] = field(default_factory=dict)
+
+    def root_volume_gib(self, itype: InstanceType | None) -> int:
+        """A node's root volume: the default, or more where its accelerator's vendor asks for more."""
+        kind = itype.accelerator.kind if itype is not None and itype.accelerator else ""
+        return max(self.root_volume_default_gib, self.root_volume_minimum_gib.get(kind, 0))
+
+    def cuda_runs_on(self, cuda: str, *, driver: str) -> bool:
+        """Whether an NVIDIA driver runs a CUDA toolkit's binaries (minor version compatibility within a major)."""
+        branch = int(driver.split(".")[0])
+        return self.cuda_majors_by_driver_branch.get(branch) == int(cuda.split(".")[0])
 
     def for_type(self, itype: InstanceType) -> SoftwareStack | str:
         """The stack that trains on this type, or why none does."""
@@ -268,15 +285,28 @@ class Software:
 @cache
 def load_software() -> Software:
     data = _load_yaml("software.yaml")
-    known = load_catalog().sources
+    own = {key: Source(key, s["title"], s["url"], str(s["checked"]), s.get("note") or "")
+           for key, s in data.get("sources", {}).items()}
+    known = {**load_catalog().sources, **own}
     stacks = []
     for raw in data["stacks"]:
         _cited(f"software.yaml stack {raw['name']}", raw["sources"], known)
         stacks.append(SoftwareStack(
             name=raw["name"], accelerators=tuple(raw["accelerators"]), parent_image=raw["parent_image"],
             pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
-            device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or ""))
-    return Software(stacks=tuple(stacks), unsupported=dict(data["unsupported"]))
+            device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
+            neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
+            cuda=str(raw["cuda"]) if raw.get("cuda") else None))
+    for name, driver in data["drivers"].items():
+        _cited(f"software.yaml driver {name}", driver["sources"], known)
+    _cited("software.yaml cuda_majors_by_driver_branch", data["cuda_sources"], known)
+    volume = data["root_volume"]
+    _cited("software.yaml root_volume", volume["sources"], known)
+    return Software(stacks=tuple(stacks), unsupported=dict(data["unsupported"]),
+                    drivers={name: str(d["nvidia"]) for name, d in data["drivers"].items()},
+                    cuda_majors_by_driver_branch={int(k): int(v) for k, v in data["cuda_majors_by_driver_branch"].items()},
+                    root_volume_default_gib=int(volume["default_gib"]),
+                    root_volume_minimum_gib={k: int(v) for k, v in volume["minimum_gib"].items()}, sources=own)
 
 
 @dataclass(frozen=True)
