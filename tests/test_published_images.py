@@ -115,11 +115,7 @@ def _family_plan(preset: str, family: str):
 
 
 # Findings this test made that no branch fixes yet (reported with issue 22): strict, so a fix shows up.
-TF_SHORT_TAG = pytest.mark.xfail(strict=True, reason=(
-    "finding: the sagemaker SDK gives tensorflow-training:2.21-gpu-py312; the DLC list publishes "
-    "2.21-gpu-py312-sagemaker (docs/src/data/tensorflow-training/2.21-gpu-sagemaker.yml)"))
-JOB_CASES = [pytest.param(preset, family, id=f"{preset}-{family}",
-                          marks=[TF_SHORT_TAG] if family == "tensorflow" else [])
+JOB_CASES = [pytest.param(preset, family, id=f"{preset}-{family}")
              for preset in PRESETS for family in jobs.TRAINING_IMAGES
              if (fp := _family_plan(preset, family)) and fp.training.orchestrator == "sagemaker-jobs"]
 

@@ -25,6 +25,10 @@ TRAINING_IMAGES = {
     "scikit-learn": dict(framework="sklearn", version="1.2-1", py_version="py3"),
 }
 PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
+# The SDK's table writes tensorflow-training's short tag as `2.21-gpu-py312`, but the Deep Learning Containers publish
+# the SageMaker build of 2.21 as `2.21-gpu-py312-sagemaker` (and -cpu-; aws/deep-learning-containers
+# docs/src/data/tensorflow-training/2.21-gpu-sagemaker.yml, read 2026-11-23; tests/sources/published_images).
+TAG_SUFFIX = {"tensorflow": "-sagemaker"}
 MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath's default
@@ -105,7 +109,8 @@ def training_image(plan: Plan) -> str:
     args = dict(TRAINING_IMAGES[plan.workload.model.framework])
     if plan.workload.model.framework in ("pytorch", "tensorflow"):
         args.update(instance_type=t.sagemaker_instance_type)
-    return image_uris.retrieve(region=region, image_scope="training", **args)
+    return image_uris.retrieve(region=region, image_scope="training", **args) + \
+        TAG_SUFFIX.get(plan.workload.model.framework, "")
 
 
 def processing_image(region: str) -> str:
