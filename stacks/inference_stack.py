@@ -15,7 +15,7 @@ from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.images import serving_image
 from workloads import layout
-from workloads.planner import InferencePlan
+from workloads.plan_serving import InferencePlan
 
 from .base import EstateStack
 

@@ -19,7 +19,7 @@ from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.catalog import PRIMARY, load_catalog, load_software
-from workloads.planner import TrainingPlan
+from workloads.plan_training import TrainingPlan
 from workloads.schema import Notebook
 
 from .base import EstateStack

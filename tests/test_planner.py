@@ -11,7 +11,7 @@ import pytest
 from workloads import load, plan
 from workloads import estimates as est
 from workloads.catalog import load_catalog
-from workloads.planner import measured_choice, tier_of
+from workloads.plan_training import measured_choice, tier_of
 
 from .conftest import ROOT
 

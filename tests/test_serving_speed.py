@@ -13,7 +13,7 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog, load_serving
-from workloads.planner import serving_speed
+from workloads.plan_serving import serving_speed
 from workloads.speed import decode_ratios, token_ms
 
 from .conftest import ROOT

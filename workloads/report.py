@@ -11,7 +11,8 @@ from rich.table import Table
 from . import estimates as est
 from .catalog import Catalog
 from .jobs import TRAINING_IMAGES
-from .planner import Plan, TrainingPlan
+from .plan_training import TrainingPlan
+from .planner import Plan
 from .serving import artifact_format
 
 

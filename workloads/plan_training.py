@@ -1,0 +1,457 @@
+"""Training planning: the instance type, count, storage, orchestrator, layout and estimate of one workload.
+
+Pure Python (never imports aws_cdk or sagemaker). Encodes the seeds' guidance in DESIGN.md: classic ML on CPU
+(XGBoost on m5), small DL on G4dn/G5, big DL on G5 for cost or P4d/P5 for speed, 10B+ transformers on TB data on
+Trainium or P4d/P5 EFA clusters with FSx for Lustre. Every choice carries the reason the plan prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from . import estimates as est
+from . import parallelism
+from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
+                      load_utilisation, network_interfaces)
+from .errors import ConfigError, raise_all
+from .parallelism import Parallelism
+from .schema import CLASSIC_ML, Workload
+from .serving import attention_heads, model_shape
+from .storage import FsxPlan, size_fsx
+
+# Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
+LARGE_PARAMS_B = 10
+LARGE_DATA_GIB = 1000
+MEDIUM_PARAMS_B = 1
+MEDIUM_DATA_GIB = 100
+DEFAULT_TARGET_HOURS = 168.0  # one week, when training.max_hours is open
+MAX_INSTANCES = 512
+# Small data is copied to each node (File mode); mid-size streams (FastFile); TB data -> FSx.
+FILE_MODE_MAX_GIB = 50
+XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
+
+TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
+    "large-dl": ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                 "p6-b300.48xlarge"),
+    "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
+    "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
+    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge"),
+    "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
+                     "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
+}
+TIER_REASON = {
+    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA (seeds); Trainium means "
+                "Trn2 now, the generation Neuron still trains on",
+    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed (seeds)",
+    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5 (seeds)",
+    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5 (seeds)",
+    "scikit-learn": "classic ML trains on CPU, never a GPU (seeds)",
+}
+# Inference families in order of preference per need; the cheapest that holds the model wins.
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance_type: str
+    count: int
+    accelerators: str
+    usd_per_hour: float  # whole cluster
+    hours: float | None
+    usd_total: float | None
+    feasible: bool
+    why: str
+    chosen: bool = False
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    tokens_billion: float | None
+    flops: float | None
+    utilisation: float | None  # likely
+    hours: float | None  # likely
+    usd_per_hour: float
+    usd_total: float | None  # likely
+    hours_range: tuple[float, float] | None = None  # (low, high)
+    usd_total_range: tuple[float, float] | None = None
+    utilisation_range: tuple[float, float] | None = None  # (low, high) MFU for deep learning
+    spot_usd_total: float | None = None
+    price_note: str = ""
+    assumptions: tuple[str, ...] = ()
+    basis: str = ""  # the published measurements the range rests on
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    instance_type: str
+    sagemaker_instance_type: str
+    instance_count: int
+    orchestrator: str
+    storage: str
+    tier: str
+    accelerator: str
+    accelerator_kind: str | None  # nvidia-gpu | trainium | None (CPU)
+    efa_interfaces: int  # EFA devices per node
+    efa_max_interfaces: int
+    efa_gbps: float  # aggregate EFA bandwidth per node with efa_interfaces attached
+    network_interfaces: tuple[NetworkInterface, ...]  # the launch template's, from the type's network cards
+    network_gbps: float  # the type's maximum
+    placement_group: bool
+    capacity_reservation_id: str | None
+    capacity_block: bool
+    fsx: FsxPlan | None
+    decisions: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    estimate: TrainingEstimate
+    parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
+    software: SoftwareStack | None = None  # accelerators: the pinned stack the nodes run (catalog/software.yaml)
+
+
+
+
+def tier_of(w: Workload) -> str:
+    if w.model.framework in CLASSIC_ML:
+        return w.model.framework
+    if w.model.parameters_billion >= LARGE_PARAMS_B and w.data.dataset_size_gib >= LARGE_DATA_GIB:
+        return "large-dl"
+    if w.model.parameters_billion >= MEDIUM_PARAMS_B or w.data.dataset_size_gib >= MEDIUM_DATA_GIB:
+        return "medium-dl"
+    return "small-dl"
+
+
+def utilisation(itype: InstanceType, parameters_billion: float) -> est.UtilisationRange:
+    """Low, likely and high MFU for the type's accelerator at this model size, from published runs."""
+    return est.utilisation_range(itype, parameters_billion, load_utilisation())
+
+
+def _default_orchestrator(tier: str) -> str:
+    return "slurm" if tier == "large-dl" else "sagemaker-jobs"
+
+
+def _price(itype: InstanceType, w: Workload, orchestrator: str):
+    return itype.price(w.region, sagemaker=orchestrator != "slurm")
+
+
+def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[InstanceType | None, str]:
+    itype = cat.get(name)
+    if itype is None:
+        return None, "not in catalog"
+    if not cat.allows(name) and name != w.training.instance_type:
+        return None, "outside the team's allowed families"
+    if w.region not in itype.regions:
+        return None, f"not offered in {w.region}"
+    if itype.accelerator and itype.accelerator.kind == "trainium":
+        if w.model.framework != "pytorch" or not w.model.neuron_supported:
+            return None, "Trainium needs a PyTorch model that compiles with Neuron"
+        if orchestrator == "sagemaker-jobs":
+            # sagemaker 3.27's offline image table knows no TorchNeuron training image (its newest Neuron one is
+            # pytorch-training-neuronx 2.1.2, PyTorch/XLA), so a job would start on an unsupported stack.
+            return None, "no SageMaker training image with TorchNeuron is known: train on Trainium with slurm or hyperpod"
+    if itype.accelerator and isinstance(stack := load_software().for_type(itype), str):
+        return None, stack
+    if _price(itype, w, orchestrator) is None:
+        return None, "no price for this form"
+    return itype, ""
+
+
+def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
+    price = _price(itype, w, orchestrator)
+    assert price and itype.accelerator
+    util = utilisation(itype, w.model.parameters_billion).likely
+    min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
+    if w.training.instance_count is not None:
+        count = w.training.instance_count
+    else:
+        target = w.training.max_hours or DEFAULT_TARGET_HOURS
+        single = est.hours(flops, itype, 1, util)
+        by_time = 1 if single <= target else math.ceil(single / (target * est.MULTI_NODE_EFFICIENCY))
+        count = min(max(min_mem, by_time), MAX_INSTANCES)
+    hrs = est.hours(flops, itype, count, util)
+    feasible = True
+    why = f"{util:.0%} utilisation" + (", nodes set by the config" if w.training.instance_count else "")
+    if count < min_mem:
+        feasible, why = False, f"model state needs {min_mem} nodes' accelerator memory"
+    elif count > 1 and orchestrator in ("slurm", "hyperpod") and itype.efa_max_interfaces == 0:
+        feasible, why = False, f"a {count}-node cluster needs EFA; {itype.name} has none"
+    elif w.training.max_hours is not None and hrs > w.training.max_hours:
+        feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
+    acc = itype.accelerator
+    return Candidate(itype.name, count, f"{acc.count} x {acc.model}", price.usd_per_hour * count,
+                     hrs, hrs * price.usd_per_hour * count, feasible, why)
+
+
+def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candidate:
+    price = _price(itype, w, orchestrator)
+    assert price
+    need_gib = w.data.dataset_size_gib * XGBOOST_MEMORY_FACTOR
+    per_node = itype.memory_gib * est.MEMORY_HEADROOM
+    if w.model.framework == "scikit-learn":
+        count = 1
+        feasible = need_gib <= per_node
+        why = "holds the data in memory" if feasible else f"needs {need_gib:.0f} GiB of memory on one node"
+    else:
+        count = w.training.instance_count or max(1, math.ceil(need_gib / per_node))
+        feasible = count <= MAX_INSTANCES and need_gib <= per_node * count
+        why = f"{need_gib:.0f} GiB of data in memory over {count} node(s)"
+    return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", price.usd_per_hour * count,
+                     None, None, feasible, why)
+
+
+def _pick(cands: list[Candidate]) -> Candidate:
+    """The cheapest feasible candidate: lowest total cost (DL) or $/h then fewest nodes (CPU)."""
+    feasible = [c for c in cands if c.feasible]
+    if not feasible:
+        best = min(cands, key=lambda c: c.usd_per_hour)
+        raise ConfigError("training", best.instance_type, "a larger instance_count or max_hours, or less data",
+                          reason=f"no instance type can run this workload ({best.why})")
+    if feasible[0].usd_total is None:  # CPU: cheapest per hour that holds the data
+        return min(feasible, key=lambda c: (round(c.usd_per_hour, 2), c.count))
+    return min(feasible, key=lambda c: (round(c.usd_total or 0, 2), c.hours or 0))
+
+
+def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
+                flops: float | None) -> tuple[list[Candidate], list[str]]:
+    """Every eligible type of the tier (plus the config's own choice), costed side by side."""
+    names = list(TRAINING_CANDIDATES[tier])
+    if w.training.instance_type and w.training.instance_type not in names:
+        names.insert(0, w.training.instance_type)
+    cands, skipped = [], []
+    for name in names:
+        itype, reason = _eligible(name, w, cat, orchestrator)
+        if itype is None:
+            skipped.append(f"{name}: {reason}")
+        elif flops is None:
+            cands.append(_cpu_candidate(itype, w, orchestrator))
+        elif itype.accelerator is None:
+            skipped.append(f"{name}: CPU type for a neural network; no FLOP estimate")
+        else:
+            cands.append(_dl_candidate(itype, w, cat, orchestrator, flops))
+    return cands, skipped
+
+
+def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str]) -> Candidate:
+    wanted = w.training.instance_type
+    if not cands and wanted is None:  # every type of the tier was skipped (a team's families, the region, ...)
+        raise ConfigError("training.instance_type", None, "a type that can run this workload; none of the "
+                          "candidates could: " + "; ".join(skipped),
+                          reason="no candidate instance type is eligible")
+    if wanted is None:
+        chosen = _pick(cands)
+        measure = "cost" if chosen.usd_total is not None else "$/h"
+        decisions.append(f"{chosen.instance_type}: lowest {measure} among {len(cands)} candidates that fit")
+        return chosen
+    chosen = next((c for c in cands if c.instance_type == wanted), None)
+    if chosen is None:
+        why = next((r.split(": ", 1)[1] for r in skipped if r.startswith(f"{wanted}: ")), "not a candidate")
+        plannable = [c.instance_type for c in cands if c.feasible]
+        raise ConfigError("training.instance_type", wanted, ", ".join(plannable) or "another catalog type",
+                          reason=f"cannot be planned for this workload ({why})")
+    if not chosen.feasible:
+        raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
+                          reason=f"{wanted} x{chosen.count}: {chosen.why}")
+    decisions.append(f"instance type {wanted} set by the config")
+    others = [c for c in cands if c.instance_type != wanted and c.feasible]
+    if others and chosen.usd_total:
+        best = _pick(others)
+        if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
+            decisions.append(f"note: {best.instance_type} x{best.count} would cost "
+                             f"{1 - best.usd_total / chosen.usd_total:.0%} less")
+    return chosen
+
+
+def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
+    tier = tier_of(w)
+    decisions = [TIER_REASON[tier]]
+    orchestrator = w.training.orchestrator or _default_orchestrator(tier)
+    classic = tier in CLASSIC_ML
+    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
+    flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
+
+    cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
+    chosen = _choose(w, cands, skipped, decisions)
+    if skipped:
+        decisions.append("not considered: " + "; ".join(skipped))
+    itype, count = cat.types[chosen.instance_type], chosen.count
+
+    if w.training.orchestrator is None and orchestrator == "slurm" and count == 1:
+        orchestrator = "sagemaker-jobs"
+        decisions.append("single node: SageMaker training job rather than a Slurm cluster")
+    elif w.training.orchestrator is None:
+        decisions.append(f"orchestrator {orchestrator}: " + ("a multi-node EFA cluster runs best on Slurm"
+                         if orchestrator == "slurm" else "SageMaker runs the nodes for one job"))
+    _nothing_ignored(w, orchestrator)
+    storage = _storage(w, orchestrator, tier, decisions)
+    # Multi-node jobs use every EFA interface the type has (SageMaker and HyperPod attach them too).
+    efa = itype.efa_max_interfaces if count > 1 else 0
+    placement = _placement(w, orchestrator, efa, decisions)
+    estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops)
+    fsx = None
+    if storage == "fsx-lustre":
+        fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
+                       epochs=w.training.epochs, training_hours=estimate.hours)
+        decisions.append(f"FSx for Lustre PERSISTENT_2: {fsx.why}")
+
+    final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
+    acc = itype.accelerator
+    spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
+    software = load_software().for_type(itype) if acc else None
+    assert not isinstance(software, str)  # _eligible refused types without a stack
+    return TrainingPlan(
+        instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
+        orchestrator=orchestrator, storage=storage, tier=tier,
+        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
+        accelerator_kind=acc.kind if acc else None, efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
+        efa_gbps=itype.network_gbps * efa / itype.efa_max_interfaces if efa else 0.0, network_gbps=itype.network_gbps,
+        network_interfaces=network_interfaces(itype, efa=efa > 0),
+        placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
+        capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
+        estimate=estimate, parallelism=spread, software=software,
+    )
+
+
+def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
+    layers, _, _, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                                heads=heads, itype=itype, nodes=count)
+    if spread is None:
+        per_node, gib = devices(itype)
+        field = "training.instance_count" if w.training.instance_count else "training.instance_type"
+        value = w.training.instance_count if w.training.instance_count else itype.name
+        raise ConfigError(field, value, "more nodes, or a type with more accelerator memory",
+                          reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
+                                 f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
+    decisions.append(f"layout: {spread.reason}")
+    return spread
+
+
+def _nothing_ignored(w: Workload, orchestrator: str) -> None:
+    """Values the chosen orchestrator would silently ignore are refused, each with the reason."""
+    t, errors = w.training, []
+    how = "set by the config" if t.orchestrator else "chosen by the planner"
+    if t.spot and orchestrator != "sagemaker-jobs":
+        errors.append(ConfigError(
+            "training.spot", True, "false, or training.orchestrator sagemaker-jobs (managed spot, checkpoints to S3)",
+            reason=f"the {orchestrator} cluster ({how}) runs on-demand or reserved nodes; managed spot is a SageMaker "
+                   "training-job feature and would be ignored"))
+    if t.capacity_reservation_id and orchestrator != "slurm":
+        errors.append(ConfigError(
+            "training.capacity_reservation_id", t.capacity_reservation_id,
+            "training.orchestrator slurm, or training.training_plan_arn for HyperPod",
+            reason=f"only the Slurm cluster's launch template uses an EC2 reservation; {orchestrator} ({how}) would "
+                   "ignore it"))
+    if w.data.shared_home and orchestrator != "slurm":
+        errors.append(ConfigError(
+            "data.shared_home", True, "training.orchestrator slurm, or false",
+            reason=f"only the Slurm cluster's nodes mount /home from EFS; {orchestrator} ({how}) would not"))
+    raise_all(errors)
+
+
+def _placement(w: Workload, orchestrator: str, efa: int, decisions: list[str]) -> bool:
+    """A cluster placement group for EFA clusters we launch ourselves, except on a Capacity Block."""
+    if orchestrator != "slurm" or efa == 0:
+        return False
+    if w.training.capacity_block:
+        decisions.append("no placement group: AWS already places a Capacity Block, and a placement group on it "
+                         "causes insufficient-capacity errors")
+        return False
+    decisions.append("cluster placement group: all nodes close on the network, in one AZ")
+    return True
+
+
+def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
+              tokens: float | None, flops: float | None) -> TrainingEstimate:
+    price = _price(itype, w, orchestrator)
+    assert price
+    util = util_range = None
+    basis = ""
+    if flops is not None:
+        r = utilisation(itype, w.model.parameters_billion)
+        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        low_h, hrs, high_h = (est.hours(flops, itype, count, u) for u in (r.high, r.likely, r.low))
+    else:
+        u = load_utilisation()
+        low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
+        basis = "; ".join(f"{m.what}: {m.value / 1e6:g} M cell-rounds per vCPU-second [{m.source}]"
+                          for m in u.classic_rates)
+    cluster_usd_h = price.usd_per_hour * count
+    total = hrs * cluster_usd_h
+    total_range = (low_h * cluster_usd_h, high_h * cluster_usd_h)
+    spot = total * (1 - est.SPOT_SAVING) if orchestrator == "sagemaker-jobs" else None
+    service = "EC2" if orchestrator == "slurm" else "SageMaker"
+    note = price.note or f"{service} on-demand, {price.region}"
+    reserved = "Capacity Block" if w.training.capacity_block else \
+        "SageMaker training plan" if w.training.training_plan_arn else None
+    if reserved:
+        # Reserved capacity is bought up front at its own price, not at on-demand rates.
+        total = spot = total_range = None
+        note = (f"{reserved}: bought at its own up-front price, which the catalog does not record, so the total is "
+                f"unknown; {service} on-demand $/h shown for reference only")
+    return TrainingEstimate(
+        tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
+        usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
+        spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, cat, w), basis=basis,
+    )
+
+
+def _storage(w: Workload, orchestrator: str, tier: str, decisions: list[str]) -> str:
+    if w.data.storage is not None:
+        decisions.append(f"storage {w.data.storage} set by the config")
+        return w.data.storage
+    size = w.data.dataset_size_gib
+    if orchestrator in ("slurm", "hyperpod"):
+        choice, why = "fsx-lustre", "a cluster needs a shared POSIX file system: FSx for Lustre linked to S3"
+    elif size >= LARGE_DATA_GIB:
+        choice, why = "fsx-lustre", "TB-scale data read repeatedly: FSx for Lustre linked to S3"
+    elif size <= FILE_MODE_MAX_GIB or tier in CLASSIC_ML:
+        choice, why = "s3-file", f"{size:g} GiB is copied to each node before training (S3 File mode)"
+    else:
+        choice, why = "s3-fastfile", f"{size:g} GiB streams from S3 on demand (FastFile mode)"
+    decisions.append(f"storage {choice}: {why}")
+    return choice
+
+
+def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) -> tuple[str, ...]:
+    if classic:
+        u = load_utilisation()
+        return (f"classic ML time = float32 cells (dataset bytes / 4) x {u.classic_rounds} boosting rounds / "
+                "(XGBoost hist cell-rounds per vCPU-second x vCPUs); range over the published rates, likely = median",
+                "scikit-learn is assumed to train like a histogram booster (HistGradientBoosting); other estimators "
+                "differ",
+                f"XGBoost/scikit-learn hold about {XGBOOST_MEMORY_FACTOR:g}x the dataset in memory")
+    lines = [
+        "FLOPs = 6 x parameters x tokens x epochs",
+        ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
+         else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
+        f"peak = dense {itype.peak_tflops_dtype or 'bf16'} TFLOPS from the catalog",
+        "utilisation (MFU) from published training runs of the accelerator at this model size: low, likely "
+        "(median) and high give the range; the runs' own multi-node scaling is included",
+        f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
+        f"{est.TRAIN_BYTES_PER_PARAM} B/param in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
+        f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",
+    ]
+    return tuple(lines)
+
+
+def calibration_lines(cat: Catalog) -> tuple[str, ...]:
+    """The seeds' measured BERT run that calibrates Trainium (deep-learning plans only), at its own prices."""
+    runs = est.BERT_FINETUNE
+    best = min(runs, key=lambda r: r.usd)
+    lines = []
+    for r in runs:
+        today = cat.types[r.instance_type.removeprefix(ML_PREFIX)].price("us-east-1", sagemaker=True)
+        now = f"; ${today.usd_per_hour:.2f}/h today" if today and abs(today.usd_per_hour - r.usd_per_hour) > 0.01 else ""
+        lines.append(f"measured BERT fine-tune: {r.instance_type} {r.seconds:g} s at ${r.usd_per_hour}/h = ${r.usd:.2f} "
+                     f"(SageMaker price at the time of the run{now})")
+    lines.append(f"cheapest for the same accuracy in that run: {best.instance_type}")
+    return tuple(lines)
+
+
+def measured_choice() -> tuple[str, dict[str, float]]:
+    """The seeds' measured comparison: which type is cheaper, and each run's cost."""
+    costs = {r.instance_type: round(r.usd, 2) for r in est.BERT_FINETUNE}
+    return min(costs, key=costs.__getitem__), costs
+
+
+# ---------------------------------------------------------------- inference
+
