@@ -21,8 +21,9 @@ quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the ap
 
 import aws_cdk as cdk  # noqa: E402
 
-from stacks.estate import build_from_context  # noqa: E402
+from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
+from workloads.context import read_context  # noqa: E402
 from workloads.errors import report  # noqa: E402
 
 
@@ -38,7 +39,7 @@ def main() -> int:
               "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        build_from_context(app, cdk_keys=cdk_context)
+        build(app, read_context(app.node.get_all_context(), cdk_keys=cdk_context))
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)

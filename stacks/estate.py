@@ -1,17 +1,12 @@
-"""Build the four stacks of one estate from a plan (used by app.py and the tests alike)."""
+"""Build the stacks of one estate from a plan (stacks.build calls it for one workload or for each team's stage)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from constructs import Construct
 
-from constructs_lib.nag import acknowledge_inline_role_policies
-from workloads import DEFAULT_WORKLOAD, ConfigError, load, overrides_from_context, plan
-from workloads.errors import raise_all
 from workloads.jobs import job_images
 from workloads.planner import Plan
 
@@ -80,39 +75,3 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
     for stack in estate.stacks:
         cdk.Tags.of(stack).add("workload", w.name)
     return estate
-
-
-def add_checks(app: cdk.App) -> None:
-    """cdk-nag AwsSolutions and NIST 800-53 rev 5 on everything; findings go to the policy validation report,
-    and an unacknowledged one fails the synthesis."""
-    acknowledge_inline_role_policies(app)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
-
-
-def build_from_context(app: cdk.App, *, cdk_keys: Iterable[str] = ()) -> list[Estate]:
-    """The one place context is read: a teams file (one stage per team, `team` picks one), or one
-    workload with dotted overrides and an account. Every context key must mean something here
-    (`cdk_keys`: cdk.json's own). Raises ConfigError, with every mistake at once."""
-    from workloads.teams import load_teams
-
-    from .team_stage import TeamStage
-
-    context = app.node.get_all_context()
-    overrides = overrides_from_context(context, cdk_keys=cdk_keys)
-    if context.get("teams"):
-        ignored = [ConfigError(key, value, f"overrides in the team's entry of {context['teams']}",
-                               reason="-c overrides do not apply to a teams file") for key, value in overrides.items()]
-        if context.get("account") is not None:
-            ignored.append(ConfigError("account", context["account"], f"account in each team's entry of "
-                                       f"{context['teams']}", reason="-c account does not apply to a teams file"))
-        raise_all(ignored)
-        stamped = load_teams(str(context["teams"]), only=context.get("team"))
-        estates = [TeamStage(app, stamped=s).estate for s in stamped]
-    else:
-        if context.get("team") is not None:
-            raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
-                              reason="picks a team of a teams file, and no teams file was given")
-        the_plan = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides))
-        estates = [build_estate(app, the_plan, account=context.get("account"), named_by_workload=True)]
-    add_checks(app)
-    return estates

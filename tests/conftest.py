@@ -24,6 +24,14 @@ if (VENV_BIN / "node").exists():
 sys.path.insert(0, str(ROOT))
 
 
+def build_app(app):
+    """What app.py does with its context: read it once, then build (stacks.build)."""
+    from stacks.build import build
+    from workloads.context import read_context
+
+    return build(app, read_context(app.node.get_all_context()))
+
+
 def cdk_json_context() -> dict:
     return json.loads((ROOT / "cdk.json").read_text())["context"]
 
@@ -87,10 +95,8 @@ def synthesize(outroot: Path, workload: str, overrides: dict[str, str] | None = 
         if needed:
             import aws_cdk as cdk
 
-            from stacks.estate import build_from_context
-
             app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "workload": workload, **(overrides or {})})
-            build_from_context(app)
+            build_app(app)
             app.synth()
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {"pluginReports": []}
@@ -164,13 +170,11 @@ class TeamsSynth:
 def teams_synth(synth_root) -> TeamsSynth:
     import aws_cdk as cdk
 
-    from stacks.estate import build_from_context
-
     outdir = synth_root / "teams"
     with _once(outdir) as needed:
         if needed:
             app = cdk.App(outdir=str(outdir), context={**cdk_json_context(), "teams": str(TEAMS_FILE)})
-            build_from_context(app)
+            build_app(app)
             app.synth()  # cdk-nag runs here: a finding fails the synthesis
     templates, artifacts, paths = {}, {}, {}
     top = json.loads((outdir / "manifest.json").read_text())

@@ -189,11 +189,11 @@ def test_managed_spot_is_accepted_where_it_works():
 def test_context_that_would_be_ignored_is_refused(tmp_path, context, field):
     import aws_cdk as cdk
 
-    from stacks.estate import build_from_context
+    from .conftest import build_app
 
     app = cdk.App(outdir=str(tmp_path), context={**cdk_json_context(), **context})
     with pytest.raises(ConfigError) as err:
-        build_from_context(app)
+        build_app(app)
     assert [e.field for e in err.value.errors] == [field]
 
 

@@ -1,5 +1,5 @@
 """Every synthesized template: zero cfn-lint errors, zero unacknowledged cdk-nag AwsSolutions and NIST 800-53
-rev 5 findings (both packs run in every synthesis: stacks.estate.add_checks)."""
+rev 5 findings (both packs run in every synthesis: stacks.build.add_checks)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_cdk_nag_runs_and_reports_findings(tmp_path):
     import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
 
-    from stacks.estate import add_checks
+    from stacks.build import add_checks
 
     app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
     s3.Bucket(cdk.Stack(app, "Canary"), "Plain")

@@ -154,12 +154,12 @@ def test_team_templates_are_cfn_lint_clean(teams_synth):
 def test_one_team_only(synth_root):
     import aws_cdk as cdk
 
-    from stacks.estate import build_from_context
+    from .conftest import build_app
 
     from .conftest import cdk_json_context
     app = cdk.App(outdir=str(synth_root / "one-team"),
                   context={**cdk_json_context(), "teams": str(TEAMS_FILE), "team": "tabular"})
-    estates = build_from_context(app)
+    estates = build_app(app)
     assert len(estates) == 1 and estates[0].network.stack_name == "tabular-NetworkStack"
 
 

@@ -1,0 +1,62 @@
+"""The one-way flow of DESIGN.md: workloads -> app.py -> stacks -> constructs_lib. No module imports its caller:
+the import graph of the project's own modules has no cycle, and no layer imports one above it."""
+
+from __future__ import annotations
+
+import ast
+
+from .conftest import ROOT
+
+LAYERS = {"workloads": 0, "constructs_lib": 1, "stacks": 2, "app": 3}  # each may import only lower layers and itself
+
+
+def _module(path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    mods = {_module(p): p for pkg in ("workloads", "constructs_lib", "stacks") for p in (ROOT / pkg).rglob("*.py")}
+    mods["app"] = ROOT / "app.py"
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                # `from . import speed` loads the submodule (the package's __init__ is lazy: PEP 562)
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
+                targets = subs or [base]
+            found |= {t for t in targets if t in mods and t != name}
+        graph[name] = found
+    return graph
+
+
+def test_no_layer_imports_one_above_it():
+    wrong = [f"{a} imports {b}" for a, deps in _imports().items() for b in deps
+             if LAYERS[b.split(".")[0]] > LAYERS[a.split(".")[0]]]
+    assert not wrong, wrong
+
+
+def test_no_module_imports_its_caller():
+    graph = _imports()
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for dep in graph[node]:
+            if dep in path:
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif len(path) < 12:
+                visit(dep, path + [dep])
+
+    for start in graph:
+        visit(start, [start])
+    assert not cycles, sorted(set(cycles))[:5]

@@ -1,0 +1,42 @@
+"""What a synthesis builds, from the CDK context (app.py reads it once and hands it here): one workload, or a teams
+file's teams. Pure Python: the stacks never read context; stacks.build builds what this returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError, raise_all
+from .loader import DEFAULT_WORKLOAD, load, overrides_from_context
+from .planner import Plan, plan
+from .teams import StampedTeam, load_teams
+
+
+@dataclass(frozen=True)
+class Target:
+    """One workload's plan (`account` optional), or every stamped team of a teams file (`teams`)."""
+
+    plan: Plan | None = None
+    account: str | None = None
+    teams: tuple[StampedTeam, ...] = ()
+
+
+def read_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> Target:
+    """A teams file (one stage per team, `team` picks one), or one workload with dotted overrides and an account.
+    Every context key must mean something here (`cdk_keys`: cdk.json's own). Raises ConfigError, with every
+    mistake at once."""
+    overrides = overrides_from_context(context, cdk_keys=cdk_keys)
+    if context.get("teams"):
+        ignored = [ConfigError(key, value, f"overrides in the team's entry of {context['teams']}",
+                               reason="-c overrides do not apply to a teams file") for key, value in overrides.items()]
+        if context.get("account") is not None:
+            ignored.append(ConfigError("account", context["account"], f"account in each team's entry of "
+                                       f"{context['teams']}", reason="-c account does not apply to a teams file"))
+        raise_all(ignored)
+        return Target(teams=tuple(load_teams(str(context["teams"]), only=context.get("team"))))
+    if context.get("team") is not None:
+        raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
+                          reason="picks a team of a teams file, and no teams file was given")
+    return Target(plan=plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides)),
+                  account=context.get("account"))
