@@ -108,4 +108,4 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
         cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
-                      description="A data-parallel job on every node (see README: Training on the Slurm cluster)")
+                      description="A data-parallel job on every node (see docs/training.md: Training on the Slurm cluster)")

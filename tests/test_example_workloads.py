@@ -27,3 +27,15 @@ def test_an_example_plans_and_synthesizes(synth, path):
     assert ("InferenceStack" in templates) == bool(kinds)
     for kind in kinds:  # each planned kind is in the config the file shows
         assert f"{'async' if kind == 'async' else kind}:" in text, kind
+
+
+def test_the_readme_workload_plans_and_synthesizes(synth, tmp_path):
+    """The ten-line workload file the README shows, exactly as shown."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## A workload in ten lines", 1)[1].split("\n\n")[1]
+    lines = [line.removeprefix("    ") for line in block.splitlines()]
+    assert len(lines) <= 10 and lines[0] == "name: churn", lines
+    path = tmp_path / "churn.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    assert set(plan(load(str(path))).inference) == {"realtime", "batch"}
+    assert "InferenceStack" in synth(str(path)).templates

@@ -162,7 +162,7 @@ def _allowed_here(key: str, *, app_keys: bool = False) -> str:
         model = _model_at([*parts[:depth + 1]])
         if model is None:
             break
-    return "the fields in README's Config reference"
+    return "the fields in docs/configuration.md"
 
 
 def _read(source: str) -> dict:
@@ -263,7 +263,7 @@ def _config_error(err: Mapping[str, Any]) -> ConfigError:
     value = err.get("input")
     kind = err["type"]
     if kind == "missing":
-        return ConfigError(field, None, "see the config reference in README.md", reason="required field is missing")
+        return ConfigError(field, None, "see docs/configuration.md", reason="required field is missing")
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":

@@ -1,6 +1,6 @@
 """The workload config: one frozen, validated object built once at the top.
 
-Field names here are part of the interface (README "Config reference"). Rules that need
+Field names here are part of the interface (docs/configuration.md). Rules that need
 the instance catalog or several fields at once live in `validators.py`.
 """
 
@@ -147,7 +147,7 @@ class Artifact(_Frozen):
     """
 
     format: ArtifactFormat | None = None  # from the framework when absent
-    key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # default per format (README)
+    key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # default per format (docs/inference.md)
 
 
 class Generation(_Frozen):
