@@ -20,7 +20,8 @@ import json
 import pytest
 
 from .conftest import VARIANTS
-from .contract_policy import FAKE_ACCOUNT, PARTITION, Call, Stack, World, evaluate, metadata_paths
+from .test_runtime_contract import world_of
+from .contract_policy import PARTITION, Call, Stack, World, evaluate
 
 MODEL_VPC_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
                      "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
@@ -29,19 +30,10 @@ ROLES_DOC = "SageMaker Developer Guide, How to use SageMaker AI execution roles,
 KMS_DOC = "SageMaker API permissions reference (CreateTransformJob); API Reference RecommendationJobInputConfig"
 
 
-def _world(s) -> World:
-    stacks = []
-    for name, template in s.templates.items():
-        account, region = s.artifact(name)["environment"].removeprefix("aws://").split("/")
-        paths = metadata_paths(s.outdir / s.artifact(name)["additionalMetadataFile"])
-        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
-    return World(stacks)
-
-
 @pytest.fixture(scope="module", params=list(VARIANTS))
 def inference_world(request, synth) -> tuple[World, Stack]:
     workload, overrides = VARIANTS[request.param]
-    world = _world(synth(workload, overrides))
+    world = world_of(synth(workload, overrides))
     return world, world.stacks[next(n for n in world.stacks if n.endswith("InferenceStack"))]
 
 
@@ -121,7 +113,7 @@ def test_every_kind_with_a_volume_key_is_checked(synth):
     small's batch transform (m5)."""
     found = set()
     for workload in ("huge", "small"):
-        world = _world(synth(workload))
+        world = world_of(synth(workload))
         found |= {world.stacks["InferenceStack"].template["Resources"][what]["Type"]
                   for what, _, _ in _volume_keys(world, world.stacks["InferenceStack"])}
     assert found == {"AWS::SageMaker::EndpointConfig", "AWS::StepFunctions::StateMachine"}, found

@@ -9,19 +9,11 @@ import pytest
 
 from workloads import jobs, layout, load, plan
 
-from .contract_policy import FAKE_ACCOUNT, PARTITION, Call, Stack, World, evaluate, metadata_paths
+from .test_runtime_contract import world_of
+from .contract_policy import FAKE_ACCOUNT, PARTITION, Call, evaluate
 
 ROLE = "TrainStack/TrainingRole/Role/Resource"
 SAGEMAKER_JOBS = ("intermediate", "small")  # the presets whose plans run SageMaker jobs
-
-
-def _world(synth) -> World:
-    stacks = []
-    for name, template in synth.templates.items():
-        account, region = synth.artifact(name)["environment"].removeprefix("aws://").split("/")
-        paths = metadata_paths(synth.outdir / synth.artifact(name)["additionalMetadataFile"])
-        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
-    return World(stacks)
 
 
 def _repository(image_uri: str) -> str:
@@ -36,7 +28,7 @@ def estate(request, synth):
     p = plan(load(request.param))
     assert p.training.orchestrator == "sagemaker-jobs"
     s = synth(request.param)
-    world = _world(s)
+    world = world_of(s)
     train = world.stacks[next(n for n in world.stacks if n.endswith("TrainStack"))]
     data = world.stacks[next(n for n in world.stacks if n.endswith("DataStack"))]
     bucket = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
@@ -104,7 +96,7 @@ def test_nodes_roles_pull_no_job_image_and_write_no_processed_data(synth, varian
 
     name, overrides = VARIANTS[variant]
     assert not jobs.job_images(plan(load(name, overrides)))
-    world = _world(synth(name, overrides))
+    world = world_of(synth(name, overrides))
     role = world.role(ROLE)
     bucket = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
     assert not any(st for st in role.identity if "ecr:BatchGetImage" in str(st.get("Action")))

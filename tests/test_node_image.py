@@ -12,25 +12,17 @@ from workloads import load, plan
 from workloads.catalog import load_catalog, load_software
 
 from .conftest import VARIANTS
-from .contract_policy import FAKE_ACCOUNT, Call, Stack, World, evaluate, metadata_paths
+from .test_runtime_contract import world_of
+from .contract_policy import FAKE_ACCOUNT, Call, evaluate
 
 BUILD_ROLE = "TrainStack/NodeImage/BuildRole/Resource"
 LOGS_BUCKET = "DataStack/Datasets/AccessLogs/Resource"
 
 
-def _world(synth) -> World:
-    stacks = []
-    for name, template in synth.templates.items():
-        account, region = synth.artifact(name)["environment"].removeprefix("aws://").split("/")
-        paths = metadata_paths(synth.outdir / synth.artifact(name)["additionalMetadataFile"])
-        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
-    return World(stacks)
-
-
 def test_a_failed_bake_leaves_its_logs_in_the_logs_bucket(synth):
     """The infrastructure configuration names an S3 location; the build instance may write there and nowhere else."""
     s = synth("huge")
-    world = _world(s)
+    world = world_of(s)
     stack, logical = world.find("TrainStack/NodeImage/Infrastructure", "AWS::ImageBuilder::InfrastructureConfiguration")
     logs = world.resolve(stack.name, stack.template["Resources"][logical]["Properties"]["Logging"]["S3Logs"])
     bucket = world.arn(LOGS_BUCKET, "AWS::S3::Bucket")
@@ -118,7 +110,7 @@ def test_the_neuron_bake_refuses_a_parent_of_another_release(stack, tmp_path):
 
 
 def test_the_build_role_may_read_its_parents_description(synth):
-    world = _world(synth("huge"))
+    world = world_of(synth("huge"))
     role = world.role(BUILD_ROLE)
     assert evaluate(role, Call("ec2:DescribeImages", "*", "CheckParentRelease"), world).allowed
 
