@@ -125,10 +125,15 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         per_million = f"{money(ip.usd_per_million)} at {_rate(ip.requests_per_second_per_instance)} req/s/instance " \
                       f"({_rate(low)}-{_rate(high)})"
         if ip.schedule:
-            why += f" ({ip.schedule})"
+            why += f" (default schedule {ip.schedule}: set inference.batch.schedule)" if ip.schedule_is_default \
+                else f" (schedule {ip.schedule}, from the config)"
+        if ip.batch_run:
+            r = ip.batch_run
+            why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     console.print(table)
+    _print_serving_candidates(p, console)
     for ip in p.inference.values():
         if ip.throughput_basis:
             took = f"{ip.latency_ms / 1000:,.2f} s" if ip.latency_ms >= 100 else f"{ip.latency_ms:.1f} ms"
@@ -141,6 +146,29 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         console.print(f"  - {c}")
     if "serverless" in p.inference:
         console.print(f"  - serverless ${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+SHOWN_CANDIDATES = 8
+
+
+def _print_serving_candidates(p: Plan, console: Console) -> None:
+    """Per kind the planner chose: the winner and its runners-up, each with why it lost."""
+    for ip in p.inference.values():
+        if len(ip.candidates) < 2:
+            continue
+        per = "$/h at peak" if ip.kind == "realtime" else "$/million"
+        table = Table(title=f"{ip.kind}: serving candidates ({len(ip.candidates)} compared, "
+                            f"{min(SHOWN_CANDIDATES, len(ip.candidates))} shown)", title_justify="left")
+        for col in ("type", "TP", "batch", "req/s each", "instances", per, "TTFT", "TPOT", "request", "why"):
+            table.add_column(col)
+        for c in ip.candidates[:SHOWN_CANDIDATES]:
+            cost = money(c.usd_per_hour_at_peak if ip.kind == "realtime" else c.usd_per_million)
+            ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
+            table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.tensor_parallel or "-"),
+                          str(c.concurrency), _rate(c.requests_per_second), str(c.instances_at_peak), cost,
+                          ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
+                          style="bold green" if c.chosen else ("dim" if not c.meets else ""))
+        console.print(table)
 
 
 def _rate(rps: float) -> str:
