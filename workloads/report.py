@@ -101,7 +101,9 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     for d in t.decisions:
         console.print(f"  - {d}")
 
-    table = Table(title="Training candidates, side by side", title_justify="left")
+    kinds = sorted({c.price_kind for c in t.candidates if c.price_kind})
+    table = Table(title="Training candidates, side by side" + (f" (all at {kinds[0]} prices)" if len(kinds) == 1 else
+                  f" (prices: {', '.join(kinds)})" if kinds else ""), title_justify="left")
     for col in ("type", "nodes", "accelerators", "$/h (cluster)", "time", "total", "fits", "why"):
         table.add_column(col, justify="right" if col in ("nodes", "$/h (cluster)", "time", "total") else "left")
     for c in t.candidates:
@@ -139,6 +141,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
             took = f"{ip.latency_ms / 1000:,.2f} s" if ip.latency_ms >= 100 else f"{ip.latency_ms:.1f} ms"
             console.print(f"  - {ip.kind}: {took} a request; {escape(ip.throughput_basis)}")
     _print_serving(p, console)
+    _print_monthly(p, console)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:
         console.print(f"  - {a}")
@@ -146,6 +149,21 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         console.print(f"  - {c}")
     if "serverless" in p.inference:
         console.print(f"  - serverless ${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+def _print_monthly(p: Plan, console: Console) -> None:
+    m = p.monthly
+    if m is None:
+        return
+    head = f"one training run {money(m.training_run_usd)} + a month {money(m.usd_month)} = {money(m.headline_usd)}" \
+        if m.headline_usd is not None else f"a month {money(m.usd_month)} (training run not priced)"
+    table = Table(title=f"The whole estate: {head}", title_justify="left")
+    for col in ("item", "$ a month", "quantity", "price (kind)", "source"):
+        table.add_column(col, justify="right" if col == "$ a month" else "left")
+    for line in m.lines:
+        table.add_row(line.item, money(line.usd), line.quantity, line.price, line.source)
+    console.print(table)
+    console.print(f"  [dim]{m.note}[/dim]")
 
 
 SHOWN_CANDIDATES = 8

@@ -30,6 +30,7 @@ class Price:
     usd_per_hour: float
     region: str  # the region the figure is for (may differ from the one asked)
     note: str = ""
+    kind: str = "EC2 on-demand"  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class InstanceType:
     regions: tuple[str, ...]
     ec2_prices: dict[str, float | None]
     sagemaker_prices: dict[str, float | None]
+    capacity_block_prices: dict[str, float | None]
     sources: tuple[str, ...]
     as_of: str
     note: str = ""
@@ -61,14 +63,18 @@ class InstanceType:
     def on_sagemaker(self) -> bool:
         return any(v is not None for v in self.sagemaker_prices.values())
 
-    def price(self, region: str, *, sagemaker: bool) -> Price | None:
-        """On-demand $/h in `region`, or the us-east-1 figure with a note when not recorded."""
-        prices = self.sagemaker_prices if sagemaker else self.ec2_prices
+    def price(self, region: str, *, sagemaker: bool, capacity_block: bool = False) -> Price | None:
+        """$/h of one kind (SageMaker on-demand, EC2 on-demand or EC2 Capacity Block) in `region`, or a priced
+        region's figure with a note when not recorded. Never another kind: kinds are compared like for like."""
+        kind = "EC2 Capacity Block" if capacity_block else "SageMaker on-demand" if sagemaker else "EC2 on-demand"
+        prices = self.capacity_block_prices if capacity_block else self.sagemaker_prices if sagemaker \
+            else self.ec2_prices
         if prices.get(region) is not None:
-            return Price(float(prices[region]), region)
-        for fallback in PRICED_REGIONS:
+            return Price(float(prices[region]), region, kind=kind)
+        for fallback in (*PRICED_REGIONS, *prices):
             if prices.get(fallback) is not None:
-                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown")
+                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown",
+                             kind=kind)
         return None
 
 
@@ -184,6 +190,7 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         regions=tuple(raw["regions"]),
         ec2_prices=dict(prices.get("ec2") or {}),
         sagemaker_prices=dict(prices.get("sagemaker") or {}),
+        capacity_block_prices=dict(prices.get("capacity_block") or {}),
         sources=tuple(raw["sources"]),
         as_of=str(raw["as_of"]),
         note=raw.get("note") or "",
