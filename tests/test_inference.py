@@ -28,7 +28,14 @@ NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "infer
 def test_kinds_follow_the_traffic(overrides, kind):
     p = plan(load("small", {**NO_KINDS, **overrides}))
     assert list(p.inference) == [kind]
-    assert "(seeds)" in p.inference[kind].why_kind
+    assert "(seeds)" not in p.inference[kind].why_kind  # a source users can read, or none
+
+
+@pytest.mark.parametrize("workload", ["small", "intermediate", "huge"])
+def test_the_plan_cites_no_source_users_cannot_read(workload):
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", workload], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "seeds" not in out
 
 
 def test_serverless_memory_is_sized_for_the_model():

@@ -216,18 +216,18 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     if listed:
         return {k: (s, "listed in the config") for k, s in listed.items()}
     if inf.traffic == "periodic":
-        return {"batch": (Batch(), "periodic work on large datasets: batch transform (seeds)")}
+        return {"batch": (Batch(), "periodic work on large datasets: batch transform (SageMaker Developer Guide, 'Inference options')")}
     if inf.payload_mb > 6 or inf.processing_seconds > 60:
         return {"async": (Async(), f"{inf.payload_mb:g} MB / {inf.processing_seconds:g} s is past real-time's "
-                                   "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (seeds)")}
+                                   "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (SageMaker Developer Guide, 'Inference options')")}
     memory = _serverless_memory_mb(w)
     cold_starts_ok = inf.latency_ms is None or inf.latency_ms >= 1000
     cpu_servable = artifact_format(w)[0] != "huggingface"  # LLM serving containers need GPU or Inferentia2
     if inf.traffic in ("spiky", "rare") and inf.payload_mb <= 4 and memory and cold_starts_ok and cpu_servable:
         return {"serverless": (Serverless(memory_mb=memory), f"{inf.traffic} traffic, cold starts tolerated: "
-                                                            "serverless scales to zero (seeds)")}
+                                                            "serverless scales to zero (SageMaker Developer Guide, 'Inference options')")}
     if inf.traffic == "rare":
-        return {"async": (Async(), "rare requests: asynchronous scales to zero between them (seeds)")}
+        return {"async": (Async(), "rare requests: asynchronous scales to zero between them (SageMaker Developer Guide, 'Inference options')")}
     return {"realtime": (Realtime(), _why_realtime(w, memory, cold_starts_ok, cpu_servable))}
 
 
@@ -236,10 +236,10 @@ def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_ser
     inf = w.inference
     if inf.traffic == "steady":
         need = f" and a {inf.latency_ms} ms latency target" if inf.latency_ms else ""
-        return f"steady traffic{need}: real-time (seeds)"
+        return f"steady traffic{need}: real-time"
     if not cold_starts_ok:
         return f"{inf.traffic} traffic, but a {inf.latency_ms} ms latency target rules out serverless cold starts: " \
-               "real-time (seeds)"
+               "real-time"
     if not cpu_servable:
         return f"{inf.traffic} traffic, but an LLM needs a GPU or Inferentia2 and serverless is CPU only: real-time"
     if memory is None:

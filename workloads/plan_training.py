@@ -41,12 +41,12 @@ TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
                      "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
 }
 TIER_REASON = {
-    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA (seeds); Trainium means "
+    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA; Trainium means "
                 "Trn2 now, the generation Neuron still trains on",
-    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed (seeds)",
-    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5 (seeds)",
-    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5 (seeds)",
-    "scikit-learn": "classic ML trains on CPU, never a GPU (seeds)",
+    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed",
+    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5",
+    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5",
+    "scikit-learn": "classic ML trains on CPU, never a GPU",
 }
 # Inference families in order of preference per need; the cheapest that holds the model wins.
 

@@ -243,3 +243,12 @@ def print_catalog(cat: Catalog, console: Console | None = None) -> None:
     console.print(table)
     for s in cat.sources.values():
         console.print(f"  [{s.key}] {s.title} <{s.url}> checked {s.checked}")
+
+
+def print_team_budget(b: dict, console: Console | None = None) -> None:
+    """A team's plan against its monthly budget (python -m workloads plan -c teams=FILE -c team=NAME)."""
+    console = console or _console()
+    verdict = "unknown" if b["fits_budget"] is None else "fits" if b["fits_budget"] else "EXCEEDS"
+    console.print(f"[bold]Team {b['team']}[/bold]  families {', '.join(b['allowed_instance_families'])}; "
+                  f"{b['estimate_is']} {money(b['monthly_estimate_usd'])} against a monthly budget of "
+                  f"{money(b['monthly_budget_usd'])}: {verdict}")
