@@ -30,13 +30,16 @@ MAX_INSTANCES = 512
 # Small data is copied to each node (File mode); mid-size streams (FastFile); TB data -> FSx.
 FILE_MODE_MAX_GIB = 50
 XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
+# The most data one catalog node holds for XGBoost (r5.12xlarge, 384 GiB, in MEMORY_HEADROOM): beyond it, distribute.
+ONE_NODE_MAX_GIB = 384 * 0.8
 
 TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
     "large-dl": ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
                  "p6-b300.48xlarge"),
     "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
     "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
-    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge"),
+    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge",
+                "r5.xlarge", "r5.2xlarge", "r5.4xlarge", "r5.12xlarge"),
     "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
                      "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
 }
@@ -45,7 +48,8 @@ TIER_REASON = {
                 "Trn2 now, the generation Neuron still trains on",
     "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed",
     "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5",
-    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5",
+    "xgboost": "XGBoost is memory-bound: general purpose m5 and memory optimized r5, not compute optimized c5; one "
+               "node that holds the data before distributed training",
     "scikit-learn": "classic ML trains on CPU, never a GPU",
 }
 # Inference families in order of preference per need; the cheapest that holds the model wins.
@@ -209,6 +213,10 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
         count = w.training.instance_count or max(1, math.ceil(need_gib / per_node))
         feasible = count <= MAX_INSTANCES and need_gib <= per_node * count
         why = f"{need_gib:.0f} GiB of data in memory over {count} node(s)"
+        if feasible and count > 1 and not w.training.instance_count and need_gib <= ONE_NODE_MAX_GIB:
+            # Distributed XGBoost adds the network to every histogram round for no saving while a larger node holds
+            # the data: an architect sizes up before out.
+            feasible, why = False, f"{count} nodes: a single larger node holds {need_gib:.0f} GiB"
     return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", price.usd_per_hour * count,
                      None, None, feasible, why)
 
