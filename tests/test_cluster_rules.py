@@ -98,7 +98,8 @@ def test_training_on_trn1_is_refused_with_the_reason(itype):
         plan(load("huge", {"training.instance_type": itype}))
     text = str(err.value)
     assert "training.instance_type" in text and itype in text and "Trn2 and Trn3 only" in text
-    assert "allowed: trn2.48xlarge" in text
+    # trn2.48xlarge is sold as Capacity Blocks only: on-demand plans offer the on-demand alternatives (issue 24).
+    assert "allowed: p4d.24xlarge" in text
 
 
 def test_volta_gpus_are_refused_for_training():

@@ -1,78 +1,15 @@
-"""Issue 5: inference kinds chosen and sized from the workload, their limits and their templates
-(`python -m workloads invoke` against the emulator is in test_emulator_contract.py)."""
+"""Issue 5: the inference templates (kinds chosen and sized by the planner are tested in test_plan_serving.py;
+`python -m workloads invoke` against the emulator is in test_emulator_contract.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from workloads import ConfigError, load, plan
+from workloads import load, plan
 
-from .conftest import ROOT, VARIANTS
-
-NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "inference.batch": "null"}
-
-
-@pytest.mark.parametrize("overrides, kind", [
-    ({"inference.traffic": "steady"}, "realtime"),
-    ({"inference.traffic": "spiky"}, "serverless"),
-    ({"inference.traffic": "spiky", "inference.latency_ms": "100"}, "realtime"),
-    ({"inference.traffic": "periodic"}, "batch"),
-    ({"inference.payload_mb": "50"}, "async"),
-    ({"inference.processing_seconds": "300"}, "async"),
-    ({"inference.traffic": "rare", "model.parameters_billion": "7", "model.framework": "pytorch"}, "async"),
-])
-def test_kinds_follow_the_traffic(overrides, kind):
-    p = plan(load("small", {**NO_KINDS, **overrides}))
-    assert list(p.inference) == [kind]
-    assert "(seeds)" in p.inference[kind].why_kind
-
-
-def test_serverless_memory_is_sized_for_the_model():
-    p = plan(load("small", {**NO_KINDS, "inference.traffic": "spiky", "model.framework": "pytorch",
-                            "model.parameters_billion": "1"}))
-    assert p.inference["serverless"].memory_mb == 5120  # 1B fp32 = 3.7 GiB, in 80% of memory
-
-
-@pytest.mark.parametrize("overrides, field, fragment", [
-    ({"inference.payload_mb": "10"}, "inference.payload_mb", "at most 6 MB for realtime"),
-    ({"inference.processing_seconds": "120"}, "inference.processing_seconds", "at most 60 s for realtime"),
-    ({"inference.realtime": "null", "inference.payload_mb": "5"}, "inference.payload_mb", "at most 4 MB for serverless"),
-    ({"inference.serverless.memory_mb": "1500"}, "inference.serverless.memory_mb", "multiple of 1024"),
-    ({"inference.serverless.max_concurrency": "201"}, "inference.serverless.max_concurrency", "200"),
-    ({"inference.serverless.provisioned_concurrency": "30"}, "inference.serverless",
-     "provisioned_concurrency 30 exceeds max_concurrency 20"),
-    ({"inference.processing_seconds": "4000"}, "inference.processing_seconds", "less than or equal to 3600"),
-    ({"inference.payload_mb": "2048"}, "inference.payload_mb", "less than or equal to 1024"),
-    ({"inference.batch.max_payload_mb": "101"}, "inference.batch.max_payload_mb", "less than or equal to 100"),
-    ({"inference.batch.max_payload_mb": "20", "inference.batch.max_concurrent_transforms": "6"},
-     "inference.batch", "max_concurrent_transforms x max_payload_mb = 120 MB exceeds 100 MB"),
-])
-def test_limits_are_refused_with_the_field_named(overrides, field, fragment):
-    with pytest.raises(ConfigError) as err:
-        load("small", overrides)
-    assert str(err.value).startswith(f"{field} = ") and fragment in str(err.value), str(err.value)
-
-
-def test_async_allows_what_real_time_cannot():
-    p = plan(load("small", {**NO_KINDS, "inference.async.max_instances": "2", "inference.payload_mb": "500",
-                            "inference.processing_seconds": "1800"}))
-    assert list(p.inference) == ["async"]
-
-
-def test_plan_shows_cost_per_kind():
-    p = plan(load("huge"))
-    for kind in ("realtime", "async", "batch"):
-        ip = p.inference[kind]
-        assert ip.instance_type.startswith("ml.") and ip.usd_per_hour_max >= ip.usd_per_hour_min
-        assert ip.requests_per_second_per_instance > 0 and ip.usd_per_million > 0
-    s = plan(load("small")).inference["serverless"]
-    assert s.instance_type is None and s.usd_per_million == pytest.approx(2 * 0.5 * 0.00002 * 1e6)
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small"], cwd=ROOT, capture_output=True, text=True)
-    assert "$ per million requests" in out.stdout and "req/s/instance" in out.stdout
+from .conftest import VARIANTS
 
 
 def _props(s, rtype, prefix):

@@ -4,6 +4,8 @@ serving with room for the KV cache at a valid tensor-parallel degree."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from workloads import ConfigError, load, plan
@@ -56,8 +58,10 @@ def test_a_capacity_block_is_not_priced_as_on_demand():
     e = plan(load("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
                            "training.capacity_reservation_az": "us-east-2b",
                            "training.capacity_block": "true"})).training.estimate
-    assert e.usd_total is None and e.hours  # time is known, the block's price is not
-    assert "Capacity Block" in e.price_note and "unknown" in e.price_note
+    # Priced at the block's own rate (trn2.48xlarge $35.76/h, ec2-capacity-blocks-guide), in whole days.
+    assert e.usd_per_hour == pytest.approx(35.76 * 16)
+    assert e.usd_total == pytest.approx(math.ceil(e.hours / 24) * 24 * e.usd_per_hour)
+    assert "EC2 Capacity Block" in e.price_note and "whole days" in e.price_note
 
 
 def test_team_plans_compare_only_allowed_families():
@@ -74,8 +78,9 @@ def test_llm_serving_leaves_room_for_the_kv_cache():
     sized = {"model.parameters_billion": "13", "model.attention_heads": "40", "inference.realtime": "{min_instances: 1}"}
     p = plan(load("intermediate", sized))
     rt = p.inference["realtime"]
-    assert rt.instance_type == "ml.inf2.24xlarge" and rt.serving.tensor_parallel == 10  # 40 heads, 12 cores
-    assert any("KV cache 12.5 GiB" in n for n in rt.serving.notes)
+    # Neuron pads 40 heads over all 12 cores; the batch is what the cache room and the published cap allow.
+    assert rt.instance_type == "ml.inf2.24xlarge" and rt.serving.tensor_parallel == 12
+    assert any(f"KV cache {rt.concurrency * 3.125:.1f} GiB" in n for n in rt.serving.notes)
     shorter = plan(load("intermediate", {**sized, "inference.generation.max_total_tokens": "2048",
                                          "inference.generation.max_input_tokens": "1024",
                                          "inference.generation.max_batch_size": "1"}))

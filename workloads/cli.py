@@ -76,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
             from .report import print_catalog
             print_catalog(load_catalog())
             return 0
-        result = plan(load(args.workload, parse_overrides(args.context)))
+        overrides = parse_overrides(args.context)
+        if args.command == "plan" and ({"teams", "team"} & set(overrides)):
+            result, budget = _team_plan(overrides)
+            _show(result, as_json=args.json, budget=budget)
+            return 0
+        result = plan(load(args.workload, overrides))
         if args.command in ("submit", "process"):
             return _run_job(args, result)
         if args.command == "invoke":
@@ -152,13 +157,38 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
     return 0
 
 
-def _show(result: Plan, *, as_json: bool) -> None:
+def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
+    """`-c teams=FILE -c team=NAME`: that team's plan, within its families, against its monthly budget."""
+    from .teams import load_teams
+
+    missing = [k for k in ("teams", "team") if k not in overrides]
+    others = sorted(set(overrides) - {"teams", "team"})
+    if missing or others:
+        raise ConfigError("-c", ", ".join(missing or others), "-c teams=FILE -c team=NAME and nothing else (change "
+                          "the team's overrides in its file)", reason="a team's plan is planned from its teams file")
+    stamped = load_teams(overrides["teams"], only=overrides["team"])[0]
+    t, m = stamped.team, stamped.plan.monthly
+    month = m.headline_usd if m and m.headline_usd is not None else (m.usd_month if m else None)
+    budget = {"team": t.name, "allowed_instance_families": list(t.allowed_instance_families),
+              "monthly_budget_usd": t.budget.monthly_usd, "monthly_estimate_usd": month,
+              "estimate_is": "one training run plus a month of the estate" if m and m.headline_usd is not None
+              else "a month of the estate (training run not priced)",
+              "fits_budget": None if month is None else month <= t.budget.monthly_usd}
+    return stamped.plan, budget
+
+
+def _show(result: Plan, *, as_json: bool, budget: dict | None = None) -> None:
     if as_json:
-        json.dump(result.to_dict(), sys.stdout, indent=2)
+        out = result.to_dict()
+        if budget:
+            out["team"] = budget
+        json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
-    from .report import print_plan
+    from .report import print_plan, print_team_budget
     print_plan(result)
+    if budget:
+        print_team_budget(budget)
 
 
 def _invoke(args: argparse.Namespace, result: Plan) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import statistics
 
@@ -79,6 +81,15 @@ def serving_fits(parameters_billion: float, memory_gib: float, bytes_per_param: 
     return parameters_billion * 1e9 * bytes_per_param / 2**30 <= memory_gib * MEMORY_HEADROOM
 
 
+def billed_hours(hours: float, price_kind: str) -> float:
+    """Hours paid for: Capacity Blocks are bought in whole days (EC2 User Guide, Capacity Blocks for ML: 1-day
+    increments up to 14 days, then 7-day increments); other kinds bill by the second."""
+    if price_kind != "EC2 Capacity Block":
+        return hours
+    days = max(1, math.ceil(hours / 24 - 1e-9))
+    return 24 * (days if days <= 14 else 7 * math.ceil(days / 7))
+
+
 def hours(flops: float, itype: InstanceType, count: int, utilisation: float) -> float:
     """Wall-clock hours at a model-FLOPs utilisation measured at cluster scale (scaling losses included)."""
     assert itype.peak_tflops
@@ -139,3 +150,95 @@ def usd_per_million(usd_per_hour: float, rps: float) -> float:
 
 def serverless_usd_per_million(memory_mb: int, seconds_per_request: float) -> float:
     return memory_mb / 1024 * seconds_per_request * SERVERLESS_USD_PER_GB_SECOND * 1e6
+
+
+# ---------------------------------------------------------------- the whole estate a month
+
+@dataclass(frozen=True)
+class MonthlyLine:
+    item: str
+    usd: float
+    quantity: str  # what is multiplied, and whether it is assumed
+    price: str  # the unit price with its kind
+    source: str  # key of catalog/services.yaml sources, or the instance catalog's
+
+
+@dataclass(frozen=True)
+class Monthly:
+    lines: tuple[MonthlyLine, ...]
+    usd_month: float  # every line but the training run
+    training_run_usd: float | None
+    headline_usd: float | None  # one training run plus a month of everything else
+    note: str
+    sources: dict[str, str]  # key -> "title <url>, checked date"
+
+
+@cache
+def load_services() -> dict:
+    from .packaged import read_packaged_yaml
+    return read_packaged_yaml(Path(__file__).parent / "catalog" / "services.yaml")
+
+
+def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
+    """A month of the estate: storage, network, serving at minimum capacity, scheduled batch runs, notebook and
+    logs, priced from catalog/services.yaml; the headline adds one training run."""
+    svc = load_services()
+    hours = svc["hours_per_month"]
+    assumed = svc["assumed"]
+    lines = []
+
+    def add(item, usd, quantity, price, source):
+        lines.append(MonthlyLine(item, round(usd, 2), quantity, price, source))
+
+    if training.fsx:
+        f = training.fsx
+        rate = svc["fsx_lustre"]["persistent_2_ssd"][f.per_unit_mb_s]
+        add("FSx for Lustre", f.storage_capacity_gib * rate, f"{f.storage_capacity_gib:,} GiB PERSISTENT_2 SSD at "
+            f"{f.per_unit_mb_s} MB/s/TiB", f"${rate}/GB-month (FSx list price)", svc["fsx_lustre"]["source"])
+    nat = svc["nat_gateway"]
+    gb = assumed["nat_gb_processed_per_month"]
+    add("NAT gateway hours", hours * nat["usd_per_hour"], f"1 gateway x {hours} h", f"${nat['usd_per_hour']}/h "
+        "(VPC list price)", nat["source"])
+    add("NAT gateway data processed", gb * nat["usd_per_gb_processed"], f"{gb} GB (assumed: images, packages, AWS "
+        "API calls; S3 goes through the gateway endpoint)", f"${nat['usd_per_gb_processed']}/GB (VPC list price)",
+        nat["source"])
+    s3 = svc["s3_standard"]
+    gb_data = w.data.dataset_size_gib * 2**30 / 1e9
+    add("S3 storage of the dataset", gb_data * s3["usd_per_gb_month"], f"{gb_data:,.0f} GB (the dataset)",
+        f"${s3['usd_per_gb_month']}/GB-month (S3 Standard list price)", s3["source"])
+    efs = svc["efs_standard"]
+    if w.data.shared_home or w.data.storage == "efs":
+        size = w.data.dataset_size_gib if w.data.storage == "efs" else assumed["efs_home_gib"]
+        what = "the dataset" if w.data.storage == "efs" else "assumed /home"
+        add("EFS", size * 2**30 / 1e9 * efs["usd_per_gb_month"], f"{size:,.0f} GiB ({what})",
+            f"${efs['usd_per_gb_month']}/GB-month (EFS Standard list price)", efs["source"])
+    for ip in inference.values():
+        if ip.kind == "batch" and ip.batch_run:
+            r = ip.batch_run
+            add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.2f} "
+                f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule})",
+                f"{ip.instance_type} at SageMaker on-demand", "catalog")
+        elif ip.kind == "serverless":
+            add("serverless endpoint at minimum", 0.0, "scales to zero; billed per GB-second of requests",
+                f"${SERVERLESS_USD_PER_GB_SECOND}/GB-s (unconfirmed list price)", "catalog")
+        else:
+            add(f"{ip.kind} endpoint at minimum capacity", (ip.usd_per_hour_min or 0) * hours,
+                f"{ip.min_instances} x {ip.instance_type} x {hours} h", f"${(ip.usd_per_hour_min or 0):,.4g}/h at "
+                "minimum (SageMaker on-demand)", "catalog")
+    if w.notebook and notebook_price is not None:
+        h = assumed["notebook_hours_per_month"]
+        add("notebook", notebook_price * h, f"{h} h (assumed: stops itself after {w.notebook.idle_minutes} idle "
+            "minutes)", f"${notebook_price}/h (SageMaker on-demand)", "catalog")
+    logs = svc["cloudwatch_logs"]
+    gb_logs = assumed["log_gb_per_month"]
+    add("CloudWatch logs", gb_logs * (logs["usd_per_gb_ingested"] + logs["usd_per_gb_month_stored"]),
+        f"{gb_logs} GB ingested and stored (assumed)", f"${logs['usd_per_gb_ingested']}/GB ingested + "
+        f"${logs['usd_per_gb_month_stored']}/GB-month (CloudWatch list price)", logs["source"])
+    month = round(sum(line.usd for line in lines), 2)
+    run = training.estimate.usd_total
+    region = "" if w.region == "us-east-1" else f"; service prices are us-east-1's ({w.region} may differ)"
+    return Monthly(tuple(lines), month, None if run is None else round(run, 2),
+                   None if run is None else round(run + month, 2),
+                   f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "
+                   f"network and logs{region}",
+                   {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()})

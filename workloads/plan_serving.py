@@ -9,20 +9,44 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import estimates as est
 from . import speed
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_serving
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import ServingPlan, artifact_format, attention_heads, kv_cache_gib, layout_of, plan_serving, tensor_parallel
+from .serving import TGI_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
 from .startup import Startup, plan_startup
 
-# Inference families in order of preference per need; the cheapest that holds the model wins.
+# Inference families in order of preference per need; the cheapest that meets the targets wins.
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
-GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g5.12xlarge", "g5.48xlarge", "p4d.24xlarge")
+GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
+               "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge")
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
+# The field each missed target names.
+TARGET_FIELDS = {"time to first token": "inference.time_to_first_token_ms",
+                 "time per output token": "inference.time_per_output_token_ms",
+                 "whole-request latency": "inference.latency_ms"}
+
+
+@dataclass(frozen=True)
+class ServingCandidate:
+    """One type (and, for LLMs, one tensor-parallel degree) costed for a kind, side by side."""
+
+    instance_type: str
+    tensor_parallel: int | None
+    concurrency: int  # requests one instance serves at once
+    requests_per_second: float  # one instance, likely
+    instances_at_peak: int
+    usd_per_hour_at_peak: float
+    usd_per_million: float
+    latency_ms: float
+    ttft_ms: float | None
+    tpot_ms: float | None
+    meets: bool
+    why: str  # why it won, or why it lost
+    chosen: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,11 +63,14 @@ class InferencePlan:
     memory_mb: int | None = None
     max_concurrency: int | None = None
     schedule: str | None = None
+    schedule_is_default: bool = False  # batch: the schema's default schedule, not the user's
     invocations_per_instance: int | None = None  # real-time scaling target, per minute
     why_kind: str = ""
     requests_per_second_per_instance: float | None = None  # the throughput the $/million assumes (likely)
     requests_per_second_range: tuple[float, float] | None = None  # (low, high) over the published spread
     latency_ms: float | None = None  # one request, modelled, at `concurrency` in flight
+    ttft_ms: float | None = None  # LLMs: time to first token, modelled
+    tpot_ms: float | None = None  # LLMs: time per output token, modelled
     concurrency: int | None = None  # requests one instance serves at once
     throughput_basis: str = ""  # what the throughput rests on, with sources
     usd_per_million: float | None = None
@@ -55,102 +82,128 @@ class InferencePlan:
     max_concurrent_transforms: int | None = None
     serving: ServingPlan | None = None  # container, artifact and environment
     startup: Startup | None = None  # endpoint variants: download and start-up timeouts, ML volume size
+    candidates: tuple[ServingCandidate, ...] = ()  # what was compared, the winner marked
+    price_kind: str = "SageMaker on-demand"
+    batch_run: BatchRun | None = None  # batch: one scheduled run
 
 
-
-def _cheapest_fitting(names: tuple[str, ...], w: Workload, cat: Catalog, *, fits: Callable[[InstanceType], bool],
-                      cost: Callable[[InstanceType], float | None]) -> tuple[InstanceType | None, list[InstanceType]]:
-    """(the fitting type of least cost, the fitting types whose cost is None: too slow for the latency target)."""
-    costs: dict[str, tuple[float, InstanceType]] = {}
-    too_slow = []
-    for name in names:
-        itype = cat.get(name)
-        if itype is None or not cat.allows(name) or w.region not in itype.regions \
-                or itype.price(w.region, sagemaker=True) is None or not fits(itype):
-            continue
-        c = cost(itype)
-        if c is None:
-            too_slow.append(itype)
-        else:
-            costs[name] = (c, itype)
-    return (min(costs.values(), key=lambda pair: pair[0])[1] if costs else None), too_slow
+def _llm(w: Workload) -> bool:
+    return artifact_format(w)[0] == "huggingface"
 
 
-def serving_speed(kind: str, w: Workload, itype: InstanceType) -> speed.Speed:
-    """How fast one instance serves this workload's requests; the latency target binds real-time only."""
-    target = w.inference.latency_ms if kind == "realtime" else None
+def _speeds(kind: str, w: Workload, itype: InstanceType) -> list[tuple[int | None, speed.Speed]]:
+    """(degree, speed) of every way the type can serve: LLMs at each tensor-parallel degree that holds them."""
+    targets = speed.Targets.of(kind, w)
     # A transform job has at most MaxConcurrentTransforms requests in flight per instance.
     limit = (w.inference.batch or Batch()).concurrency_limit() if kind == "batch" else None
     classic = w.model.framework in CLASSIC_ML
     if classic or itype.accelerator is None:
-        return speed.cpu(w, itype, target, classic=classic, max_concurrency=limit)
-    if artifact_format(w)[0] == "huggingface":
+        return [(None, speed.cpu(w, itype, targets.request_ms, classic=classic, max_concurrency=limit))]
+    if _llm(w):
         heads, _ = attention_heads(w)
-        degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv_cache_gib(w))
-        assert degree is not None
-        return speed.llm(w, itype, degree, target, max_concurrency=limit)
-    return speed.encoder(w, itype, target)
+        out = [(d, speed.llm(w, itype, d, targets, max_concurrency=limit)) for d in tensor_degrees(itype, heads)]
+        return [(d, s) for d, s in out if s is not None]
+    return [(None, speed.encoder(w, itype, targets.request_ms))]
 
 
-def _serving_cost(kind: str, w: Workload) -> Callable[[InstanceType], float | None]:
-    """Real-time: $/h of the instances the peak needs; async and batch: $ per request. None: misses the latency."""
-    def cost(itype: InstanceType) -> float | None:
-        s = serving_speed(kind, w, itype)
-        if not s.meets_latency:
-            return None
-        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
-        if kind == "realtime":
-            return hourly * math.ceil(w.inference.requests_per_second / s.requests_per_second)
-        return hourly / s.requests_per_second
-    return cost
+def _candidate(kind: str, w: Workload, itype: InstanceType, degree: int | None, s: speed.Speed) -> ServingCandidate:
+    hourly = itype.price(w.region, sagemaker=True).usd_per_hour
+    needed = max(1, math.ceil(w.inference.requests_per_second / s.requests_per_second))
+    return ServingCandidate(ML_PREFIX + itype.name, degree, s.concurrency, round(s.requests_per_second, 3), needed,
+                            round(hourly * needed, 4), round(est.usd_per_million(hourly, s.requests_per_second), 2),
+                            round(s.latency_ms, 1), None if s.ttft_ms is None else round(s.ttft_ms, 1),
+                            None if s.tpot_ms is None else round(s.tpot_ms, 1), s.meets_latency, s.missed)
 
 
-def _weights_fit(w: Workload, bytes_per_param: float) -> Callable[[InstanceType], bool]:
-    def fits(itype: InstanceType) -> bool:
+def _cost(kind: str, c: ServingCandidate) -> tuple[float, int]:
+    """Real-time: $/h of the instances the peak needs; async and batch: $ per request."""
+    # Ties go to the faster request, then to the cheaper instance (less at minimum capacity).
+    return (round(c.usd_per_hour_at_peak, 2), round(c.latency_ms), c.usd_per_hour_at_peak / c.instances_at_peak) \
+        if kind == "realtime" else (round(c.usd_per_million, 2), round(c.latency_ms), 0)
+
+
+def serving_speed(kind: str, w: Workload, itype: InstanceType, degree: int | None = None) -> speed.Speed:
+    """How fast one instance serves this kind: at `degree`, or the degree of least cost that meets the targets."""
+    options = [(d, s) for d, s in _speeds(kind, w, itype) if degree is None or d == degree]
+    if not options:
+        raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}",
+                          "a type with more accelerator memory, or lower inference.generation limits",
+                          reason=f"no tensor-parallel degree the container allows holds the "
+                                 f"{w.model.parameters_billion:g}B model's weights and one sequence's KV cache")
+    return min(options, key=lambda ds: (not ds[1].meets_latency, _cost(kind, _candidate(kind, w, itype, *ds))))[1]
+
+
+def _eligible(name: str, w: Workload, cat: Catalog, bytes_per_param: float | None) -> InstanceType | None:
+    itype = cat.get(name)
+    if itype is None or not cat.allows(name) or w.region not in itype.regions \
+            or itype.price(w.region, sagemaker=True) is None:
+        return None
+    if _llm(w) and itype.accelerator and itype.accelerator.model in TGI_TOO_OLD:
+        return None  # TGI needs Ampere or newer
+    if bytes_per_param is not None:
         memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
-        return est.serving_fits(w.model.parameters_billion, memory, bytes_per_param)
-    return fits
+        if not est.serving_fits(w.model.parameters_billion, memory, bytes_per_param):
+            return None
+    return itype
 
 
-def _llm_fits(w: Workload) -> Callable[[InstanceType], bool]:
-    """An LLM fits where a tensor-parallel degree that divides its attention heads holds its weights."""
-    heads, _ = attention_heads(w)
-    kv = kv_cache_gib(w)
-    return lambda itype: itype.accelerator is not None and \
-        tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv) is not None
+def _compare(kind: str, w: Workload, cat: Catalog, names: tuple[str, ...],
+             bytes_per_param: float | None) -> list[tuple[ServingCandidate, InstanceType, speed.Speed]]:
+    out = []
+    for name in names:
+        itype = _eligible(name, w, cat, bytes_per_param)
+        if itype is None or (_llm(w) and itype.accelerator is None):
+            continue
+        out += [(_candidate(kind, w, itype, d, s), itype, s) for d, s in _speeds(kind, w, itype)]
+    return out
 
 
-def _serving_type(kind: str, w: Workload, cat: Catalog) -> tuple[InstanceType, str]:
-    """The cheapest type that holds the model and meets the latency: at the peak for real-time, per request else."""
-    cost, too_slow = _serving_cost(kind, w), []
+def _ranked(kind: str, cands: list[tuple[ServingCandidate, InstanceType, speed.Speed]]
+            ) -> tuple[tuple[ServingCandidate, ...], tuple[ServingCandidate, InstanceType, speed.Speed] | None]:
+    """Candidates, cheapest meeting the targets first, each saying why it lost; and the winner."""
+    ok = sorted((c for c in cands if c[0].meets), key=lambda c: _cost(kind, c[0]))
+    best = ok[0] if ok else None
+    unit = "$/h at the peak" if kind == "realtime" else "$ per million requests"
+    rows = []
+    for c, _, _ in ok + sorted((c for c in cands if not c[0].meets), key=lambda c: c[0].latency_ms):
+        if best and c is best[0]:
+            why = f"least {unit} that meets the targets"
+        elif not c.meets:
+            why = f"misses the target: {c.why}"
+        else:
+            more = _cost(kind, c)[0] - _cost(kind, best[0])[0]
+            why = f"${more:,.2f} more {unit}" if more > 0.005 else f"ties at {unit}; slower a request, or dearer at minimum capacity"
+        rows.append(replace(c, why=why, chosen=best is not None and c is best[0]))
+    return tuple(rows), best
+
+
+def _serving_type(kind: str, w: Workload, cat: Catalog
+                  ) -> tuple[InstanceType, str, speed.Speed, int | None, tuple[ServingCandidate, ...]]:
+    """The type (and degree) of least cost that holds the model and meets the targets: at the peak for real-time,
+    per request else. The comparison comes back for the plan's table."""
     least = "the fewest dollars an hour at the peak" if kind == "realtime" else "the lowest cost per request"
     if w.model.framework in CLASSIC_ML:
-        itype, slow = _cheapest_fitting(CPU_SERVING if kind != "batch" else CPU_SERVING[4:], w, cat,
-                                        fits=_weights_fit(w, est.CPU_BYTES_PER_PARAM), cost=cost)
-        too_slow += slow
-        if itype:
-            return itype, "classic ML serves on CPU" + (" (seeds: low, steady traffic)" if kind == "realtime" else "") \
-                + f"; {least}"
-    llm = artifact_format(w)[0] == "huggingface"
-    fits = _llm_fits(w) if llm else _weights_fit(w, est.SERVE_BYTES_PER_PARAM)
-    # Inferentia2 serves LLMs through TGI on Neuron; other PyTorch models would need their own Neuron compile.
-    if llm and w.model.neuron_supported and kind == "realtime":
-        itype, slow = _cheapest_fitting(INFERENTIA, w, cat, fits=fits, cost=cost)
-        too_slow += slow
-        if itype:
-            return itype, f"Neuron supports the model: Inferentia2 gives the best price-performance (seeds); {least}"
-    itype, slow = _cheapest_fitting(GPU_SERVING, w, cat, fits=fits, cost=cost)
-    too_slow += slow
-    if itype:
-        why = {"realtime": "GPU for throughput and latency (seeds)",
-               "async": "GPU for large payloads and long inferences (seeds)",
-               "batch": "GPU that holds the model, for periodic large datasets"}[kind]
-        return itype, f"{why}; {least}"
-    if too_slow:
-        s, fastest = min(((serving_speed(kind, w, t), t) for t in too_slow), key=lambda pair: pair[0].latency_ms)
-        raise _too_slow(w, fastest, s, "the fastest that holds the model", "")
-    raise ConfigError(f"inference.{kind}.instance_type", None, "set one explicitly",
-                      reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
+        names, why = (CPU_SERVING if kind != "batch" else CPU_SERVING[4:]), "classic ML serves on CPU"
+        cands = _compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM)
+    else:
+        llm = _llm(w)
+        names = GPU_SERVING
+        # Inferentia2 serves LLMs through TGI on Neuron; other PyTorch models would need their own Neuron compile.
+        if llm and w.model.neuron_supported and kind == "realtime":
+            names = INFERENTIA + GPU_SERVING
+        cands = _compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM)
+        why = {"realtime": "GPU or Inferentia2 for throughput and latency", "async": "GPU for large payloads and long "
+               "inferences", "batch": "GPU that holds the model, for periodic large datasets"}[kind]
+    table, best = _ranked(kind, cands)
+    if best is None:
+        if cands:
+            c, fastest, s = min(cands, key=lambda c: c[0].latency_ms)
+            raise _too_slow(w, fastest, s, "the fastest that holds the model", "")
+        raise ConfigError(f"inference.{kind}.instance_type", None, "set one explicitly",
+                          reason=f"no catalog type holds a {w.model.parameters_billion:g}B-parameter model")
+    c, itype, s = best
+    others = sum(1 for r in table if not r.chosen)
+    return itype, f"{why}; {least} among {others + 1} compared (table below)", s, c.tensor_parallel, table
 
 
 KINDS = ("realtime", "serverless", "async", "batch")
@@ -163,18 +216,18 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     if listed:
         return {k: (s, "listed in the config") for k, s in listed.items()}
     if inf.traffic == "periodic":
-        return {"batch": (Batch(), "periodic work on large datasets: batch transform (seeds)")}
+        return {"batch": (Batch(), "periodic work on large datasets: batch transform (SageMaker Developer Guide, 'Inference options')")}
     if inf.payload_mb > 6 or inf.processing_seconds > 60:
         return {"async": (Async(), f"{inf.payload_mb:g} MB / {inf.processing_seconds:g} s is past real-time's "
-                                   "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (seeds)")}
+                                   "6 MB / 60 s: asynchronous, up to 1 GB and 1 hour (SageMaker Developer Guide, 'Inference options')")}
     memory = _serverless_memory_mb(w)
     cold_starts_ok = inf.latency_ms is None or inf.latency_ms >= 1000
     cpu_servable = artifact_format(w)[0] != "huggingface"  # LLM serving containers need GPU or Inferentia2
     if inf.traffic in ("spiky", "rare") and inf.payload_mb <= 4 and memory and cold_starts_ok and cpu_servable:
         return {"serverless": (Serverless(memory_mb=memory), f"{inf.traffic} traffic, cold starts tolerated: "
-                                                            "serverless scales to zero (seeds)")}
+                                                            "serverless scales to zero (SageMaker Developer Guide, 'Inference options')")}
     if inf.traffic == "rare":
-        return {"async": (Async(), "rare requests: asynchronous scales to zero between them (seeds)")}
+        return {"async": (Async(), "rare requests: asynchronous scales to zero between them (SageMaker Developer Guide, 'Inference options')")}
     return {"realtime": (Realtime(), _why_realtime(w, memory, cold_starts_ok, cpu_servable))}
 
 
@@ -183,10 +236,10 @@ def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_ser
     inf = w.inference
     if inf.traffic == "steady":
         need = f" and a {inf.latency_ms} ms latency target" if inf.latency_ms else ""
-        return f"steady traffic{need}: real-time (seeds)"
+        return f"steady traffic{need}: real-time"
     if not cold_starts_ok:
         return f"{inf.traffic} traffic, but a {inf.latency_ms} ms latency target rules out serverless cold starts: " \
-               "real-time (seeds)"
+               "real-time"
     if not cpu_servable:
         return f"{inf.traffic} traffic, but an LLM needs a GPU or Inferentia2 and serverless is CPU only: real-time"
     if memory is None:
@@ -202,6 +255,64 @@ def _serverless_memory_mb(w: Workload) -> int | None:
     return None
 
 
+DAYS_PER_MONTH = 365 / 12
+HOURS_PER_MONTH = 730  # AWS's monthly figure for hourly prices (24 x 365 / 12)
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One scheduled transform run, and how many the schedule makes a month."""
+
+    records: int
+    records_assumed: bool  # True: inference.batch.records_per_run is absent (an hour of the peak rate assumed)
+    hours: float
+    usd: float
+    runs_per_month: float
+    basis: str
+
+
+def runs_per_month(schedule: str) -> float:
+    """Runs a month an EventBridge schedule makes: rate(N unit), or cron(min hour day-of-month month day-of-week
+    year) with one time of day (lists in minutes or hours multiply)."""
+    body = schedule[schedule.index("(") + 1:-1].split()
+    if schedule.startswith("rate("):
+        n, unit = int(body[0]), body[1].rstrip("s")
+        return HOURS_PER_MONTH / {"minute": 1 / 60, "hour": 1, "day": 24}[unit] / n
+    minute, hour, dom, _, dow = body[:5]
+    per_day = len(minute.split(",")) * (24 if hour == "*" else len(hour.split(",")))
+    if dow not in ("?", "*"):
+        days = sum(len(range(*_span(part))) for part in dow.split(","))
+        return per_day * days * DAYS_PER_MONTH / 7
+    if dom not in ("?", "*"):
+        return per_day * len(dom.split(","))
+    return per_day * DAYS_PER_MONTH
+
+
+_WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+
+
+def _span(part: str) -> tuple[int, int]:
+    def day(x: str) -> int:
+        return _WEEKDAYS.index(x.upper()) if x.upper() in _WEEKDAYS else int(x) - 1
+    first, _, last = part.partition("-")
+    return day(first), day(last or first) + 1
+
+
+def _batch_run(w: Workload, section: Batch, hourly: float, rps: float) -> BatchRun:
+    records = section.records_per_run or max(1, round(w.inference.requests_per_second * 3600))
+    hours = records / (rps * section.instance_count) / 3600
+    usd = hours * hourly * section.instance_count
+    per_month = runs_per_month(section.schedule)
+    assumed = section.records_per_run is None
+    source = "assumed: an hour at inference.requests_per_second; set inference.batch.records_per_run" if assumed \
+        else "inference.batch.records_per_run"
+    basis = (f"{records:,} records ({source}) at {rps:.3g} req/s on "
+             f"{section.instance_count} instance(s): {hours:.2f} h at ${hourly:g}/h each (SageMaker on-demand, billed "
+             f"while the job's instances run; start-up not counted); {per_month:.1f} runs a month from "
+             f"{section.schedule}")
+    return BatchRun(records, assumed, round(hours, 3), round(usd, 2), round(per_month, 2), basis)
+
+
 def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     inf = w.inference
     out: dict[str, InferencePlan] = {}
@@ -212,21 +323,28 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
                 kind, None, 0, section.max_concurrency, 0.0, None,
                 "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
                 max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
-                provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None))
+                provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None),
+                price_kind="SageMaker serverless")
             continue
         if section.instance_type:
-            itype, reason = cat.get(section.instance_type), "set by the config"
+            itype = cat.get(section.instance_type)
+            assert itype is not None
+            plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
+            table, best = _ranked(kind, _compare(kind, w, cat, (itype.name,), None))
+            if best is None:
+                if not table:
+                    serving_speed(kind, w, itype)  # raises: nothing holds the model
+                s = serving_speed(kind, w, itype)
+                raise _too_slow(w, itype, s, "set by the config", f", or a faster inference.{kind}.instance_type")
+            _, _, s = best
+            degree, reason = best[0].tensor_parallel, "set by the config"
         else:
-            itype, reason = _serving_type(kind, w, cat)
-        assert itype is not None
-        serving = plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
+            itype, reason, s, degree, table = _serving_type(kind, w, cat)
+        serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency)
         hourly = itype.price(w.region, sagemaker=True).usd_per_hour
-        s = serving_speed(kind, w, itype)
-        if not s.meets_latency:  # only a configured type: the planner's choices meet the target
-            raise _too_slow(w, itype, s, "set by the config", ", or a faster inference.realtime.instance_type")
         rps = s.requests_per_second
         needed = max(1, math.ceil(inf.requests_per_second / rps))
-        transforms = None
+        transforms = run = None
         invocations = getattr(section, "invocations_per_instance", None)
         if kind == "realtime":
             lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
@@ -239,13 +357,17 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         else:
             lo = hi = section.instance_count
             transforms, reason = _transforms(section, s, serving, reason)
+            run = _batch_run(w, section, hourly, rps)
         out[kind] = InferencePlan(
             kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4), reason,
             local_nvme=itype.local_nvme, accelerator_kind=itype.accelerator.kind if itype.accelerator else None,
             schedule=getattr(section, "schedule", None),
+            schedule_is_default=kind == "batch" and "schedule" not in section.model_fields_set,
             invocations_per_instance=invocations,
             why_kind=why_kind, requests_per_second_per_instance=round(rps, 3),
             requests_per_second_range=(round(s.low, 3), round(s.high, 3)), latency_ms=round(s.latency_ms, 1),
+            ttft_ms=None if s.ttft_ms is None else round(s.ttft_ms, 1),
+            tpot_ms=None if s.tpot_ms is None else round(s.tpot_ms, 1),
             concurrency=s.concurrency, throughput_basis=s.basis,
             usd_per_million=round(est.usd_per_million(hourly, rps), 2), instances_needed_at_peak=needed,
             data_capture_percent=getattr(section, "data_capture_percent", 0),
@@ -255,6 +377,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             serving=serving,
             startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
             if kind in ("realtime", "async") else None,
+            candidates=table, batch_run=run,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
@@ -274,6 +397,12 @@ def _transforms(section: Batch, s: speed.Speed, serving: ServingPlan, reason: st
 
 
 def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_else: str) -> ConfigError:
+    field = next((f for name, f in TARGET_FIELDS.items() if s.missed.startswith(name)), "inference.latency_ms")
+    if field != "inference.latency_ms":
+        value = getattr(w.inference, field.split(".")[1])
+        return ConfigError(field, value, f"a larger target (ml.{itype.name}, {which}: {s.missed}), or fewer "
+                                         "inference.generation.typical_input_tokens",
+                           reason=f"no type and tensor-parallel degree meets it ({s.basis})")
     return ConfigError("inference.latency_ms", w.inference.latency_ms,
                        f"at least {math.ceil(s.latency_ms)} (ml.{itype.name}, {which}), or fewer "
                        f"inference.generation.typical_output_tokens{or_else}",

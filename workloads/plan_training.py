@@ -30,23 +30,27 @@ MAX_INSTANCES = 512
 # Small data is copied to each node (File mode); mid-size streams (FastFile); TB data -> FSx.
 FILE_MODE_MAX_GIB = 50
 XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
+# The most data one catalog node holds for XGBoost (r5.12xlarge, 384 GiB, in MEMORY_HEADROOM): beyond it, distribute.
+ONE_NODE_MAX_GIB = 384 * 0.8
 
 TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
     "large-dl": ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
                  "p6-b300.48xlarge"),
     "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
     "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
-    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge"),
+    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge",
+                "r5.xlarge", "r5.2xlarge", "r5.4xlarge", "r5.12xlarge"),
     "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
                      "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
 }
 TIER_REASON = {
-    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA (seeds); Trainium means "
+    "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA; Trainium means "
                 "Trn2 now, the generation Neuron still trains on",
-    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed (seeds)",
-    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5 (seeds)",
-    "xgboost": "XGBoost is memory-bound: general purpose m5 over compute optimized c5 (seeds)",
-    "scikit-learn": "classic ML trains on CPU, never a GPU (seeds)",
+    "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed",
+    "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5",
+    "xgboost": "XGBoost is memory-bound: general purpose m5 and memory optimized r5, not compute optimized c5; one "
+               "node that holds the data before distributed training",
+    "scikit-learn": "classic ML trains on CPU, never a GPU",
 }
 # Inference families in order of preference per need; the cheapest that holds the model wins.
 
@@ -62,6 +66,7 @@ class Candidate:
     feasible: bool
     why: str
     chosen: bool = False
+    price_kind: str = ""  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,19 @@ def _default_orchestrator(tier: str) -> str:
     return "slurm" if tier == "large-dl" else "sagemaker-jobs"
 
 
-def _price(itype: InstanceType, w: Workload, orchestrator: str):
+def capacity_block_pricing(w: Workload, cat: Catalog) -> bool:
+    """Price every candidate as a Capacity Block when the config says so, or when its type is sold only that way
+    (trn2.48xlarge): candidates are compared on one kind of price, never on-demand against Capacity Block."""
+    if w.training.capacity_block:
+        return True
+    wanted = cat.get(w.training.instance_type) if w.training.instance_type else None
+    return bool(wanted and wanted.price(w.region, sagemaker=False) is None
+                and wanted.price(w.region, sagemaker=False, capacity_block=True) is not None)
+
+
+def _price(itype: InstanceType, w: Workload, orchestrator: str, cat: Catalog | None = None):
+    if orchestrator == "slurm" and cat is not None and capacity_block_pricing(w, cat):
+        return itype.price(w.region, sagemaker=False, capacity_block=True)
     return itype.price(w.region, sagemaker=orchestrator != "slurm")
 
 
@@ -149,13 +166,15 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
             return None, "no SageMaker training image with TorchNeuron is known: train on Trainium with slurm or hyperpod"
     if itype.accelerator and isinstance(stack := load_software().for_type(itype), str):
         return None, stack
-    if _price(itype, w, orchestrator) is None:
-        return None, "no price for this form"
+    if _price(itype, w, orchestrator, cat) is None:
+        kind = "Capacity Block" if orchestrator == "slurm" and capacity_block_pricing(w, cat) else \
+            "EC2 on-demand" if orchestrator == "slurm" else "SageMaker"
+        return None, f"no {kind} price recorded (compared like for like)"
     return itype, ""
 
 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
-    price = _price(itype, w, orchestrator)
+    price = _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
     util = utilisation(itype, w.model.parameters_billion).likely
     min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
@@ -167,6 +186,7 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         by_time = 1 if single <= target else math.ceil(single / (target * est.MULTI_NODE_EFFICIENCY))
         count = min(max(min_mem, by_time), MAX_INSTANCES)
     hrs = est.hours(flops, itype, count, util)
+    billed = est.billed_hours(hrs, price.kind)
     feasible = True
     why = f"{util:.0%} utilisation" + (", nodes set by the config" if w.training.instance_count else "")
     if count < min_mem:
@@ -177,11 +197,11 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
     acc = itype.accelerator
     return Candidate(itype.name, count, f"{acc.count} x {acc.model}", price.usd_per_hour * count,
-                     hrs, hrs * price.usd_per_hour * count, feasible, why)
+                     hrs, billed * price.usd_per_hour * count, feasible, why, price_kind=price.kind)
 
 
 def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candidate:
-    price = _price(itype, w, orchestrator)
+    price = _price(itype, w, orchestrator, None)
     assert price
     need_gib = w.data.dataset_size_gib * XGBOOST_MEMORY_FACTOR
     per_node = itype.memory_gib * est.MEMORY_HEADROOM
@@ -193,6 +213,10 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
         count = w.training.instance_count or max(1, math.ceil(need_gib / per_node))
         feasible = count <= MAX_INSTANCES and need_gib <= per_node * count
         why = f"{need_gib:.0f} GiB of data in memory over {count} node(s)"
+        if feasible and count > 1 and not w.training.instance_count and need_gib <= ONE_NODE_MAX_GIB:
+            # Distributed XGBoost adds the network to every histogram round for no saving while a larger node holds
+            # the data: an architect sizes up before out.
+            feasible, why = False, f"{count} nodes: a single larger node holds {need_gib:.0f} GiB"
     return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", price.usd_per_hour * count,
                      None, None, feasible, why)
 
@@ -361,7 +385,7 @@ def _placement(w: Workload, orchestrator: str, efa: int, decisions: list[str]) -
 
 def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
               tokens: float | None, flops: float | None) -> TrainingEstimate:
-    price = _price(itype, w, orchestrator)
+    price = _price(itype, w, orchestrator, cat)
     assert price
     util = util_range = None
     basis = ""
@@ -375,18 +399,18 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         basis = "; ".join(f"{m.what}: {m.value / 1e6:g} M cell-rounds per vCPU-second [{m.source}]"
                           for m in u.classic_rates)
     cluster_usd_h = price.usd_per_hour * count
-    total = hrs * cluster_usd_h
-    total_range = (low_h * cluster_usd_h, high_h * cluster_usd_h)
+    total = est.billed_hours(hrs, price.kind) * cluster_usd_h
+    total_range = (est.billed_hours(low_h, price.kind) * cluster_usd_h,
+                   est.billed_hours(high_h, price.kind) * cluster_usd_h)
     spot = total * (1 - est.SPOT_SAVING) if orchestrator == "sagemaker-jobs" else None
-    service = "EC2" if orchestrator == "slurm" else "SageMaker"
-    note = price.note or f"{service} on-demand, {price.region}"
-    reserved = "Capacity Block" if w.training.capacity_block else \
-        "SageMaker training plan" if w.training.training_plan_arn else None
-    if reserved:
-        # Reserved capacity is bought up front at its own price, not at on-demand rates.
+    note = f"{price.kind}, {price.region}" + (f" ({price.note})" if price.note else "")
+    if price.kind == "EC2 Capacity Block":
+        note += "; bought in whole days up front, so the total is whole days of the block"
+    if w.training.training_plan_arn:
+        # A training plan is bought up front at its own price, not at on-demand rates.
         total = spot = total_range = None
-        note = (f"{reserved}: bought at its own up-front price, which the catalog does not record, so the total is "
-                f"unknown; {service} on-demand $/h shown for reference only")
+        note = ("SageMaker training plan: bought at its own up-front price, which the catalog does not record, so "
+                f"the total is unknown; {price.kind} $/h shown for reference only")
     return TrainingEstimate(
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .catalog import Catalog, load_catalog
+from .estimates import Monthly, monthly
 from .plan_serving import InferencePlan, plan_inference
 from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
@@ -22,6 +23,7 @@ class Plan:
     calibration: tuple[str, ...] = field(default=())
     # Hosted endpoints' subnets: the cluster's zone first, then a second (SageMaker asks for two).
     hosting_zones: tuple[str, ...] = field(default=())
+    monthly: Monthly | None = None  # the whole estate a month, and the headline (one training run plus a month)
 
     def to_dict(self) -> dict:
         out = {
@@ -32,6 +34,7 @@ class Plan:
             "hosting_zones": list(self.hosting_zones),
         }
         out["estimates"] = out["training"].pop("estimate")
+        out["estimates"]["monthly"] = asdict(self.monthly) if self.monthly else None
         return out
 
 
@@ -39,10 +42,14 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
     """`allowed_families`: a team's; the plan then compares and chooses only those."""
     cat = (cat or load_catalog()).for_families(allowed_families)
     training = plan_training(w, cat)
+    inference = plan_inference(w, cat)
+    notebook = cat.get(w.notebook.instance_type) if w.notebook else None
+    price = notebook.price(w.region, sagemaker=True) if notebook else None
     return Plan(
         workload=w,
         training=training,
-        inference=plan_inference(w, cat),
+        inference=inference,
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
+        monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
     )

@@ -101,7 +101,9 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     for d in t.decisions:
         console.print(f"  - {d}")
 
-    table = Table(title="Training candidates, side by side", title_justify="left")
+    kinds = sorted({c.price_kind for c in t.candidates if c.price_kind})
+    table = Table(title="Training candidates, side by side" + (f" (all at {kinds[0]} prices)" if len(kinds) == 1 else
+                  f" (prices: {', '.join(kinds)})" if kinds else ""), title_justify="left")
     for col in ("type", "nodes", "accelerators", "$/h (cluster)", "time", "total", "fits", "why"):
         table.add_column(col, justify="right" if col in ("nodes", "$/h (cluster)", "time", "total") else "left")
     for c in t.candidates:
@@ -125,15 +127,21 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         per_million = f"{money(ip.usd_per_million)} at {_rate(ip.requests_per_second_per_instance)} req/s/instance " \
                       f"({_rate(low)}-{_rate(high)})"
         if ip.schedule:
-            why += f" ({ip.schedule})"
+            why += f" (default schedule {ip.schedule}: set inference.batch.schedule)" if ip.schedule_is_default \
+                else f" (schedule {ip.schedule}, from the config)"
+        if ip.batch_run:
+            r = ip.batch_run
+            why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     console.print(table)
+    _print_serving_candidates(p, console)
     for ip in p.inference.values():
         if ip.throughput_basis:
             took = f"{ip.latency_ms / 1000:,.2f} s" if ip.latency_ms >= 100 else f"{ip.latency_ms:.1f} ms"
             console.print(f"  - {ip.kind}: {took} a request; {escape(ip.throughput_basis)}")
     _print_serving(p, console)
+    _print_monthly(p, console)
     console.print("[bold]Assumptions[/bold]")
     for a in e.assumptions:
         console.print(f"  - {a}")
@@ -141,6 +149,44 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         console.print(f"  - {c}")
     if "serverless" in p.inference:
         console.print(f"  - serverless ${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+def _print_monthly(p: Plan, console: Console) -> None:
+    m = p.monthly
+    if m is None:
+        return
+    head = f"one training run {money(m.training_run_usd)} + a month {money(m.usd_month)} = {money(m.headline_usd)}" \
+        if m.headline_usd is not None else f"a month {money(m.usd_month)} (training run not priced)"
+    table = Table(title=f"The whole estate: {head}", title_justify="left")
+    for col in ("item", "$ a month", "quantity", "price (kind)", "source"):
+        table.add_column(col, justify="right" if col == "$ a month" else "left")
+    for line in m.lines:
+        table.add_row(line.item, money(line.usd), line.quantity, line.price, line.source)
+    console.print(table)
+    console.print(f"  [dim]{m.note}[/dim]")
+
+
+SHOWN_CANDIDATES = 8
+
+
+def _print_serving_candidates(p: Plan, console: Console) -> None:
+    """Per kind the planner chose: the winner and its runners-up, each with why it lost."""
+    for ip in p.inference.values():
+        if len(ip.candidates) < 2:
+            continue
+        per = "$/h at peak" if ip.kind == "realtime" else "$/million"
+        table = Table(title=f"{ip.kind}: serving candidates ({len(ip.candidates)} compared, "
+                            f"{min(SHOWN_CANDIDATES, len(ip.candidates))} shown)", title_justify="left")
+        for col in ("type", "TP", "batch", "req/s each", "instances", per, "TTFT", "TPOT", "request", "why"):
+            table.add_column(col)
+        for c in ip.candidates[:SHOWN_CANDIDATES]:
+            cost = money(c.usd_per_hour_at_peak if ip.kind == "realtime" else c.usd_per_million)
+            ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
+            table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.tensor_parallel or "-"),
+                          str(c.concurrency), _rate(c.requests_per_second), str(c.instances_at_peak), cost,
+                          ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
+                          style="bold green" if c.chosen else ("dim" if not c.meets else ""))
+        console.print(table)
 
 
 def _rate(rps: float) -> str:
@@ -197,3 +243,12 @@ def print_catalog(cat: Catalog, console: Console | None = None) -> None:
     console.print(table)
     for s in cat.sources.values():
         console.print(f"  [{s.key}] {s.title} <{s.url}> checked {s.checked}")
+
+
+def print_team_budget(b: dict, console: Console | None = None) -> None:
+    """A team's plan against its monthly budget (python -m workloads plan -c teams=FILE -c team=NAME)."""
+    console = console or _console()
+    verdict = "unknown" if b["fits_budget"] is None else "fits" if b["fits_budget"] else "EXCEEDS"
+    console.print(f"[bold]Team {b['team']}[/bold]  families {', '.join(b['allowed_instance_families'])}; "
+                  f"{b['estimate_is']} {money(b['monthly_estimate_usd'])} against a monthly budget of "
+                  f"{money(b['monthly_budget_usd'])}: {verdict}")

@@ -122,6 +122,8 @@ class Batch(_Frozen):
     # Requests in flight per instance. Absent: the plan sets it to what the container serves at once (and prices
     # the job at that), within TRANSFORM_MAX_MB / max_payload_mb.
     max_concurrent_transforms: int | None = Field(default=None, ge=1, le=TRANSFORM_MAX_MB)
+    # Records one scheduled run scores (for its cost); absent: an hour of inference.requests_per_second, said so.
+    records_per_run: int | None = Field(default=None, ge=1, le=10_000_000_000)
 
     @model_validator(mode="after")
     def _payload_times_concurrency(self) -> "Batch":
@@ -155,7 +157,9 @@ class Generation(_Frozen):
 
     max_input_tokens: int = Field(default=2048, ge=1, le=1_000_000)
     max_total_tokens: int = Field(default=4096, ge=2, le=1_000_000)  # input plus generated tokens
-    max_batch_size: int = Field(default=4, ge=1, le=512)
+    # Requests decoded together (continuous batching). Absent: the planner sizes it from the latency targets and the
+    # KV-cache room, up to what the container publishes.
+    max_batch_size: int | None = Field(default=None, ge=1, le=512)
     dtype: Literal["bf16", "fp16"] = "bf16"
     # A typical request, for sizing (absent: 512 in, 128 out, within the limits above).
     typical_input_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -188,7 +192,10 @@ class Inference(_Frozen):
     traffic: Traffic = "steady"
     payload_mb: float = Field(default=0.1, gt=0, le=1024)  # a typical request
     processing_seconds: float = Field(default=0.5, gt=0, le=3600)  # time to serve one request
-    latency_ms: int | None = Field(default=None, ge=1)  # p95 target; absent: not latency-sensitive
+    latency_ms: int | None = Field(default=None, ge=1)  # whole request, p95 target; absent: not latency-sensitive
+    # LLM targets a user states: time to first token and time per output token (absent: none).
+    time_to_first_token_ms: int | None = Field(default=None, ge=1)
+    time_per_output_token_ms: int | None = Field(default=None, ge=1)
     requests_per_second: float = Field(default=10, gt=0, le=1_000_000)  # at peak
     realtime: Realtime | None = None
     serverless: Serverless | None = None

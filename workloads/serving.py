@@ -195,24 +195,48 @@ def attention_heads(w: Workload) -> tuple[int, bool]:
     return model_shape(w)[1], True
 
 
-def kv_cache_gib(w: Workload) -> float:
-    """The KV cache at the generation limits: 2 (K and V) x layers x KV heads x head size x tokens x batch."""
+def kv_bytes_per_token(w: Workload) -> int:
+    """KV cache bytes one token holds: 2 (K and V) x layers x KV heads x head size x bytes."""
     layers, heads, kv_heads, hidden = model_shape(w)
-    g = w.inference.generation
-    per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
-    return per_token * g.max_total_tokens * g.max_batch_size / 2**30
+    return 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
+
+
+def kv_cache_gib(w: Workload, batch: int) -> float:
+    """The KV cache the container reserves: `batch` sequences of max_total_tokens (Neuron compiles that shape; TGI
+    admits requests within that token budget)."""
+    return kv_bytes_per_token(w) * w.inference.generation.max_total_tokens * batch / 2**30
+
+
+def weights_gib(parameters_billion: float) -> float:
+    return parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / 2**30
+
+
+def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: float) -> bool:
+    """Weights and KV cache within SERVING_MEMORY_FRACTION of `degree` devices' memory."""
+    _, per_device = devices(itype)
+    return weights_gib(parameters_billion) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
+
+
+# Tensor-parallel degrees each LLM container allows. TGI shards attention heads over GPUs, so the degree divides
+# them (text-generation-inference: num_heads % world_size == 0). Neuron pads the heads instead: Hugging Face
+# compiles Llama-3.3-70B (64 heads) for all 24 NeuronCores of inf2.48xlarge (hf-optimum-neuron-llama2-7b source
+# note), so any core count that divides the instance's (1 or even) is a candidate.
+def tensor_degrees(itype: InstanceType, heads: int) -> list[int]:
+    """Every degree the type's LLM container can run, largest first."""
+    count, _ = devices(itype)
+    if itype.accelerator and itype.accelerator.kind == "inferentia":
+        return [d for d in range(count, 0, -1) if count % d == 0 and (d == 1 or d % 2 == 0)]
+    return [d for d in range(count, 0, -1) if heads % d == 0]
 
 
 def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, *,
                     kv_cache_gib: float = 0.0) -> int | None:
-    """The largest degree up to the device count that divides the heads and holds the fp16 weights and the
-    KV cache in SERVING_MEMORY_FRACTION of its devices' memory; None if none does."""
-    count, per_device = devices(itype)
-    need = parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / 2**30 + kv_cache_gib
-    for degree in range(count, 0, -1):
-        if heads % degree == 0:
-            return degree if need <= per_device * degree * SERVING_MEMORY_FRACTION else None
-    return None
+    """The largest degree the container allows that holds the fp16 weights and the KV cache; None if none does."""
+    return next((d for d in tensor_degrees(itype, heads) if holds(parameters_billion, itype, d, kv_cache_gib)), None)
+
+
+# TGI needs FlashAttention 2, which runs on Ampere or newer (tgi-t4-issue): never plan it on these.
+TGI_TOO_OLD = frozenset({"NVIDIA T4", "NVIDIA V100 16GB", "NVIDIA V100 32GB"})
 
 
 def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | None) -> Container:
@@ -222,6 +246,10 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
     field = f"inference.{kind}.instance_type" if itype else "inference.serverless"
     if fmt == "huggingface":
         key = {"nvidia-gpu": "tgi", "inferentia": "tgi-neuronx"}.get(acc or "")
+        if key == "tgi" and itype and itype.accelerator.model in TGI_TOO_OLD:
+            raise ConfigError(field, where, "an Ampere or newer GPU type (g5, g6, p4d, p5) or Inferentia2 (inf2)",
+                              reason=f"TGI needs FlashAttention 2, which does not run on the {itype.accelerator.model} "
+                                     "(huggingface/text-generation-inference issue 2456)")
         if key is None or (acc == "inferentia" and itype and itype.accelerator.model not in NEURON_CORES_PER_CHIP):
             raise ConfigError(field, where, "a GPU (g5, g6, p4d, p5) or Inferentia2 (inf2) type; or "
                               "inference.artifact.format framework-archive",
@@ -236,8 +264,10 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
     return container
 
 
-def plan_serving(kind: str, w: Workload, itype: InstanceType | None) -> ServingPlan:
-    """The serving contract of one kind on its instance type (None: serverless)."""
+def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: int | None = None,
+                 batch: int | None = None) -> ServingPlan:
+    """The serving contract of one kind on its instance type (None: serverless). LLMs: `degree` and `batch` are the
+    planner's sizing (absent: the largest degree that holds one sequence, batch 1)."""
     fmt, _ = artifact_format(w)
     section = {"realtime": w.inference.realtime, "serverless": w.inference.serverless,
                "async": w.inference.async_, "batch": w.inference.batch}[kind]
@@ -255,35 +285,37 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None) -> ServingP
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
             if container.key in ("pytorch", "sklearn") else {}
         return ServingPlan(**common, environment=env, tensor_parallel=None)
-    return _llm(kind, w, itype, common)
+    return _llm(kind, w, itype, common, degree, batch)
 
 
-def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict) -> ServingPlan:
+def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degree: int | None,
+         batch: int | None) -> ServingPlan:
     assert itype is not None
     g = w.inference.generation
     heads, assumed = attention_heads(w)
-    kv = kv_cache_gib(w)
-    degree = tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
+    batch = batch or g.max_batch_size or 1
+    kv = kv_cache_gib(w, batch)
+    degree = degree or tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
     count, per_device = devices(itype)
     if degree is None:
         raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}",
                           "a type with more accelerator memory, or lower inference.generation limits",
-                          reason=f"no tensor-parallel degree up to {count} that divides {heads} attention heads holds "
+                          reason=f"no tensor-parallel degree up to {count} the container allows holds "
                                  f"the {w.model.parameters_billion:g}B model's weights and its {kv:.1f} GiB KV cache "
                                  f"({per_device:g} GiB per device)")
-    notes = [f"KV cache {kv:.1f} GiB at {g.max_batch_size} x {g.max_total_tokens} tokens (the usual decoder shape at "
+    notes = [f"KV cache {kv:.1f} GiB at {batch} x {g.max_total_tokens} tokens (the usual decoder shape at "
              f"{w.model.parameters_billion:g}B); weights and cache within {SERVING_MEMORY_FRACTION:.0%} of memory"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")
-    prefill = str(g.max_batch_size * g.max_input_tokens)
+    prefill = str(batch * g.max_input_tokens)
     limits = {"MAX_INPUT_TOKENS": str(g.max_input_tokens), "MAX_TOTAL_TOKENS": str(g.max_total_tokens),
               "MAX_BATCH_PREFILL_TOKENS": prefill}
     if common["container"] == "tgi-neuronx":
         env = {"HF_MODEL_ID": MODEL_DIR, "HF_NUM_CORES": str(degree), "HF_AUTO_CAST_TYPE": g.dtype,
-               "MAX_BATCH_SIZE": str(g.max_batch_size), **limits}
+               "MAX_BATCH_SIZE": str(batch), **limits}
         notes.append(f"the prefix holds the Neuron export made with these settings: optimum-cli export neuron "
-                     f"--model <model> --batch_size {g.max_batch_size} --sequence_length {g.max_total_tokens} "
+                     f"--model <model> --batch_size {batch} --sequence_length {g.max_total_tokens} "
                      f"--num_cores {degree} --auto_cast_type {g.dtype} <dir>")
     else:
         # GPUs without bf16 (T4, V100) serve in fp16.

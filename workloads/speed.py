@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from . import estimates as est
-from .catalog import InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation
+from .catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation,
+                      runtime_of)
 from .schema import Workload
-from .serving import KV_BYTES, model_shape
+from .serving import holds, kv_bytes_per_token, kv_cache_gib
 
 ENCODER_TOKENS_PER_REQUEST = 512
 # Where the CPU figures were measured (tools/bench_cpu_*.py), said beside every figure that rests on them.
@@ -37,76 +38,143 @@ class Speed:
     high: float
     latency_ms: float  # one request at `concurrency` requests in flight, likely
     concurrency: int  # requests one instance serves at once
-    meets_latency: bool  # the latency target (if any) is met at concurrency 1 or more
+    meets_latency: bool  # the latency targets (if any) are met at concurrency 1 or more
     basis: str
+    ttft_ms: float | None = None  # LLMs: time to first token, likely
+    tpot_ms: float | None = None  # LLMs: time per output token at `concurrency`, likely
+    missed: str = ""  # which target is missed, and by how much
 
 
-def token_ms(f: ServingFacts, device_gbs: float, degree: int, bytes_per_device: float) -> float:
-    """Modelled milliseconds per generated token (the fitted decode model of catalog/serving.yaml)."""
-    overhead = f.overhead_ms_one if degree == 1 else f.overhead_ms_sharded
-    return overhead + bytes_per_device / (device_gbs * 1e9 * f.efficiency) * 1e3
+@dataclass(frozen=True)
+class Targets:
+    """The latency targets a kind is held to: real-time only (async and batch queue their requests)."""
+
+    request_ms: int | None = None
+    ttft_ms: int | None = None
+    tpot_ms: int | None = None
+
+    @classmethod
+    def of(cls, kind: str, w: Workload) -> "Targets":
+        inf = w.inference
+        if kind != "realtime":
+            return cls()
+        return cls(inf.latency_ms, inf.time_to_first_token_ms, inf.time_per_output_token_ms)
+
+    def missed(self, ttft: float | None, tpot: float | None, request: float) -> str:
+        """'' when every stated target is met, else the first one missed."""
+        for name, target, value in (("time to first token", self.ttft_ms, ttft),
+                                    ("time per output token", self.tpot_ms, tpot),
+                                    ("whole-request latency", self.request_ms, request)):
+            if target is not None and value is not None and value > target:
+                return f"{name} {value:,.0f} ms > {target:,} ms"
+        return ""
 
 
-def decode_ratios(f: ServingFacts) -> list[float]:
-    """Measured / modelled ms per token of each published measurement."""
+def token_ms(fit: DecodeFit, device_gbs: float, degree: int, bytes_per_device: float) -> float:
+    """Modelled milliseconds per generated token (a runtime's fitted decode model, catalog/serving.yaml)."""
+    overhead = fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded
+    return overhead + bytes_per_device / (device_gbs * 1e9 * fit.efficiency) * 1e3
+
+
+def decode_ratios(f: ServingFacts, runtime: str | None = None) -> list[float]:
+    """Measured / modelled ms per token of each published measurement (of one runtime, or all), each by its
+    runtime's fit."""
     out = []
     for m in f.decode:
+        if runtime is not None and m.runtime != runtime:
+            continue
         gbs = f.core_gbs(m.accelerator)
         assert gbs is not None
-        out.append(m.ms_per_token / token_ms(f, gbs, m.tensor_parallel,
+        out.append(m.ms_per_token / token_ms(f.fits[m.runtime], gbs, m.tensor_parallel,
                                              m.parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / m.tensor_parallel))
     return out
 
 
 @cache
-def _spread() -> tuple[float, float]:
-    ratios = decode_ratios(load_serving())
+def spread(runtime: str) -> tuple[float, float]:
+    ratios = decode_ratios(load_serving(), runtime)
     return min(ratios), max(ratios)
 
 
-def llm(w: Workload, itype: InstanceType, degree: int, latency_target_ms: int | None, *,
-        max_concurrency: int | None = None) -> Speed:
-    """`max_concurrency`: at most this many requests in flight (a transform job's MaxConcurrentTransforms)."""
+def prefill_utilisation(itype: InstanceType, parameters_billion: float) -> tuple[float, str]:
+    """Prompt MFU: the median of the accelerator's published time-to-first-token figures, else its training MFU."""
+    rows = load_serving().prefill.get(itype.accelerator.model if itype.accelerator else "")
+    if rows:
+        values = sorted(m.value for m in rows)
+        return statistics.median(values), (f"prompt at {statistics.median(values):.0%} MFU ({values[0]:.0%}-"
+                                           f"{values[-1]:.0%}: published time to first token "
+                                           f"[{', '.join(sorted({m.source for m in rows}))}])")
+    u = est.utilisation_range(itype, parameters_billion, load_utilisation())
+    return u.likely, f"prompt at {u.likely:.0%} MFU ({u.basis.split(' MFU at')[0]} training figures)"
+
+
+def max_batch(itype: InstanceType) -> tuple[int, str]:
+    """The most requests the type's LLM container decodes together, and its source."""
+    assert itype.accelerator
+    return load_serving().max_batch[runtime_of(itype.accelerator.model)]
+
+
+def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
+        max_concurrency: int | None = None) -> Speed | None:
+    """Continuous batching at `degree`: the largest batch that the KV-cache room holds and that meets the targets.
+    None: the weights and one sequence's cache do not fit. `max_concurrency`: at most this many requests in flight
+    (a transform job's MaxConcurrentTransforms)."""
     f = load_serving()
     gbs = f.device_gbs(itype)
     acc = itype.accelerator
     assert acc is not None and itype.peak_tflops
     if gbs is None:
         raise ValueError(f"serving.yaml records no memory bandwidth for {acc.model}")
-    n = w.model.parameters_billion * 1e9
+    runtime = runtime_of(acc.model)
+    fit = f.fits[runtime]
+    params = w.model.parameters_billion
+    n = params * 1e9
     g = w.inference.generation
     tokens_in, tokens_out = g.typical()
-    layers, heads, kv_heads, hidden = model_shape(w)
-    kv_per_token = 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
+    kv_per_token = kv_bytes_per_token(w)
     context = tokens_in + tokens_out / 2  # average context while a request decodes
     count, _ = devices(itype)
     flops_per_device = itype.peak_tflops * 1e12 / count
-    u = est.utilisation_range(itype, w.model.parameters_billion, load_utilisation())
-    prefill_s = 2 * n * tokens_in / (degree * flops_per_device * u.likely)
+    u, prompt_basis = prefill_utilisation(itype, params)
+    prefill_ms = 2 * n * tokens_in / (degree * flops_per_device * u) * 1e3
 
     def step_ms(batch: int, ratio: float = 1.0) -> float:
-        memory = token_ms(f, gbs, degree, (n * est.SERVE_BYTES_PER_PARAM + batch * context * kv_per_token) / degree)
-        compute = 2 * n * batch / (degree * flops_per_device * u.likely) * 1e3
+        memory = token_ms(fit, gbs, degree, (n * est.SERVE_BYTES_PER_PARAM + batch * context * kv_per_token) / degree)
+        compute = 2 * n * batch / (degree * flops_per_device * u) * 1e3
         return max(memory, compute) * ratio
 
-    def latency_ms(batch: int) -> float:
-        return prefill_s * 1e3 + tokens_out * step_ms(batch)
+    def tpot_ms(batch: int, ratio: float = 1.0) -> float:
+        # The other requests' prompts interleave with this one's decode steps (one prompt per request).
+        return step_ms(batch, ratio) + (batch - 1) * prefill_ms / tokens_out
+
+    def latency_ms(batch: int, ratio: float = 1.0) -> float:
+        return prefill_ms + tokens_out * tpot_ms(batch, ratio)
 
     def rps(batch: int, ratio: float = 1.0) -> float:
-        return 1 / (prefill_s + tokens_out * step_ms(batch, ratio) / 1e3 / batch)
+        return batch / latency_ms(batch, ratio) * 1e3
 
-    most = min(g.max_batch_size, max_concurrency or g.max_batch_size)
-    batches = [b for b in range(1, most + 1) if latency_target_ms is None or latency_ms(b) <= latency_target_ms]
-    batch = max(batches) if batches else 1
-    fast, slow = _spread()
-    measured = sorted({m.source for m in f.decode})
-    basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time; decode streams {degree} x "
-             f"{n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at {f.efficiency:.0%} of "
-             f"{gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
-             f"{f.overhead_ms_one if degree == 1 else f.overhead_ms_sharded:g} ms a token, fitted to {len(f.decode)} "
-             f"published single-request measurements [{', '.join(measured)}] (measured/modelled {fast:.2f}-{slow:.2f}); "
-             f"prompt at {u.likely:.0%} MFU ({u.basis.split(' MFU at')[0]} training figures)")
-    return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, bool(batches), basis)
+    if not holds(params, itype, degree, kv_cache_gib(w, 1)):
+        return None
+    cap, cap_source = max_batch(itype)
+    most = min(cap, g.max_batch_size or cap, max_concurrency or cap)
+    batch, missed = 1, targets.missed(prefill_ms + step_ms(1), tpot_ms(1), latency_ms(1))
+    for b in range(most, 0, -1):
+        if holds(params, itype, degree, kv_cache_gib(w, b)) and \
+                not targets.missed(prefill_ms + step_ms(b), tpot_ms(b), latency_ms(b)):
+            batch, missed = b, ""
+            break
+    fast, slow = spread(runtime)
+    rows = [m for m in f.decode if m.runtime == runtime]
+    why_batch = "set by inference.generation.max_batch_size" if g.max_batch_size else \
+        f"the most the targets and the KV-cache room allow, up to {cap} [{cap_source}]"
+    basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time at tensor parallel {degree} ({why_batch}); "
+             f"decode streams {degree} x {n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at "
+             f"{fit.efficiency:.0%} of {gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
+             f"{fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded:g} ms a token, {runtime} fit to "
+             f"{len(rows)} published single-request measurements [{', '.join(sorted({m.source for m in rows}))}] "
+             f"(measured/modelled {fast:.2f}-{slow:.2f}); {prompt_basis}")
+    return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, not missed, basis,
+                 ttft_ms=prefill_ms + step_ms(batch), tpot_ms=tpot_ms(batch), missed=missed)
 
 
 def _low_likely_high(measurements: tuple[Measurement, ...]) -> tuple[float, float, float, str]:

@@ -30,6 +30,7 @@ class Price:
     usd_per_hour: float
     region: str  # the region the figure is for (may differ from the one asked)
     note: str = ""
+    kind: str = "EC2 on-demand"  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class InstanceType:
     regions: tuple[str, ...]
     ec2_prices: dict[str, float | None]
     sagemaker_prices: dict[str, float | None]
+    capacity_block_prices: dict[str, float | None]
     sources: tuple[str, ...]
     as_of: str
     note: str = ""
@@ -61,14 +63,18 @@ class InstanceType:
     def on_sagemaker(self) -> bool:
         return any(v is not None for v in self.sagemaker_prices.values())
 
-    def price(self, region: str, *, sagemaker: bool) -> Price | None:
-        """On-demand $/h in `region`, or the us-east-1 figure with a note when not recorded."""
-        prices = self.sagemaker_prices if sagemaker else self.ec2_prices
+    def price(self, region: str, *, sagemaker: bool, capacity_block: bool = False) -> Price | None:
+        """$/h of one kind (SageMaker on-demand, EC2 on-demand or EC2 Capacity Block) in `region`, or a priced
+        region's figure with a note when not recorded. Never another kind: kinds are compared like for like."""
+        kind = "EC2 Capacity Block" if capacity_block else "SageMaker on-demand" if sagemaker else "EC2 on-demand"
+        prices = self.capacity_block_prices if capacity_block else self.sagemaker_prices if sagemaker \
+            else self.ec2_prices
         if prices.get(region) is not None:
-            return Price(float(prices[region]), region)
-        for fallback in PRICED_REGIONS:
+            return Price(float(prices[region]), region, kind=kind)
+        for fallback in (*PRICED_REGIONS, *prices):
             if prices.get(fallback) is not None:
-                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown")
+                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown",
+                             kind=kind)
         return None
 
 
@@ -184,6 +190,7 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         regions=tuple(raw["regions"]),
         ec2_prices=dict(prices.get("ec2") or {}),
         sagemaker_prices=dict(prices.get("sagemaker") or {}),
+        capacity_block_prices=dict(prices.get("capacity_block") or {}),
         sources=tuple(raw["sources"]),
         as_of=str(raw["as_of"]),
         note=raw.get("note") or "",
@@ -318,6 +325,24 @@ class DecodeMeasurement:
     source: str
     what: str
 
+    @property
+    def runtime(self) -> str:
+        return runtime_of(self.accelerator)
+
+
+def runtime_of(accelerator_model: str) -> str:
+    """The serving runtime whose decode fit applies: TGI on NVIDIA GPUs, Neuron on Inferentia2."""
+    return "nvidia-gpu" if accelerator_model.startswith("NVIDIA") else "inferentia"
+
+
+@dataclass(frozen=True)
+class DecodeFit:
+    """One runtime's fitted decode constants (catalog/serving.yaml decode_fit)."""
+
+    efficiency: float  # share of bandwidth decode reaches
+    overhead_ms_one: float  # per generated token, model on one device
+    overhead_ms_sharded: float  # per generated token, tensor-parallel model
+
 
 @dataclass(frozen=True)
 class CpuServing:
@@ -336,10 +361,10 @@ class ServingFacts:
 
     bandwidth_gbs: dict[str, float]  # accelerator model -> GB/s per GPU or chip
     bandwidth_sources: dict[str, str]
-    efficiency: float  # share of bandwidth decode reaches (fitted)
-    overhead_ms_one: float  # per generated token, model on one device (fitted)
-    overhead_ms_sharded: float  # per generated token, tensor-parallel model (fitted)
+    fits: dict[str, DecodeFit]  # runtime -> fitted decode constants
     decode: tuple[DecodeMeasurement, ...]
+    prefill: dict[str, tuple[Measurement, ...]]  # accelerator model -> prompt MFU of each published TTFT
+    max_batch: dict[str, tuple[int, str]]  # runtime -> (most requests decoded together, source)
     encoder: tuple[Measurement, ...]  # value: model-FLOPs utilisation of each published encoder figure
     scaling_safety_factor: float
     cpu_classic: tuple[CpuServing, ...]  # slowest (largest model) to fastest
@@ -362,6 +387,8 @@ def load_serving() -> ServingFacts:
     bw = data["bandwidth_gbs"]
     _cited("serving.yaml bandwidth", [b["source"] for b in bw.values()], known)
     _cited("serving.yaml decode", [m["source"] for m in data["decode"]], known)
+    _cited("serving.yaml prefill", [r["source"] for rows in data["prefill"].values() for r in rows], known)
+    _cited("serving.yaml max_batch", [b["source"] for b in data["max_batch"].values()], known)
     enc = data["encoder"]
     _cited("serving.yaml encoder", [f["source"] for f in enc["figures"]], known)
     peak = float(enc["peak_tflops_per_device"]) * 1e12
@@ -374,8 +401,12 @@ def load_serving() -> ServingFacts:
     return ServingFacts(
         bandwidth_gbs={k: float(v["gbs"]) for k, v in bw.items()},
         bandwidth_sources={k: v["source"] for k, v in bw.items()},
-        efficiency=float(fit["bandwidth_efficiency"]), overhead_ms_one=float(fit["overhead_ms_one_device"]),
-        overhead_ms_sharded=float(fit["overhead_ms_sharded"]),
+        fits={k: DecodeFit(float(v["bandwidth_efficiency"]), float(v["overhead_ms_one_device"]),
+                           float(v["overhead_ms_sharded"])) for k, v in fit.items()},
+        prefill={model: tuple(Measurement(2 * r["parameters_billion"] * 1e9 * r["input_tokens"]
+                                          / (r["ttft_ms"] / 1e3 * r["peak_tflops"] * 1e12), r["source"], r["what"])
+                              for r in rows) for model, rows in data["prefill"].items()},
+        max_batch={k: (int(v["size"]), v["source"]) for k, v in data["max_batch"].items()},
         decode=tuple(DecodeMeasurement(m["accelerator"], int(m["tensor_parallel"]), float(m["parameters_billion"]),
                                        float(m["ms_per_token"]), m["source"], m["what"]) for m in data["decode"]),
         encoder=tuple(Measurement(f["per_second"] * 2 * f["parameters_billion"] * 1e9 * f["tokens"] / peak,
