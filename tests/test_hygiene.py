@@ -61,3 +61,42 @@ def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
     theirs = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": OTHER_ACCOUNT})
     assert evaluate(scheduler, ours, world).allowed
     assert not evaluate(scheduler, theirs, world).allowed
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-p5", "huge-capacity-block"])
+def test_cluster_launch_templates_keep_node_credentials_from_containers(synth, variant):
+    """IMDSv2 with hop limit 1 on every launch template: node software runs on the host, and a container behind a
+    bridge (one more hop) cannot reach the node role's credentials (EC2 User Guide, "Configure the instance metadata
+    options")."""
+    templates = synth(*VARIANTS[variant]).resources("TrainStack", "AWS::EC2::LaunchTemplate")
+    assert templates
+    for lid, t in templates.items():
+        options = t["Properties"]["LaunchTemplateData"]["MetadataOptions"]
+        assert options["HttpTokens"] == "required", lid
+        assert options["HttpPutResponseHopLimit"] == 1, (lid, options)
+
+
+# Roles of CDK's own deployment-time handlers (Lambda) are not workload roles.
+def _workload_roles(world):
+    for stack in world.stacks.values():
+        for lid, r in stack.template["Resources"].items():
+            if r["Type"] != "AWS::IAM::Role":
+                continue
+            trust = str(r["Properties"]["AssumeRolePolicyDocument"])
+            if "lambda.amazonaws.com" not in trust:
+                yield lid, world.principal(stack, lid)
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-hyperpod", "small-all-kinds"])
+def test_no_workload_role_deletes_object_versions(synth, variant):
+    """Versioning protects the dataset bucket only if no workload role can erase a version; the training role
+    still deletes checkpoints (a delete marker, recoverable)."""
+    world = world_of(synth(*VARIANTS[variant]))
+    bucket = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+    roles = list(_workload_roles(world))
+    assert roles
+    erasing = [f"{lid}: {key}" for lid, role in roles for key in ("checkpoints/step-1/model.pt", "datasets/x", "output/x")
+               if evaluate(role, Call("s3:DeleteObjectVersion", f"{bucket}/{key}", "S3 versioning"), world).allowed]
+    assert not erasing, erasing
+    trainer = world.role("TrainStack/TrainingRole/Role/Resource")
+    assert evaluate(trainer, Call("s3:DeleteObject", f"{bucket}/checkpoints/step-1/model.pt", "rotation"), world).allowed
