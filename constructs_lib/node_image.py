@@ -19,12 +19,14 @@ from pathlib import Path
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_imagebuilder as imagebuilder
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack
 
+from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
 
@@ -174,7 +176,7 @@ class NodeImage(Construct):
     """Bakes the node AMI in the cluster's private subnet; `image_id` is the result."""
 
     def __init__(self, scope: Construct, construct_id: str, *, software: SoftwareStack, subnet: ec2.ISubnet,
-                 security_group: ec2.ISecurityGroup, logs: s3.IBucket, root_volume_gib: int,
+                 security_group: ec2.ISecurityGroup, logs: s3.IBucket, logs_key: kms.IKey, root_volume_gib: int,
                  build_instance_type: str = "m5.2xlarge") -> None:
         """`logs`: the estate's logs bucket; the bake's logs go under BAKE_LOG_PREFIX, kept when a bake fails.
         `root_volume_gib`: the nodes' root volume (workloads.catalog Software.root_volume_gib): the image's snapshot
@@ -232,6 +234,11 @@ class NodeImage(Construct):
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
         )
         self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
+        # Image Builder also logs the build to CloudWatch Logs under /aws/imagebuilder/<image name> (the recipe's;
+        # Image Builder User Guide, "Logging and monitoring in EC2 Image Builder"): made first, with the estate's
+        # key and retention, so the service does not create it unencrypted and kept forever.
+        self.image.node.add_dependency(kept_log_group(self, "BakeLogGroup", key=logs_key,
+                                                      name=f"/aws/imagebuilder/{name}"))
         self.image_id = self.image.attr_image_id
         self.parent_parameter = software.parent_image
 

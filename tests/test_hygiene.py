@@ -4,6 +4,8 @@ only (confused deputy), ..."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from workloads.catalog import load_catalog
@@ -100,3 +102,33 @@ def test_no_workload_role_deletes_object_versions(synth, variant):
     assert not erasing, erasing
     trainer = world.role("TrainStack/TrainingRole/Role/Resource")
     assert evaluate(trainer, Call("s3:DeleteObject", f"{bucket}/checkpoints/step-1/model.pt", "rotation"), world).allowed
+
+
+def _lambda_groups(s):
+    """(stack, function) -> how its logs are kept: its LoggingConfig group, or a group named /aws/lambda/<its name>."""
+    out = {}
+    for stack, template in s.templates.items():
+        res = template["Resources"]
+        named = {json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True) for r in res.values()
+                 if r["Type"] == "AWS::Logs::LogGroup"}
+        for lid, r in res.items():
+            if r["Type"] != "AWS::Lambda::Function":
+                continue
+            own = {"Fn::Join": ["", ["/aws/lambda/", {"Ref": lid}]]}
+            out[(stack, lid)] = ("LogGroup" in r["Properties"].get("LoggingConfig", {})
+                                 or json.dumps(own, sort_keys=True) in named)
+    return out
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-hyperpod", "small-all-kinds"])
+def test_service_made_log_groups_are_created_ahead(synth, variant):
+    """Every Lambda function logs to a group of ours (made ahead: kept and encrypted, as every group of the estate,
+    test_stacks), and so does Image Builder's bake (/aws/imagebuilder/<image name>, made before the image)."""
+    s = synth(*VARIANTS[variant])
+    missing = [k for k, ok in _lambda_groups(s).items() if not ok]
+    assert not missing, missing
+    for lid, image in s.resources("TrainStack", "AWS::ImageBuilder::Image").items():
+        recipe = s.templates["TrainStack"]["Resources"][image["Properties"]["ImageRecipeArn"]["Fn::GetAtt"][0]]
+        groups = {g: r for g, r in s.resources("TrainStack", "AWS::Logs::LogGroup").items()
+                  if r["Properties"].get("LogGroupName") == f"/aws/imagebuilder/{recipe['Properties']['Name']}"}
+        assert len(groups) == 1 and set(groups) <= set(image.get("DependsOn", [])), (lid, groups)
