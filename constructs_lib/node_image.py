@@ -59,13 +59,31 @@ class BakeStep:
         return "\n".join(lines)
 
 
+# The PCS agent, pinned and verified as the PCS user guide shows ("Step 2 - Install the AWS PCS agent", steps 4-5,
+# https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_custom_install-pcs-agent.html): the versioned
+# tarball (not -latest), the AWS PCS public key checked against its published fingerprint, then the tarball's
+# detached signature; the installer runs only after both hold.
+PCS_AGENT_VERSION = "1.3.1-1"
+PCS_KEY_ID = "7EEF030EDDF5C21C"
+PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
+
+
 def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     slurm_bin = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/bin"
+    agent = f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz"
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/aws-pcs-agent-v1-latest.tar.gz" -o pcs-agent.tgz
-tar zxf pcs-agent.tgz && (cd aws-pcs-agent && ./installer.sh -y)
+GNUPGHOME=$(mktemp -d)  # a keyring holding the PCS key only: a good signature is that key's
+export GNUPGHOME
+curl -fsSL "https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub" -o aws-pcs-public-key.pub
+gpg --batch --import aws-pcs-public-key.pub
+gpg --batch --with-colons --fingerprint {PCS_KEY_ID} | grep -qx "fpr:::::::::{PCS_KEY_FINGERPRINT.replace(" ", "")}:" \
+  || {{ echo "AWS PCS public key fingerprint is not {PCS_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}" -o {agent}
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}.sig" -o {agent}.sig
+gpg --batch --verify {agent}.sig {agent} || {{ echo "{agent}: bad signature, not installing" >&2; exit 1; }}
+tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
 curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{SLURM_VERSION}-installer-latest.tar.gz" -o slurm.tgz
 tar zxf slurm.tgz && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
