@@ -55,4 +55,11 @@ class DatasetBucket(Construct):
             principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")], actions=["s3:PutObject"],
             resources=[self.access_logs.arn_for_objects("*")],
             conditions={"StringNotEquals": {"aws:SourceAccount": Stack.of(self).account}}))
+        # aws-cdk-lib's key policy grant to logging.s3.amazonaws.com names no source either: the service may use the
+        # data key only for this account's buckets (confused deputy; S3 user guide, "Enabling Amazon S3 server
+        # access logging", and IAM user guide, "The confused deputy problem": aws:SourceAccount).
+        key.add_to_resource_policy(iam.PolicyStatement(
+            sid="S3LoggingKeyForThisAccountOnly", effect=iam.Effect.DENY,
+            principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")], actions=["kms:*"], resources=["*"],
+            conditions={"StringNotEquals": {"aws:SourceAccount": Stack.of(self).account}}))
         self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/")

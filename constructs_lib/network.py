@@ -10,7 +10,7 @@ NAT gateway would cost an hourly charge for nothing.
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -53,8 +53,13 @@ class EstateNetwork(Construct):
         )
         acknowledge(self.vpc, "CloudFormation-Validate::W3010", PINNED_AZ_REASON)
         provider = Stack.of(self).node.find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
-        ignore_cfn_lint(provider.node.find_child("Handler"), "W3005",
-                        "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
+        handler = provider.node.find_child("Handler")
+        ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
+        # Lambda logs to /aws/lambda/<function name> and creates it unencrypted, kept forever, on first run: made
+        # first with the estate's key and retention; the custom resource (the only invocation) waits for it.
+        handler_logs = kept_log_group(self, "RestrictDefaultSgHandlerLogs", key=logs_key,
+                                      name=Fn.join("", ["/aws/lambda/", handler.ref]))
+        self.vpc.node.find_child("RestrictDefaultSecurityGroupCustomResource").node.add_dependency(handler_logs)
         for public in self.vpc.public_subnets:  # the second zone's holds nothing at all (CDK makes one per zone)
             acknowledge(public.node.find_child("DefaultRoute"), "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
                         "The public subnets' route to the internet gateway is the NAT gateway's way out; they hold "

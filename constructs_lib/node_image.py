@@ -19,12 +19,14 @@ from pathlib import Path
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_imagebuilder as imagebuilder
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack
 
+from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
 
@@ -57,13 +59,31 @@ class BakeStep:
         return "\n".join(lines)
 
 
+# The PCS agent, pinned and verified as the PCS user guide shows ("Step 2 - Install the AWS PCS agent", steps 4-5,
+# https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_custom_install-pcs-agent.html): the versioned
+# tarball (not -latest), the AWS PCS public key checked against its published fingerprint, then the tarball's
+# detached signature; the installer runs only after both hold.
+PCS_AGENT_VERSION = "1.3.1-1"
+PCS_KEY_ID = "7EEF030EDDF5C21C"
+PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
+
+
 def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     slurm_bin = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/bin"
+    agent = f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz"
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/aws-pcs-agent-v1-latest.tar.gz" -o pcs-agent.tgz
-tar zxf pcs-agent.tgz && (cd aws-pcs-agent && ./installer.sh -y)
+GNUPGHOME=$(mktemp -d)  # a keyring holding the PCS key only: a good signature is that key's
+export GNUPGHOME
+curl -fsSL "https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub" -o aws-pcs-public-key.pub
+gpg --batch --import aws-pcs-public-key.pub
+gpg --batch --with-colons --fingerprint {PCS_KEY_ID} | grep -qx "fpr:::::::::{PCS_KEY_FINGERPRINT.replace(" ", "")}:" \
+  || {{ echo "AWS PCS public key fingerprint is not {PCS_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}" -o {agent}
+curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}.sig" -o {agent}.sig
+gpg --batch --verify {agent}.sig {agent} || {{ echo "{agent}: bad signature, not installing" >&2; exit 1; }}
+tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
 curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{SLURM_VERSION}-installer-latest.tar.gz" -o slurm.tgz
 tar zxf slurm.tgz && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
@@ -174,7 +194,7 @@ class NodeImage(Construct):
     """Bakes the node AMI in the cluster's private subnet; `image_id` is the result."""
 
     def __init__(self, scope: Construct, construct_id: str, *, software: SoftwareStack, subnet: ec2.ISubnet,
-                 security_group: ec2.ISecurityGroup, logs: s3.IBucket, root_volume_gib: int,
+                 security_group: ec2.ISecurityGroup, logs: s3.IBucket, logs_key: kms.IKey, root_volume_gib: int,
                  build_instance_type: str = "m5.2xlarge") -> None:
         """`logs`: the estate's logs bucket; the bake's logs go under BAKE_LOG_PREFIX, kept when a bake fails.
         `root_volume_gib`: the nodes' root volume (workloads.catalog Software.root_volume_gib): the image's snapshot
@@ -232,6 +252,11 @@ class NodeImage(Construct):
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
         )
         self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
+        # Image Builder also logs the build to CloudWatch Logs under /aws/imagebuilder/<image name> (the recipe's;
+        # Image Builder User Guide, "Logging and monitoring in EC2 Image Builder"): made first, with the estate's
+        # key and retention, so the service does not create it unencrypted and kept forever.
+        self.image.node.add_dependency(kept_log_group(self, "BakeLogGroup", key=logs_key,
+                                                      name=f"/aws/imagebuilder/{name}"))
         self.image_id = self.image.attr_image_id
         self.parent_parameter = software.parent_image
 

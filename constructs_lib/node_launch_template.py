@@ -31,8 +31,12 @@ class NodeLaunchTemplate(Construct):
                 interface_type=None if i.kind == "interface" else i.kind,  # omitted: an ENA interface
                 subnet_id=subnet.subnet_id, groups=[security_group.security_group_id], delete_on_termination=True)
                 for i in interfaces],
+            # Hop limit 1: everything on a node that uses the node role (PCS agent, slurmd, user data's AWS CLI,
+            # jobs from the node image's venv) runs on the host; a container behind a bridge adds a hop and would
+            # need 2 (EC2 User Guide, "Configure the instance metadata options": "In a container environment, we
+            # recommend setting the hop limit to 2"), so with 1 no container on a node gets the role's credentials.
             metadata_options=L.MetadataOptionsProperty(http_tokens="required", http_endpoint="enabled",
-                                                       http_put_response_hop_limit=4),
+                                                       http_put_response_hop_limit=1),
             block_device_mappings=[L.BlockDeviceMappingProperty(
                 device_name="/dev/sda1",
                 ebs=L.EbsProperty(encrypted=True, volume_type="gp3", volume_size=root_volume_gib,

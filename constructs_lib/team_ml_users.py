@@ -7,12 +7,22 @@ Every condition key below is one the IAM service authorization reference lists f
 sagemaker:VpcSubnets, sagemaker:VpcSecurityGroupIds, sagemaker:VolumeKmsKey, sagemaker:OutputKmsKey,
 sagemaker:NetworkIsolation, sagemaker:DirectInternetAccess, sagemaker:RootAccess, and on AddTags
 sagemaker:TaggingAction, which is present only when the tags come with a create request.
+
+Reads are the team's own too: every Describe*/List* action whose resource type carries aws:ResourceTag is
+allowed on the team's tag only (workloads/catalog/sagemaker_reads.yaml, from the same reference); the List
+actions that take no resource (Resource "*") are allowed for the kinds the team creates, and Search only with
+the team's tag as its visibility condition.
 """
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
+
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
+from workloads.packaged import read_packaged_yaml
 
 from .nag import acknowledge_wildcards
 from .team_guardrails import SIZED_CREATES, instance_patterns
@@ -26,7 +36,10 @@ OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJo
                         "sagemaker:DeleteModel", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
                         "sagemaker:StartNotebookInstance", "sagemaker:StopNotebookInstance",
                         "sagemaker:DeleteNotebookInstance", "sagemaker:CreatePresignedNotebookInstanceUrl"]
-READ_ACTIONS = ["sagemaker:Describe*", "sagemaker:List*", "sagemaker:Search"]
+# Every tagged read action (by the catalog's facts), scoped by the team tag; an action whose resource carries no
+# tag fails the condition, so it is never granted.
+OWN_READ_ACTIONS = ["sagemaker:Describe*", "sagemaker:List*"]
+READS_FILE = Path(__file__).resolve().parent.parent / "workloads" / "catalog" / "sagemaker_reads.yaml"
 # Jobs that run containers in a VPC of their own choosing; they must choose the team's.
 IN_VPC = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob",
           "sagemaker:CreateNotebookInstance"]
@@ -35,6 +48,23 @@ ISOLATED = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sag
 WITH_OUTPUT_KEY = [*ISOLATED, "sagemaker:CreateTransformJob"]
 WITH_VOLUME_KEY = [*WITH_OUTPUT_KEY, "sagemaker:CreateEndpointConfig", "sagemaker:CreateNotebookInstance"]
 TEAM_TAG = "team"
+
+
+@cache
+def sagemaker_reads() -> dict:
+    """The reference's facts: tagged (action -> resource types), untagged, no_resource (actions on "*")."""
+    return read_packaged_yaml(READS_FILE)
+
+
+def resourceless_lists() -> list[str]:
+    """The List actions that take no resource, for the kinds the team creates (ListTrainingJobs for
+    CreateTrainingJob...): they name every team's resources, which is all IAM can scope them to; what is in a
+    resource is read with its Describe action, which is scoped."""
+    creates = [*SIZED_USER_CREATES, *OTHER_CREATES]
+    lists = [f"sagemaker:List{a.removeprefix('sagemaker:Create')}s" for a in creates]
+    unknown = [a for a in lists if a.removeprefix("sagemaker:") not in sagemaker_reads()["no_resource"]]
+    assert not unknown, f"not resource-less List actions by {READS_FILE.name}: {unknown}"
+    return sorted(lists)
 
 
 class TeamMlUsers(Construct):
@@ -61,7 +91,13 @@ class TeamMlUsers(Construct):
             iam.PolicyStatement(sid="TagOwn", actions=["sagemaker:AddTags", "sagemaker:DeleteTags"], resources=["*"],
                                 conditions=own),
             iam.PolicyStatement(sid="ManageOwn", actions=OWN_RESOURCE_ACTIONS, resources=["*"], conditions=own),
-            iam.PolicyStatement(sid="Read", actions=READ_ACTIONS, resources=["*"]),
+            iam.PolicyStatement(sid="ReadOwn", actions=OWN_READ_ACTIONS, resources=["*"], conditions=own),
+            iam.PolicyStatement(sid="ListTheTeamsKinds", actions=resourceless_lists(), resources=["*"]),
+            # Search returns whole resources: only with the team's tag as visibility condition (SageMaker Developer
+            # Guide, "Amazon SageMaker AI identity-based policy examples", "Limit access to searchable resources with
+            # visibility conditions": a policy with the key denies a Search that names no VisibilityConditions).
+            iam.PolicyStatement(sid="SearchOwn", actions=["sagemaker:Search"], resources=["*"], conditions={
+                "StringEquals": {f"sagemaker:SearchVisibilityCondition/Tags.{TEAM_TAG}": team}}),
             iam.PolicyStatement(sid="PassTeamRoles", actions=["iam:PassRole"], resources=["*"], conditions={
                 "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com",
                                  f"aws:ResourceTag/{TEAM_TAG}": team}}),
@@ -96,5 +132,5 @@ class TeamMlUsers(Construct):
         acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"], resources=["*"],
                               reason="Resource ARNs of jobs and endpoints do not exist before they are created; every "
                                      "create is bound by the team tag, instance types, subnet, security group and key "
-                                     "conditions, every change by the resource's own team tag; reads are account-wide "
-                                     "by design.")
+                                     "conditions, every change and every read by the resource's own team tag; the "
+                                     "resource-less List actions are named one by one.")

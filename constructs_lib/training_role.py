@@ -39,7 +39,12 @@ class TrainingRole(Construct):
                              description=f"Training nodes ({service}): dataset read, outputs and checkpoints write")
         reads, writes = [DATASET_PREFIX], [OUTPUT_PREFIX]
         bucket.grant_read(self.role, DATASET_PREFIX + "*")
-        bucket.grant_read_write(self.role, CHECKPOINT_PREFIX + "*")
+        # Checkpoints are read, written and deleted (rotation), but never their versions: versioning keeps what a
+        # delete removed (s3:DeleteObject adds a delete marker; s3:DeleteObjectVersion would erase the data).
+        bucket.grant_read(self.role, CHECKPOINT_PREFIX + "*")
+        bucket.grant_put(self.role, CHECKPOINT_PREFIX + "*")
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:DeleteObject"],
+                                                              resources=[bucket.arn_for_objects(CHECKPOINT_PREFIX + "*")]))
         bucket.grant_put(self.role, OUTPUT_PREFIX + "*")
         if service == "sagemaker":
             reads.append(JOBS_PREFIX)  # the job code `submit` and `process` upload

@@ -3,28 +3,31 @@ the checks every synthesis runs. app.py and the tests call it; estate.py and tea
 
 from __future__ import annotations
 
-import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
+from collections.abc import Sequence
 
-from constructs_lib.nag import acknowledge_inline_role_policies
+import aws_cdk as cdk
+import cdk_nag
+
+from constructs_lib.nag import DEFAULT_PACKS, acknowledge_inline_role_policies
 from workloads.context import Target
 
 from .estate import Estate, build_estate
 from .team_stage import TeamStage
 
 
-def add_checks(app: cdk.App) -> None:
-    """cdk-nag AwsSolutions and NIST 800-53 rev 5 on everything; findings go to the policy validation report,
-    and an unacknowledged one fails the synthesis."""
+def add_checks(app: cdk.App, packs: Sequence[str] = DEFAULT_PACKS) -> None:
+    """cdk-nag packs on everything (AwsSolutions and NIST 800-53 rev 5 by default; the tests add HIPAA Security and
+    PCI DSS 3.2.1, constructs_lib.nag.ALL_PACKS); findings go to the policy validation report, and an
+    unacknowledged one fails the synthesis."""
     acknowledge_inline_role_policies(app)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    cdk.Validations.of(app).add_plugins(*(getattr(cdk_nag, p)(app) for p in packs))
 
 
-def build(app: cdk.App, target: Target) -> list[Estate]:
+def build(app: cdk.App, target: Target, *, packs: Sequence[str] = DEFAULT_PACKS) -> list[Estate]:
     if target.teams:
         estates = [TeamStage(app, stamped=s).estate for s in target.teams]
     else:
         assert target.plan is not None
         estates = [build_estate(app, target.plan, account=target.account, named_by_workload=True)]
-    add_checks(app)
+    add_checks(app, packs)
     return estates

@@ -55,8 +55,9 @@ class InferenceStack(EstateStack):
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
 
     def _serverless(self, p: InferencePlan) -> None:
+        model = self._model("ServerlessModel", p, in_vpc=False)
         endpoint = ServerlessEndpoint(
-            self, "Serverless", model_name=self._model("ServerlessModel", p, in_vpc=False).model_name,
+            self, "Serverless", model_name=model.model_name, model_role=model.role, kms_key=self._key,
             logs_key=self._logs_key, memory_mb=p.memory_mb,
             max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency)
         cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)

@@ -54,7 +54,7 @@ class TrainStack(EstateStack):
         cdk.CfnOutput(self, "DatasetPrefix", value=DATASET_PREFIX,
                       description="Training reads s3://<DataStack.DatasetBucketName>/" + DATASET_PREFIX)
         if slurm:
-            self._slurm(training, subnet, security, lustre, home, access_logs)
+            self._slurm(training, subnet, security, lustre, home, access_logs, logs_key)
         elif training.orchestrator == "hyperpod":
             hyperpod = HyperPodCluster(
                 self, "HyperPod", role=self.role, key=key, logs_key=logs_key, access_logs=access_logs,
@@ -76,12 +76,12 @@ class TrainStack(EstateStack):
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")
 
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
-               lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket) -> None:
+               lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket, logs_key: kms.IKey) -> None:
         assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
         # Root volumes: the default, or what the accelerator's vendor asks for (workloads/catalog/software.yaml).
         root_gib = load_software().root_volume_gib(load_catalog().get(t.instance_type))
         image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
-                          logs=logs, root_volume_gib=root_gib)
+                          logs=logs, logs_key=logs_key, root_volume_gib=root_gib)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)

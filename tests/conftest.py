@@ -25,11 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 
 def build_app(app):
-    """What app.py does with its context: read it once, then build (stacks.build)."""
+    """What app.py does with its context: read it once, then build (stacks.build), with every cdk-nag pack."""
+    from constructs_lib.nag import ALL_PACKS
     from stacks.build import build
     from workloads.context import read_context
 
-    return build(app, read_context(app.node.get_all_context()))
+    return build(app, read_context(app.node.get_all_context()), packs=ALL_PACKS)
 
 
 def cdk_json_context() -> dict:

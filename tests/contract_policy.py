@@ -255,6 +255,10 @@ class World:
                 if service == "sns" and r["Type"] == "AWS::SNS::TopicPolicy":
                     if resource_arn in self._resolve(s, props["Topics"]):
                         return _statements(self._resolve(s, props["PolicyDocument"]))
+                # A role's trust policy is the resource policy of sts:AssumeRole on it (IAM User Guide, "Policy
+                # evaluation logic": role trust policies are resource-based policies).
+                if service == "sts" and r["Type"] == "AWS::IAM::Role" and self.get_att(s, lid, "Arn") == resource_arn:
+                    return _statements(self._resolve(s, props["AssumeRolePolicyDocument"]))
                 if service == "kms" and r["Type"] == "AWS::KMS::Key":
                     if self.get_att(s, lid, "Arn") == resource_arn:
                         return _statements(self._resolve(s, props["KeyPolicy"]))

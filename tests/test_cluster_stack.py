@@ -46,16 +46,29 @@ def _user_data(template_data: dict) -> str:
 
 
 def test_launch_template_interfaces_come_from_the_network_card_facts(cluster):
-    """ENA primary, then one EFA-only interface per EFA-capable card (card 0 at device 1 where it carries EFA;
-    p6-b300's card 0 carries none): the template holds exactly the catalog-derived layout."""
+    """Checked against the catalog's facts, not the function that builds the layout (EC2 guide, "Maximize network
+    bandwidth on Amazon EC2 instances with multiple network cards"): the primary (card 0, device 0) is ENA; as
+    many EFA-only interfaces as the type has EFA interfaces, spread evenly over its cards, on card 0 only where
+    card 0 carries EFA (p6-b300's does not), each card's devices numbered from 0 (from 1 on card 0)."""
     itype, s = cluster
+    t = CAT.types[itype]
     data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
     nics = data["NetworkInterfaces"]
-    expected = network_interfaces(CAT.types[itype], efa=True)
-    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType", "interface")) for n in nics] == \
-        [(i.card, i.device, i.kind) for i in expected]
-    assert sum(n.get("InterfaceType") == "efa-only" for n in nics) == CAT.types[itype].efa_max_interfaces
-    assert nics[0].get("InterfaceType") is None  # the primary is ENA: an EFA-only interface cannot be primary
+    at = {(n["NetworkCardIndex"], n["DeviceIndex"]): n.get("InterfaceType") for n in nics}
+    assert len(at) == len(nics), "two interfaces on one card and device"
+    assert (0, 0) in at and at[(0, 0)] is None  # ENA primary: an EFA-only interface cannot be primary
+    efa = sorted(k for k, kind in at.items() if kind == "efa-only")
+    assert len(efa) == t.efa_max_interfaces
+    assert all(kind in (None, "efa-only") for kind in at.values())
+    cards = sorted({c for c, _ in efa})
+    assert all(0 <= c < t.network_cards for c in cards)
+    assert (0 in cards) == t.efa_on_card0
+    assert len(cards) == (t.network_cards if t.efa_on_card0 else t.network_cards - 1) or len(cards) == len(efa)
+    per_card = {c: sorted(d for cc, d in efa if cc == c) for c in cards}
+    assert len({len(d) for d in per_card.values()}) == 1, per_card
+    for c, devices in per_card.items():
+        first = 1 if c == 0 else 0
+        assert devices == list(range(first, first + len(devices))), (c, devices)
     assert all(not n.get("AssociatePublicIpAddress") for n in nics)
     assert len({json.dumps(n["Groups"]) for n in nics}) == 1 and len({json.dumps(n["SubnetId"]) for n in nics}) == 1
 

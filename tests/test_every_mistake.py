@@ -197,8 +197,10 @@ def test_context_that_would_be_ignored_is_refused(tmp_path, context, field):
     assert [e.field for e in err.value.errors] == [field]
 
 
-def test_python_app_py_alone_synthesizes_with_cdk_json(tmp_path, monkeypatch):
-    """Before: a 40-line traceback (objectOwnership must be set...) because cdk.json's flags were not loaded."""
+def test_python_app_py_alone_says_what_it_does(tmp_path, monkeypatch, capsys):
+    """Run alone, app.py says it uses cdk.json's context and where it writes, and does exactly that: the workload
+    named in cdk.json is synthesized into cdk.out beside it. (Before: a 40-line traceback, objectOwnership must be
+    set..., because cdk.json's flags were not loaded.)"""
     import app
 
     context = {**cdk_json_context(), "workload": "small"}
@@ -207,12 +209,15 @@ def test_python_app_py_alone_synthesizes_with_cdk_json(tmp_path, monkeypatch):
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
     monkeypatch.delenv("CDK_OUTDIR", raising=False)
     assert app.main() == 0
-    assert (tmp_path / "cdk.out" / "DataStack.template.json").exists()
-
-
-def test_python_app_py_alone_says_what_it_does():
-    source = (ROOT / "app.py").read_text()
-    assert "cdk.json's context" in source and "CDK_CONTEXT_JSON" in source
+    said = capsys.readouterr().err
+    assert "cdk.json's context" in said and str(tmp_path / "cdk.out") in said, said
+    template = json.loads((tmp_path / "cdk.out" / "DataStack.template.json").read_text())
+    tags = [t for r in template["Resources"].values() for t in r.get("Properties", {}).get("Tags", [])
+            if isinstance(t, dict) and t.get("Key") == "workload"]
+    assert tags and all(t["Value"] == "small" for t in tags), tags
+    # cdk.json's feature flags were applied (without them aws-cdk-lib refuses the buckets' object ownership).
+    buckets = [r for r in template["Resources"].values() if r["Type"] == "AWS::S3::Bucket"]
+    assert buckets and all(b["Properties"]["OwnershipControls"] for b in buckets)
 
 
 def _group_runs(pgid: int, fragment: str) -> bool:

@@ -23,7 +23,8 @@ def test_serverless_endpoint(synth):
     config = _props(s, "AWS::SageMaker::EndpointConfig", "ServerlessConfig")
     assert config["ProductionVariants"][0]["ServerlessConfig"] == {
         "MemorySizeInMB": 2048, "MaxConcurrency": 20, "ProvisionedConcurrency": 5}
-    assert "KmsKeyId" not in config and "InstanceType" not in config["ProductionVariants"][0]
+    # Serverless takes the data key: KmsKeyId is refused only for instance types with local storage (issue 25).
+    assert "DataKey" in json.dumps(config["KmsKeyId"]) and "InstanceType" not in config["ProductionVariants"][0]
     model = _props(s, "AWS::SageMaker::Model", "ServerlessModel")
     assert "VpcConfig" not in model and model["EnableNetworkIsolation"] is False
     assert "cpu" in model["PrimaryContainer"]["Image"] or "xgboost" in model["PrimaryContainer"]["Image"]

@@ -1,5 +1,6 @@
-"""Every synthesized template: zero cfn-lint errors, zero unacknowledged cdk-nag AwsSolutions and NIST 800-53
-rev 5 findings (both packs run in every synthesis: stacks.build.add_checks)."""
+"""Every synthesized template: zero cfn-lint errors, zero unacknowledged cdk-nag findings in all four packs
+(AwsSolutions and NIST 800-53 rev 5 run in every synthesis; the tests add HIPAA Security and PCI DSS 3.2.1:
+constructs_lib.nag.ALL_PACKS)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 import yaml
 from cfnlint.api import ManualArgs, lint_file
 
+from constructs_lib.nag import ALL_PACKS, COMPLIANCE_PACKS
+
 from .conftest import ROOT, cdk_json_context
+
+PLUGINS = ("AwsSolutions", *COMPLIANCE_PACKS)  # the packs' report names, one per ALL_PACKS entry
 
 LINT_SETTINGS = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text())
 
@@ -40,26 +45,47 @@ def test_cdk_nag_runs_and_reports_findings(tmp_path):
     import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
 
+    from constructs_lib.nag import acknowledge
     from stacks.build import add_checks
 
     app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
-    s3.Bucket(cdk.Stack(app, "Canary"), "Plain")
-    add_checks(app)
+    bucket = s3.Bucket(cdk.Stack(app, "Canary"), "Plain")
+    # One acknowledgement, one reason: the same finding is silent in every pack that has it.
+    acknowledge(bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", "canary reason")
+    add_checks(app, ALL_PACKS)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
     report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert sorted(r["pluginName"] for r in report["pluginReports"]) == sorted(PLUGINS)
     found = _violations(report, "AwsSolutions")
     assert any("AwsSolutions-S1" in f for f in found) and any("AwsSolutions-S10" in f for f in found), found
-    nist = _violations(report, "NIST.800.53.R5")
-    assert any("S3BucketVersioningEnabled" in f for f in nist) and any("S3DefaultEncryptionKMS" in f for f in nist), nist
+    for pack in COMPLIANCE_PACKS:
+        seen = _violations(report, pack)
+        assert any("S3BucketVersioningEnabled" in f for f in seen), (pack, seen)
+        assert not any("S3BucketReplicationEnabled" in f for f in seen), (pack, seen)
 
 
-def test_cdk_nag_aws_solutions_and_nist_have_no_unacknowledged_finding(variant_synth):
+def test_cdk_nag_all_four_packs_have_no_unacknowledged_finding(variant_synth):
+    """An unacknowledged finding fails the synthesis itself; the report of a clean one lists no violation."""
     _, s = variant_synth
-    assert _violations(s.nag_report, "AwsSolutions") == []
-    assert _violations(s.nag_report, "NIST.800.53.R5") == []
+    for plugin in PLUGINS:
+        assert _violations(s.nag_report, plugin) == [], plugin
     errors = [v for r in s.nag_report["pluginReports"] for v in r.get("violations", []) if v["severity"] == "error"]
     assert errors == []
+
+
+def test_the_tests_synthesize_with_all_four_packs(monkeypatch):
+    """Every synthesis of the tests (variants and the teams file, conftest.build_app) runs ALL_PACKS, which the
+    canary above shows are the four packs."""
+    import stacks.build
+
+    from .conftest import build_app
+
+    seen = {}
+    monkeypatch.setattr(stacks.build, "build", lambda app, target, **kw: seen.update(kw))
+    monkeypatch.setattr("workloads.context.read_context", lambda context: None)
+    build_app(type("App", (), {"node": type("N", (), {"get_all_context": lambda self: {}})()})())
+    assert seen["packs"] == ALL_PACKS and len(ALL_PACKS) == len(PLUGINS)
 
 
 def test_cfn_lint_is_clean(variant_synth):

@@ -136,3 +136,69 @@ def test_the_teams_really_differ(world):
     a, b = _team(world, A), _team(world, B)
     assert a["subnet"] != b["subnet"] and a["sg"] != b["sg"] and a["key"] != b["key"]
     assert a["account"] == b["account"] and a["region"] == b["region"]
+
+
+# ---------------------------------------------------------------- reads (issue 25)
+
+def _reads() -> dict:
+    from constructs_lib.team_ml_users import sagemaker_reads
+    return sagemaker_reads()
+
+
+def _user(world: World, team: str):
+    return world.policy_holder(f"{team}/MlUsersStack/MlUsers/Policy/Resource", f"{team}-ml-user")
+
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+@pytest.mark.parametrize("action, kind", [("sagemaker:DescribeEndpointConfig", "endpoint-config"),
+                                          ("sagemaker:DescribeModel", "model"),
+                                          ("sagemaker:DescribeTrainingJob", "training-job")])
+def test_a_team_describes_its_own_work_and_not_another_teams(world, team, other, action, kind):
+    """The issue's case: the container environment and S3 URIs in another team's resources stay unread."""
+    users, t, o = _user(world, team), _team(world, team), _team(world, other)
+    mine = Call(action, _arn(t, kind, f"{team}-x"), DOC, context={"aws:ResourceTag/team": team})
+    theirs = Call(action, _arn(o, kind, f"{other}-x"), DOC, context={"aws:ResourceTag/team": other})
+    assert evaluate(users, mine, world).allowed, evaluate(users, mine, world).reason
+    assert not evaluate(users, theirs, world).allowed, f"{team} reads {theirs}"
+
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_every_read_action_is_scoped_by_the_team_tag_or_takes_no_resource(world, team, other):
+    """Over every Describe*/List*/Search row of the service authorization reference (sagemaker_reads.yaml):
+    a tagged resource is read only with the team's tag; an untagged or untaggable one never; an action that takes
+    no resource only where it is one of the team's List actions; Search only with the team's visibility condition."""
+    users, t, reads = _user(world, team), _team(world, team), _reads()
+    wrong = []
+    for action, kinds in reads["tagged"].items():
+        for kind in kinds:
+            arn = _arn(t, kind, "x")
+            for tags, want in (({"aws:ResourceTag/team": team}, True), ({"aws:ResourceTag/team": other}, False),
+                               ({}, False)):
+                if evaluate(users, Call(f"sagemaker:{action}", arn, DOC, context=tags), world).allowed != want:
+                    wrong.append(f"{action} on {kind} tagged {tags or 'nothing'}: want allowed={want}")
+    for action, kinds in reads["untagged"].items():
+        if evaluate(users, Call(f"sagemaker:{action}", _arn(t, kinds[0], "x"), DOC), world).allowed:
+            wrong.append(f"{action}: its resource has no tag to scope by, yet allowed")
+    listed = {a for a in reads["no_resource"] if evaluate(users, Call(f"sagemaker:{a}", "*", DOC), world).allowed}
+    lists_of_creates = {a.removeprefix("sagemaker:").replace("Create", "List", 1) + "s" for a in
+                        ("sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateTransformJob",
+                         "sagemaker:CreateHyperParameterTuningJob", "sagemaker:CreateModel",
+                         "sagemaker:CreateEndpointConfig", "sagemaker:CreateEndpoint",
+                         "sagemaker:CreateNotebookInstance")}
+    assert listed == lists_of_creates, (sorted(listed), sorted(lists_of_creates))
+    for context, want in (({"sagemaker:SearchVisibilityCondition/Tags.team": team}, True),
+                          ({"sagemaker:SearchVisibilityCondition/Tags.team": other}, False), ({}, False)):
+        if evaluate(users, Call("sagemaker:Search", "*", DOC, context=context), world).allowed != want:
+            wrong.append(f"Search with {context or 'no visibility condition'}: want allowed={want}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_reads_facts_are_complete():
+    """Every Describe/List action the policy's wildcards reach is classified, with its source recorded."""
+    reads = _reads()
+    assert "list_amazonsagemaker.html" in reads["source"]["url"]
+    classified = [*reads["tagged"], *reads["untagged"], *reads["no_resource"]]
+    assert len(classified) == len(set(classified))
+    for a in ("DescribeEndpointConfig", "DescribeModel", "DescribeTrainingJob", "DescribeEndpoint", "ListTags"):
+        assert a in reads["tagged"], a
+    assert "Search" in reads["no_resource"] and "ListTrainingJobs" in reads["no_resource"]

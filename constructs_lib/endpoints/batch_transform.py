@@ -88,8 +88,12 @@ class ScheduledBatchTransform(Construct):
             "Transform job names are made per execution (batch-<execution name>), so the job ARN is a prefix "
             "wildcard in this account and region; the '*' statements are CloudWatch Logs delivery, X-Ray and "
             "sagemaker:ListTags, which Step Functions needs for logging and tracing and which take no resource ARN."))
-        self.schedule_role = iam.Role(self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
-                                      description="Starts the batch transform state machine on its schedule")
+        # Only this account's schedules may assume it (EventBridge Scheduler User Guide, "Set up the execution
+        # role": the trust policy's aws:SourceAccount condition, against the confused deputy).
+        self.schedule_role = iam.Role(
+            self, "ScheduleRole", description="Starts the batch transform state machine on its schedule",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com", conditions={
+                "StringEquals": {"aws:SourceAccount": Stack.of(self).account}}))
         self.state_machine.grant_start_execution(self.schedule_role)
         self.schedule = scheduler.CfnSchedule(
             self, "Schedule", schedule_expression=schedule,

@@ -1,0 +1,154 @@
+"""Issue 25: hygiene that outside scanners and reviewers asked for, checked over every resource of a kind:
+endpoint configs encrypt their volumes wherever SageMaker accepts a key, service principals act for this account
+only (confused deputy), ..."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from workloads.catalog import load_catalog
+
+from .conftest import VARIANTS
+from .contract_policy import FAKE_ACCOUNT, Call, Principal, evaluate
+from .test_runtime_contract import world_of
+
+OTHER_ACCOUNT = "999999999999"
+
+
+@pytest.mark.parametrize("variant", ["small-all-kinds", "huge", "intermediate"])
+def test_every_endpoint_config_has_a_volume_key_where_sagemaker_accepts_one(synth, variant):
+    """CreateEndpointConfig.KmsKeyId is refused only for instance types with local storage (SageMaker API
+    Reference); serverless variants (no instance type) take it too."""
+    catalog = load_catalog()
+    configs = synth(*VARIANTS[variant]).resources("InferenceStack", "AWS::SageMaker::EndpointConfig")
+    assert configs
+    for lid, config in configs.items():
+        props = config["Properties"]
+        types = [v.get("InstanceType") for v in props["ProductionVariants"]]
+        nvme = any(t and catalog.get(t).local_nvme for t in types)
+        assert ("KmsKeyId" in props) != nvme, (lid, types, props.get("KmsKeyId"))
+
+
+def test_serverless_endpoint_config_is_encrypted_with_the_data_key(synth):
+    world = world_of(synth(*VARIANTS["small-all-kinds"]))
+    stack, lid = world.find("InferenceStack/Serverless/Config", "AWS::SageMaker::EndpointConfig")
+    key = world.resolve(stack.name, stack.template["Resources"][lid]["Properties"]["KmsKeyId"])
+    assert key == world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
+    role = world.role("InferenceStack/ServerlessModel/Role/Resource")
+    grant = Call("kms:CreateGrant", key, "CreateEndpointConfig KmsKeyId", context={"kms:GrantIsForAWSResource": "true"})
+    assert evaluate(role, grant, world).allowed
+
+
+def test_s3_logging_uses_the_data_key_for_this_account_only(synth):
+    """The data key's grant to logging.s3.amazonaws.com holds for this account's buckets, not another's."""
+    world = world_of(synth("huge"))
+    data_key = world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
+    s3_logging = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="logging.s3.amazonaws.com")
+    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+        ours = Call(action, data_key, "S3 server access logging", context={"aws:SourceAccount": FAKE_ACCOUNT})
+        theirs = Call(action, data_key, "S3 server access logging", context={"aws:SourceAccount": OTHER_ACCOUNT})
+        assert evaluate(s3_logging, ours, world).allowed, action
+        assert not evaluate(s3_logging, theirs, world).allowed, action
+
+
+def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
+    """EventBridge Scheduler assumes the role for a schedule of this account, never for another's."""
+    world = world_of(synth(*VARIANTS["small-all-kinds"]))
+    role = world.arn("InferenceStack/Batch/ScheduleRole/Resource", "AWS::IAM::Role")
+    scheduler = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="scheduler.amazonaws.com")
+    doc = "EventBridge Scheduler User Guide, Set up the execution role"
+    ours = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": FAKE_ACCOUNT})
+    theirs = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": OTHER_ACCOUNT})
+    assert evaluate(scheduler, ours, world).allowed
+    assert not evaluate(scheduler, theirs, world).allowed
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-p5", "huge-capacity-block"])
+def test_cluster_launch_templates_keep_node_credentials_from_containers(synth, variant):
+    """IMDSv2 with hop limit 1 on every launch template: node software runs on the host, and a container behind a
+    bridge (one more hop) cannot reach the node role's credentials (EC2 User Guide, "Configure the instance metadata
+    options")."""
+    templates = synth(*VARIANTS[variant]).resources("TrainStack", "AWS::EC2::LaunchTemplate")
+    assert templates
+    for lid, t in templates.items():
+        options = t["Properties"]["LaunchTemplateData"]["MetadataOptions"]
+        assert options["HttpTokens"] == "required", lid
+        assert options["HttpPutResponseHopLimit"] == 1, (lid, options)
+
+
+# Roles of CDK's own deployment-time handlers (Lambda) are not workload roles.
+def _workload_roles(world):
+    for stack in world.stacks.values():
+        for lid, r in stack.template["Resources"].items():
+            if r["Type"] != "AWS::IAM::Role":
+                continue
+            trust = str(r["Properties"]["AssumeRolePolicyDocument"])
+            if "lambda.amazonaws.com" not in trust:
+                yield lid, world.principal(stack, lid)
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-hyperpod", "small-all-kinds"])
+def test_no_workload_role_deletes_object_versions(synth, variant):
+    """Versioning protects the dataset bucket only if no workload role can erase a version; the training role
+    still deletes checkpoints (a delete marker, recoverable)."""
+    world = world_of(synth(*VARIANTS[variant]))
+    bucket = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+    roles = list(_workload_roles(world))
+    assert roles
+    erasing = [f"{lid}: {key}" for lid, role in roles for key in ("checkpoints/step-1/model.pt", "datasets/x", "output/x")
+               if evaluate(role, Call("s3:DeleteObjectVersion", f"{bucket}/{key}", "S3 versioning"), world).allowed]
+    assert not erasing, erasing
+    trainer = world.role("TrainStack/TrainingRole/Role/Resource")
+    assert evaluate(trainer, Call("s3:DeleteObject", f"{bucket}/checkpoints/step-1/model.pt", "rotation"), world).allowed
+
+
+def _lambda_groups(s):
+    """(stack, function) -> how its logs are kept: its LoggingConfig group, or a group named /aws/lambda/<its name>."""
+    out = {}
+    for stack, template in s.templates.items():
+        res = template["Resources"]
+        named = {json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True) for r in res.values()
+                 if r["Type"] == "AWS::Logs::LogGroup"}
+        for lid, r in res.items():
+            if r["Type"] != "AWS::Lambda::Function":
+                continue
+            own = {"Fn::Join": ["", ["/aws/lambda/", {"Ref": lid}]]}
+            out[(stack, lid)] = ("LogGroup" in r["Properties"].get("LoggingConfig", {})
+                                 or json.dumps(own, sort_keys=True) in named)
+    return out
+
+
+@pytest.mark.parametrize("variant", ["huge", "huge-hyperpod", "small-all-kinds"])
+def test_service_made_log_groups_are_created_ahead(synth, variant):
+    """Every Lambda function logs to a group of ours (made ahead: kept and encrypted, as every group of the estate,
+    test_stacks), and so does Image Builder's bake (/aws/imagebuilder/<image name>, made before the image)."""
+    s = synth(*VARIANTS[variant])
+    missing = [k for k, ok in _lambda_groups(s).items() if not ok]
+    assert not missing, missing
+    for lid, image in s.resources("TrainStack", "AWS::ImageBuilder::Image").items():
+        recipe = s.templates["TrainStack"]["Resources"][image["Properties"]["ImageRecipeArn"]["Fn::GetAtt"][0]]
+        groups = {g: r for g, r in s.resources("TrainStack", "AWS::Logs::LogGroup").items()
+                  if r["Properties"].get("LogGroupName") == f"/aws/imagebuilder/{recipe['Properties']['Name']}"}
+        assert len(groups) == 1 and set(groups) <= set(image.get("DependsOn", [])), (lid, groups)
+
+
+def test_the_pcs_agent_is_pinned_and_verified_before_it_is_installed():
+    """PCS user guide, "Step 2 - Install the AWS PCS agent": the versioned tarball, the public key's fingerprint
+    1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C, then gpg --verify of the tarball's .sig; the installer only
+    after both (set -e and explicit exits stop the bake otherwise)."""
+    from constructs_lib.node_image import PCS_AGENT_VERSION, bake_steps
+    from workloads.catalog import load_software
+
+    script = next(st for st in bake_steps(software=load_software().stacks[0], region="us-east-1")
+                  if st.name == "InstallPcsAgentAndSlurm").commands()
+    assert "aws-pcs-agent-v1-latest" not in script and re.fullmatch(r"\d+\.\d+\.\d+-\d+", PCS_AGENT_VERSION)
+    lines = script.splitlines()
+    at = {what: next(i for i, line in enumerate(lines) if what in line) for what in (
+        "set -euxo pipefail", "--fingerprint", "1C2432C1862F64D1F90A239A7EEF030EDDF5C21C",
+        f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz.sig\" -o", "gpg --batch --verify", "./installer.sh")}
+    assert at["set -euxo pipefail"] < at["--fingerprint"] <= at["1C2432C1862F64D1F90A239A7EEF030EDDF5C21C"] \
+        < at["gpg --batch --verify"] < at["./installer.sh"], at
+    assert "exit 1" in lines[at["gpg --batch --verify"]]
