@@ -88,7 +88,8 @@ def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:
     neuron-dlami-ssm), so the bake reads its own AMI's description and refuses another release's parent."""
     if not software.neuron_release:
         return []
-    wanted = f"Neuron SDK {software.neuron_release}"
+    # A release line (2.28) takes any of its patch releases; the dot keeps 2.28 from matching 2.280.
+    wanted = f"Neuron SDK {software.neuron_release}" + ("." if software.neuron_release.count(".") == 1 else "")
     return [BakeStep("CheckParentRelease", f"""
 TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
 AMI=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/ami-id)
@@ -101,16 +102,18 @@ echo "parent $AMI: $DESCRIPTION"
 
 def install_framework(software: SoftwareStack) -> BakeStep:
     """The plan's pinned stack (workloads/catalog/software.yaml) in its own venv; the check proves the pinned torch
-    (and, on Trainium, torch_neuronx) imports. The DLAMI's python3 has no ensurepip until python3-venv is installed."""
+    (and, on Trainium, torch_neuronx; on the XLA path torch_xla) imports. The DLAMI's python3 has no ensurepip until
+    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts."""
     indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
     packages = " ".join(f"'{p}'" for p in software.pip)
-    extra = ", torch_neuronx" if software.device == "neuron" else ""
+    extra = {"neuron": ", torch_neuronx", "xla": ", torch_neuronx, torch_xla"}.get(software.device, "")
     return BakeStep("InstallFramework", f"""
 # {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
 python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install{indexes} {packages}""", check=(
+{ML_VENV}/bin/pip install{indexes} {packages}
+echo {software.device} > {ML_VENV}/DEVICE""", check=(
         f"{ML_VENV}/bin/python -c 'import torch{extra}; v = torch.__version__; print(v); "
         f"assert v.startswith(\"{software.torch}.\"), v'"))
 

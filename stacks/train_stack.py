@@ -101,7 +101,7 @@ class TrainStack(EstateStack):
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                capacity_block=t.capacity_block)
-        example = "train-trainium.sbatch" if t.software.device == "neuron" else "train-gpu.sbatch"
+        example = "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch"
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")

@@ -23,7 +23,10 @@ CAT = load_catalog()
 # p6-b300 (17, card 0 without EFA). p5en's 16-card layout is trn2's; tests/test_catalog.py derives every EFA type.
 TYPES = {"trn2.48xlarge": None, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
          "p5.48xlarge": {"training.instance_type": "p5.48xlarge"},
-         "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300}
+         "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300,
+         # Trn1 (8 cards) and Trn1n (16) on Neuron 2.28's legacy XLA stack (software.yaml `legacy`).
+         "trn1.32xlarge": {"training.instance_type": "trn1.32xlarge"},
+         "trn1n.32xlarge": {"training.instance_type": "trn1n.32xlarge"}}
 
 
 @pytest.fixture(scope="module", params=list(TYPES))

@@ -14,7 +14,7 @@ from . import estimates as est
 from . import parallelism
 from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
                       load_utilisation, network_interfaces)
-from .errors import ConfigError, raise_all
+from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
 from .serving import attention_heads, model_shape
@@ -105,6 +105,7 @@ class TrainingPlan:
     estimate: TrainingEstimate
     parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
     software: SoftwareStack | None = None  # accelerators: the pinned stack the nodes run (catalog/software.yaml)
+    findings: tuple[Finding, ...] = ()  # WARNING and INFO about this plan (errors refuse instead)
 
 
 
@@ -229,7 +230,8 @@ def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
     return cands, skipped
 
 
-def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str]) -> Candidate:
+def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str],
+            findings: list[Finding]) -> Candidate:
     wanted = w.training.instance_type
     if not cands and wanted is None:  # every type of the tier was skipped (a team's families, the region, ...)
         raise ConfigError("training.instance_type", None, "a type that can run this workload; none of the "
@@ -254,8 +256,9 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
     if others and chosen.usd_total:
         best = _pick(others)
         if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
-            decisions.append(f"note: {best.instance_type} x{best.count} would cost "
-                             f"{1 - best.usd_total / chosen.usd_total:.0%} less")
+            # Advice, not a refusal: the config's type is built as asked.
+            findings.append(Finding(INFO, "training.instance_type", wanted, f"{best.instance_type} x{best.count} would "
+                                    f"cost {1 - best.usd_total / chosen.usd_total:.0%} less (the candidates table)"))
     return chosen
 
 
@@ -268,7 +271,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
 
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
-    chosen = _choose(w, cands, skipped, decisions)
+    findings: list[Finding] = []
+    chosen = _choose(w, cands, skipped, decisions, findings)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
     itype, count = cat.types[chosen.instance_type], chosen.count
@@ -296,6 +300,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
+    if software is not None and software.legacy:
+        findings.append(_legacy_warning(itype, software, cat))
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
@@ -305,8 +311,17 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         network_interfaces=network_interfaces(itype, efa=efa > 0),
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
-        estimate=estimate, parallelism=spread, software=software,
+        estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
     )
+
+
+def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
+    """A family its vendor's current stack dropped trains on the last release that supports it: built, with a
+    warning that says what that means and where it is written."""
+    known = {**cat.sources, **load_software().sources}
+    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in software.legacy_sources)
+    return Finding(WARNING, "training.instance_type", itype.name, f"{software.legacy}; the nodes run {software.name}",
+                   source)
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
