@@ -9,9 +9,9 @@ the framework is pinned in workloads/catalog/software.yaml. The first `cdk deplo
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import io
+import lzma
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,10 +154,11 @@ def component_document(*, software: SoftwareStack, region: str) -> str:
 
 
 def examples_archive() -> str:
-    """The examples as a base64 gzipped tar, byte-identical for identical files (no times, owners or modes
-    from this machine): a component's document is at most 16,000 characters, too few for the files inline."""
+    """The examples as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or modes
+    from this machine; xz records no time): a component's document is at most 16,000 characters, too few for the
+    files inline, and gzip's archive no longer fits beside the other steps."""
     buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+    with tarfile.open(fileobj=buffer, mode="w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
         for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
             data = example.read_bytes()
             info = tarfile.TarInfo(example.name)
@@ -169,7 +170,7 @@ def examples_archive() -> str:
 def ship_examples() -> BakeStep:
     return BakeStep("ShipExamples", f"""
 mkdir -p {EXAMPLES_ON_NODE}
-echo '{examples_archive()}' | base64 -d | tar -xz --no-same-owner -C {EXAMPLES_ON_NODE}""",
+echo '{examples_archive()}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
                     check=f"test -s {EXAMPLES_ON_NODE}/train.py && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch")
 
 

@@ -107,5 +107,8 @@ class TrainStack(EstateStack):
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
-        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
+        # The plan's stop budget: Slurm signals this early, so the checkpoint is written before the time limit.
+        lead = f" --signal=TERM@{t.parallelism.signal_lead_s}" if t.parallelism else ""
+        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count}{lead} "
+                                            f"{EXAMPLES_ON_NODE}/{example}",
                       description="A data-parallel job on every node (see README: Training on the Slurm cluster)")
