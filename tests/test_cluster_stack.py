@@ -207,10 +207,12 @@ def test_fsx_lustre_persistent2_linked_to_the_bucket(cluster):
     # The dataset of record is imported and never exported: nothing done on /fsx deletes or rewrites it.
     assert linked("/datasets") == ("/datasets/", ["NEW", "CHANGED", "DELETED"], [])
     assert linked("/checkpoints") == ("/checkpoints/", ["NEW", "CHANGED", "DELETED"], ["NEW", "CHANGED", "DELETED"])
-    assert linked("/output") == ("/output/", [], ["NEW", "CHANGED", "DELETED"])
-    # Models, inference data, job code and lifecycle scripts are out of the file system's reach.
+    # The trained model: /fsx/output/NAME is exported to models/NAME/, where the serving contract reads it.
+    assert linked("/output") == ("/models/", [], ["NEW", "CHANGED", "DELETED"])
+    # Inference data, job code and lifecycle scripts are out of the file system's reach; models/ only receives what
+    # the cluster exports (nothing is imported from it, so a served model never changes what is on /fsx).
     reached = {linked(p)[0] for p in links}
-    for prefix in ("/models/", "/inference/", "/jobs/", "/lifecycle/"):
+    for prefix in ("/inference/", "/jobs/", "/lifecycle/"):
         assert not any(prefix.startswith(r) or r.startswith(prefix) for r in reached)
 
 
