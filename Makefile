@@ -30,7 +30,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	  ln -sf $$node_dir/lib/node_modules/npm/bin/npx-cli.js $(VENV)/bin/npx
 	@touch $@
 
-# torch (with its CUDA libraries, about 5 GB) only for the trainer's tests: `make demo` and `make test` never need it.
+# torch (with its CUDA libraries, about 5 GB), transformers and safetensors for the trainer's tests: `make test` and
+# `make test-trainer` need them, `make demo` never does.
 $(VENV)/.trainer: requirements-trainer.txt constraints.txt $(VENV)/.installed
 	@echo "setup: the example trainer's packages (torch, about 5 GB) ..."
 	@$(PY) -m pip install --quiet -r requirements-trainer.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
@@ -50,7 +51,9 @@ demo: setup
 emulator: setup
 	@KEEP=1 WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
-test: setup
+# The whole suite needs the trainer's packages (torch): a trainer that never resumes must fail `make test`
+# (tests/test_trainer_resume.py, one process, seconds). `make demo` stays free of torch.
+test: setup $(VENV)/.trainer
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
 
 # The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (40-60 s here; CI runs it).

@@ -24,7 +24,7 @@ import aws_cdk as cdk  # noqa: E402
 from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
 from workloads.context import read_context  # noqa: E402
-from workloads.errors import report  # noqa: E402
+from workloads.errors import report, report_findings  # noqa: E402
 
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
@@ -39,7 +39,9 @@ def main() -> int:
               "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        build(app, read_context(app.node.get_all_context(), cdk_keys=cdk_context))
+        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context)
+        report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
+        build(app, target)
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)

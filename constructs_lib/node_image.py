@@ -9,9 +9,9 @@ the framework is pinned in workloads/catalog/software.yaml. The first `cdk deplo
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import io
+import lzma
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,7 +108,8 @@ def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:
     neuron-dlami-ssm), so the bake reads its own AMI's description and refuses another release's parent."""
     if not software.neuron_release:
         return []
-    wanted = f"Neuron SDK {software.neuron_release}"
+    # A release line (2.28) takes any of its patch releases; the dot keeps 2.28 from matching 2.280.
+    wanted = f"Neuron SDK {software.neuron_release}" + ("." if software.neuron_release.count(".") == 1 else "")
     return [BakeStep("CheckParentRelease", f"""
 TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
 AMI=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/ami-id)
@@ -121,16 +122,18 @@ echo "parent $AMI: $DESCRIPTION"
 
 def install_framework(software: SoftwareStack) -> BakeStep:
     """The plan's pinned stack (workloads/catalog/software.yaml) in its own venv; the check proves the pinned torch
-    (and, on Trainium, torch_neuronx) imports. The DLAMI's python3 has no ensurepip until python3-venv is installed."""
+    (and, on Trainium, torch_neuronx; on the XLA path torch_xla) imports. The DLAMI's python3 has no ensurepip until
+    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts."""
     indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
     packages = " ".join(f"'{p}'" for p in software.pip)
-    extra = ", torch_neuronx" if software.device == "neuron" else ""
+    extra = {"neuron": ", torch_neuronx", "xla": ", torch_neuronx, torch_xla"}.get(software.device, "")
     return BakeStep("InstallFramework", f"""
 # {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
 python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install{indexes} {packages}""", check=(
+{ML_VENV}/bin/pip install{indexes} {packages}
+echo {software.device} > {ML_VENV}/DEVICE""", check=(
         f"{ML_VENV}/bin/python -c 'import torch{extra}; v = torch.__version__; print(v); "
         f"assert v.startswith(\"{software.torch}.\"), v'"))
 
@@ -171,10 +174,11 @@ def component_document(*, software: SoftwareStack, region: str) -> str:
 
 
 def examples_archive() -> str:
-    """The examples as a base64 gzipped tar, byte-identical for identical files (no times, owners or modes
-    from this machine): a component's document is at most 16,000 characters, too few for the files inline."""
+    """The examples as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or modes
+    from this machine; xz records no time): a component's document is at most 16,000 characters, too few for the
+    files inline, and gzip's archive no longer fits beside the other steps."""
     buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+    with tarfile.open(fileobj=buffer, mode="w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
         for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
             data = example.read_bytes()
             info = tarfile.TarInfo(example.name)
@@ -186,7 +190,7 @@ def examples_archive() -> str:
 def ship_examples() -> BakeStep:
     return BakeStep("ShipExamples", f"""
 mkdir -p {EXAMPLES_ON_NODE}
-echo '{examples_archive()}' | base64 -d | tar -xz --no-same-owner -C {EXAMPLES_ON_NODE}""",
+echo '{examples_archive()}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
                     check=f"test -s {EXAMPLES_ON_NODE}/train.py && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch")
 
 

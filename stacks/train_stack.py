@@ -101,11 +101,14 @@ class TrainStack(EstateStack):
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                capacity_block=t.capacity_block)
-        example = "train-trainium.sbatch" if t.software.device == "neuron" else "train-gpu.sbatch"
+        example = "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch"
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
-        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count} {EXAMPLES_ON_NODE}/{example}",
+        # The plan's stop budget: Slurm signals this early, so the checkpoint is written before the time limit.
+        lead = f" --signal=TERM@{t.parallelism.signal_lead_s}" if t.parallelism else ""
+        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count}{lead} "
+                                            f"{EXAMPLES_ON_NODE}/{example}",
                       description="A data-parallel job on every node (see docs/training.md: Training on the Slurm cluster)")

@@ -143,6 +143,9 @@ VARIANTS = {
                                      "training.capacity_block": "true"}),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
     "huge-hyperpod": ("huge", HYPERPOD),
+    # Trn1 trains again, on Neuron 2.28's legacy XLA stack: on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
+    "huge-trn1": ("huge", {"training.instance_type": "trn1.32xlarge"}),
+    "huge-hyperpod-trn1": ("huge", {**HYPERPOD, "training.instance_type": "trn1.32xlarge"}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads.catalog import load_catalog
+from workloads.catalog import load_catalog, load_software
 
 CAT = load_catalog()
 from workloads.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
@@ -91,15 +91,41 @@ def test_sagemaker_orchestrators_need_the_ml_form():
     orchestrator_supports_type(w.model_copy(update={"training": w.training.model_copy(update={"orchestrator": "slurm"})}), fake)
 
 
-@pytest.mark.parametrize("itype", ["trn1.32xlarge", "trn1n.32xlarge"])
-def test_training_on_trn1_is_refused_with_the_reason(itype):
-    """Neuron trains on Trn2 and Trn3 only since PyTorch/XLA training ended: no supported stack runs on Trn1."""
-    with pytest.raises(ConfigError) as err:
-        plan(load("huge", {"training.instance_type": itype}))
-    text = str(err.value)
-    assert "training.instance_type" in text and itype in text and "Trn2 and Trn3 only" in text
-    # trn2.48xlarge is sold as Capacity Blocks only: on-demand plans offer the on-demand alternatives (issue 24).
-    assert "allowed: p4d.24xlarge" in text
+def _legacy_types() -> list[tuple[str, object]]:
+    """Every catalog type whose accelerator trains on a legacy stack (software.yaml `legacy`), with that stack."""
+    cat, sw = load_catalog(), load_software()
+    return [(name, stack) for stack in sw.stacks if stack.legacy for name, t in cat.types.items()
+            if t.accelerator and t.accelerator.model in stack.accelerators and t.efa_max_interfaces > 0]
+
+
+def test_trn1_and_trn1n_are_the_legacy_types():
+    assert sorted(name for name, _ in _legacy_types()) == ["trn1.32xlarge", "trn1n.32xlarge"]
+
+
+@pytest.mark.parametrize("itype,stack", _legacy_types())
+def test_a_legacy_family_trains_on_its_last_release_with_a_warning(itype, stack):
+    """Trn1/Trn1n train on Neuron 2.28 (the XLA path's last release), with EFA on every card, and the plan carries
+    a WARNING that says what the legacy stack means and where Neuron says so."""
+    p = plan(load("huge", {"training.instance_type": itype}))
+    t = p.training
+    assert t.software == stack and stack.neuron_release and stack.device == "xla" and stack.torch == "2.9"
+    assert t.efa_interfaces == load_catalog().types[itype].efa_max_interfaces  # 8 on trn1, 16 on trn1n
+    assert sum(i.kind != "interface" for i in t.network_interfaces) == t.efa_interfaces
+    (warning,) = p.warnings
+    assert warning.field == "training.instance_type" and warning.value == itype and stack.legacy in warning.message
+    known = {**load_catalog().sources, **load_software().sources}
+    assert all(known[k].url in warning.source for k in stack.legacy_sources)
+    assert p.to_dict()["warnings"] == [warning.as_dict()]
+
+
+def test_hyperpod_trains_on_ml_trn1_too():
+    p = plan(load("huge", {"training.instance_type": "trn1.32xlarge", "training.orchestrator": "hyperpod"}))
+    assert p.training.sagemaker_instance_type == "ml.trn1.32xlarge" and p.warnings
+
+
+def test_the_planner_still_prefers_trn2_when_no_type_is_named():
+    p = plan(load("huge"))
+    assert p.training.instance_type == "trn2.48xlarge" and not p.warnings
 
 
 def test_volta_gpus_are_refused_for_training():

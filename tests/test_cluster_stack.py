@@ -23,7 +23,10 @@ CAT = load_catalog()
 # p6-b300 (17, card 0 without EFA). p5en's 16-card layout is trn2's; tests/test_catalog.py derives every EFA type.
 TYPES = {"trn2.48xlarge": None, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
          "p5.48xlarge": {"training.instance_type": "p5.48xlarge"},
-         "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300}
+         "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300,
+         # Trn1 (8 cards) and Trn1n (16) on Neuron 2.28's legacy XLA stack (software.yaml `legacy`).
+         "trn1.32xlarge": {"training.instance_type": "trn1.32xlarge"},
+         "trn1n.32xlarge": {"training.instance_type": "trn1n.32xlarge"}}
 
 
 @pytest.fixture(scope="module", params=list(TYPES))
@@ -217,10 +220,12 @@ def test_fsx_lustre_persistent2_linked_to_the_bucket(cluster):
     # The dataset of record is imported and never exported: nothing done on /fsx deletes or rewrites it.
     assert linked("/datasets") == ("/datasets/", ["NEW", "CHANGED", "DELETED"], [])
     assert linked("/checkpoints") == ("/checkpoints/", ["NEW", "CHANGED", "DELETED"], ["NEW", "CHANGED", "DELETED"])
-    assert linked("/output") == ("/output/", [], ["NEW", "CHANGED", "DELETED"])
-    # Models, inference data, job code and lifecycle scripts are out of the file system's reach.
+    # The trained model: /fsx/output/NAME is exported to models/NAME/, where the serving contract reads it.
+    assert linked("/output") == ("/models/", [], ["NEW", "CHANGED", "DELETED"])
+    # Inference data, job code and lifecycle scripts are out of the file system's reach; models/ only receives what
+    # the cluster exports (nothing is imported from it, so a served model never changes what is on /fsx).
     reached = {linked(p)[0] for p in links}
-    for prefix in ("/models/", "/inference/", "/jobs/", "/lifecycle/"):
+    for prefix in ("/inference/", "/jobs/", "/lifecycle/"):
         assert not any(prefix.startswith(r) or r.startswith(prefix) for r in reached)
 
 

@@ -98,8 +98,8 @@ def test_bake_installs_the_pinned_stack_and_checks_its_torch(kind):
     for url in kind.index_urls:
         assert f"--extra-index-url {url}" in install.script
     assert f'startswith("{kind.torch}.")' in install.check
-    if kind.device == "neuron":
-        assert "torch_neuronx" in install.check
+    if kind.neuron_release:  # TorchNeuron, or the XLA path's torch_neuronx and torch_xla
+        assert "torch_neuronx" in install.check and ("torch_xla" in install.check) == (kind.device == "xla")
     else:  # GPU nodes must have the AWS OFI NCCL plugin the DLAMI ships, or the bake fails
         assert "libnccl-net" in steps["CheckOfiNcclPlugin"].check
 

@@ -87,17 +87,27 @@ def test_hyperpod_workers_get_the_disk_their_vendor_asks_for(synth):
 
 # ------------------------------------------------------------------ parents pinned to the pins' release
 
-@pytest.mark.parametrize("stack", [s for s in load_software().stacks if s.device == "neuron"], ids=lambda s: s.name)
+def _next(release: str) -> str:
+    major, minor, *_ = release.split(".")
+    return f"{major}.{int(minor) + 1}.0"
+
+
+@pytest.mark.parametrize("stack", [s for s in load_software().stacks if s.neuron_release], ids=lambda s: s.name)
 def test_the_neuron_bake_refuses_a_parent_of_another_release(stack, tmp_path):
     """The first step reads the parent AMI's description (where Neuron names a DLAMI's release) and fails unless it
-    is the release of the pins; run here with `curl` and `aws` stubbed on PATH."""
-    assert stack.neuron_release and f"Neuron {stack.neuron_release}" in stack.name
+    is the release of the pins (a release line such as 2.28: any of its patch releases); run here with `curl` and
+    `aws` stubbed on PATH. Both Neuron stacks: TorchNeuron on Trn2, the legacy XLA path on Trn1."""
+    assert f"Neuron {stack.neuron_release}" in stack.name
+    line = stack.neuron_release.count(".") == 1
+    releases = [(stack.neuron_release + (".0" if line else ""), True), ("2.99.0", False),
+                (_next(stack.neuron_release), False)] + ([(stack.neuron_release + ".1", True),
+                                                          (stack.neuron_release + "0.0", False)] if line else [])
     first = bake_steps(software=stack, region="us-east-2")[0]
     assert first.name == "CheckParentRelease" and first.check
     stubs = tmp_path / "bin"
     stubs.mkdir()
     (stubs / "curl").write_text("#!/bin/bash\necho ami-0123456789abcdef0\n")
-    for release, ok in ((stack.neuron_release, True), ("2.99.0", False)):
+    for release, ok in releases:
         (stubs / "aws").write_text("#!/bin/bash\necho 'Deep Learning Base Neuron AMI (Ubuntu 24.04) Supported EC2 "
                                    f"instances: Trn2, Trn3. Neuron SDK {release}. Release notes: ...'\n")
         for stub in stubs.iterdir():

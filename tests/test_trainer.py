@@ -19,14 +19,18 @@ from workloads import load, plan
 pytestmark = pytest.mark.trainer  # make test-trainer (about 40 s), run by CI beside make test
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
-SMALL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--vocab", "256", "--batch", "2"]
+SMALL = ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32", "--vocab", "256"]
 
 
-def _torchrun(tmp: Path, *args: str) -> str:
+def _command(*args: str, ranks: int = 2, batch: int = 2) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", str(TRAINER),
+            "--device", "cpu", *SMALL, "--batch", str(batch), "--log-every", "1", *args]
+
+
+def _torchrun(tmp: Path, *args: str, ranks: int = 2, batch: int = 2) -> str:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                           str(TRAINER), "--device", "cpu", *SMALL, "--log-every", "1", *args],
-                          cwd=tmp, env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(_command(*args, ranks=ranks, batch=batch), cwd=tmp, env=env, capture_output=True,
+                          text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
@@ -109,3 +113,84 @@ def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):
     assert (args.layers, args.hidden, args.heads, args.seq, args.vocab, args.sharding) == (
         spread["layers"], spread["hidden"], spread["heads"], spread["sequence"], spread["vocab"], "full")
     assert str(args.checkpoint_dir) == jobs.CHECKPOINT_LOCAL_PATH
+
+
+def _train_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train", TRAINER)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    return train
+
+
+def test_the_exported_model_loads_in_transformers_with_the_trainers_logits_and_generates(tmp_path, tokens):
+    """Two ranks train a tiny Llama (grouped-query attention: 4 heads, 2 key/value heads) for a few steps and export
+    it; transformers' AutoModelForCausalLM loads the directory, gives the trainer's logits on the same tokens (the
+    trainer's model filled from its own last checkpoint) and generates. Retention: --keep 2 leaves two checkpoints."""
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+    from transformers import AutoModelForCausalLM
+
+    export = tmp_path / "output" / "llm"
+    out = _torchrun(tmp_path, "--steps", "4", "--checkpoint-every", "1", "--keep", "2", "--data", str(tokens),
+                    "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(export))
+    assert f"exported {export}" in out
+    assert sorted(d.name for d in (tmp_path / "ckpt").glob("step-*")) == ["step-00000003", "step-00000004"]
+    config = json.loads((export / "config.json").read_text())
+    assert (config["architectures"], config["num_key_value_heads"], config["num_attention_heads"]) == (
+        ["LlamaForCausalLM"], 2, 4)
+
+    dcp_to_torch_save(tmp_path / "ckpt" / "step-00000004", tmp_path / "final.pt")
+    weights = torch.load(tmp_path / "final.pt", weights_only=False)["training"]["model"]
+    train = _train_module()
+    ours = train.Llama(vocab=256, layers=2, hidden=64, heads=4, kv_heads=2, intermediate=train.llama_intermediate(64),
+                       recompute_blocks=False)
+    ours.load_state_dict(weights)
+    theirs = AutoModelForCausalLM.from_pretrained(export)
+    ours.eval(), theirs.eval()
+    sample = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        assert torch.allclose(theirs(sample).logits, ours(sample), atol=1e-4, rtol=1e-4)
+        generated = theirs.generate(sample[:1, :8], max_new_tokens=4, do_sample=False)
+    assert generated.shape == (1, 12) and torch.equal(generated[0, :8], sample[0, :8])
+
+
+def test_two_ranks_train_as_one_rank_at_twice_the_batch(tmp_path):
+    """Each rank takes its own slice of the step's global batch: two ranks at batch 1 see what one rank at batch 2
+    sees, so the losses match step by step (DDP averages the gradients as one rank's mean does)."""
+    two = _losses(_torchrun(tmp_path, "--steps", "3", "--checkpoint-dir", str(tmp_path / "a"), ranks=2, batch=1))
+    one = _losses(_torchrun(tmp_path, "--steps", "3", "--checkpoint-dir", str(tmp_path / "b"), ranks=1, batch=2))
+    assert sorted(two) == [1, 2, 3] and all(two[k] == pytest.approx(one[k], rel=1e-5) for k in two), (two, one)
+
+
+def test_sigterm_to_torchrun_mid_run_writes_a_checkpoint_and_the_next_run_resumes(tmp_path):
+    """What Slurm does before a time limit or preemption: SIGTERM to torchrun. torchrun passes it to the workers and
+    waits TORCH_ELASTIC_SHUTDOWN_TIMEOUT (the plan's checkpoint time, not its 30 s default) before killing; the
+    workers finish the step, checkpoint together and leave. The next run resumes from that step."""
+    import signal
+    import time
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "120"}
+    run = ["--steps", "100000", "--checkpoint-every", "100000", "--checkpoint-dir", str(tmp_path / "ckpt")]
+    proc = subprocess.Popen(_command(*run), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("step 3 "):
+                proc.send_signal(signal.SIGTERM)  # torchrun itself, as srun delivers it
+                break
+        rest, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = "".join(seen) + rest
+    stopped = re.search(r"stopped after step (\d+) \(checkpointed\)", out)
+    assert stopped, out[-3000:]
+    step = int(stopped[1])
+    assert (tmp_path / "ckpt" / "latest").read_text().strip() == f"step-{step:08d}"
+    assert len(list((tmp_path / "ckpt" / f"step-{step:08d}").glob("*.distcp"))) == 2
+    resumed = _torchrun(tmp_path, *run[:1], str(step + 1), *run[2:])
+    assert f"at step {step}" in resumed and sorted(_losses(resumed)) == [step + 1]

@@ -13,7 +13,7 @@ import sys
 
 from . import layout
 from .catalog import load_catalog
-from .errors import ConfigError, raise_all, report
+from .errors import ConfigError, raise_all, report, strict
 from .loader import DEFAULT_WORKLOAD, load
 from .planner import Plan, plan
 
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
     sub.add_parser("catalog", help="list the instance catalog with sources")
 
     def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -79,9 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_overrides(args.context)
         if args.command == "plan" and ({"teams", "team"} & set(overrides)):
             result, budget = _team_plan(overrides)
+            if getattr(args, "strict", False):
+                strict(result.findings)
             _show(result, as_json=args.json, budget=budget)
             return 0
         result = plan(load(args.workload, overrides))
+        if getattr(args, "strict", False):
+            strict(result.findings)
         if args.command in ("submit", "process"):
             return _run_job(args, result)
         if args.command == "invoke":

@@ -4,10 +4,10 @@ file's teams. Pure Python: the stacks never read context; stacks.build builds wh
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import ConfigError, raise_all
+from .errors import ConfigError, Finding, raise_all, strict
 from .loader import DEFAULT_WORKLOAD, load, overrides_from_context
 from .planner import Plan, plan
 from .teams import StampedTeam, load_teams
@@ -21,11 +21,32 @@ class Target:
     account: str | None = None
     teams: tuple[StampedTeam, ...] = ()
 
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Every plan's WARNING and INFO findings; a team's name their field (one team file, many plans)."""
+        if self.plan is not None:
+            return self.plan.findings
+        return tuple(replace(f, field=f"{s.team.name}: {f.field}") for s in self.teams for f in s.plan.findings)
+
+
+def _strict(context: Mapping[str, Any]) -> bool:
+    value = context.get("strict", False)
+    if value in (True, False, "true", "false"):
+        return value in (True, "true")
+    raise ConfigError("strict", value, "true or false", reason="-c strict=true refuses warnings as errors")
+
 
 def read_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> Target:
     """A teams file (one stage per team, `team` picks one), or one workload with dotted overrides and an account.
     Every context key must mean something here (`cdk_keys`: cdk.json's own). Raises ConfigError, with every
     mistake at once."""
+    target = _target(context, cdk_keys=cdk_keys)
+    if _strict(context):
+        strict(target.findings)  # for CI pipelines: every warning refuses, one line each
+    return target
+
+
+def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
     overrides = overrides_from_context(context, cdk_keys=cdk_keys)
     if context.get("teams"):
         ignored = [ConfigError(key, value, f"overrides in the team's entry of {context['teams']}",

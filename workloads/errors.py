@@ -5,7 +5,12 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TextIO
+
+# Severity levels, as ParallelCluster's validators have them: an ERROR refuses (ConfigError, exit 2), a WARNING is
+# shown and the build goes on (or refused with --strict / -c strict=true), an INFO explains a choice.
+WARNING, INFO = "WARNING", "INFO"
 
 
 class ConfigError(Exception):
@@ -47,10 +52,44 @@ def raise_all(errors: Sequence[ConfigError]) -> None:
         raise ConfigErrors(errors)
 
 
-def report(exc: ConfigError, file: TextIO = sys.stderr) -> None:
+def report(exc: ConfigError, file: TextIO | None = None) -> None:
     """What the user sees: `error: FIELD = VALUE: reason; allowed: ...`, one line per mistake."""
     for err in exc.errors:
-        print(f"error: {err}", file=file)
+        print(f"error: {err}", file=file or sys.stderr)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Advice about a workload that can be built: what it concerns, what to know, and the document that says so."""
+
+    level: str  # WARNING or INFO
+    field: str
+    value: object
+    message: str
+    source: str = ""  # title and URL of the document behind the message
+
+    def __str__(self) -> str:
+        return f"{self.field} = {_show(self.value)}: {self.message}" + (f" (source: {self.source})" if self.source else "")
+
+    def as_dict(self) -> dict:
+        return {"field": self.field, "message": self.message, "source": self.source}
+
+    def as_error(self) -> ConfigError:
+        """--strict: the warning refuses, as an error does (for CI pipelines)."""
+        return ConfigError(self.field, self.value, "another value, or leave out --strict / -c strict=true",
+                           reason=f"a warning, refused under strict: {self.message}")
+
+
+def report_findings(findings: Iterable[Finding], file: TextIO | None = None) -> None:
+    """`warning: FIELD = VALUE: message (source: ...)`, one line each (INFO lines are left to the plan)."""
+    for f in findings:
+        if f.level == WARNING:
+            print(f"warning: {f}", file=file or sys.stderr)
+
+
+def strict(findings: Iterable[Finding]) -> None:
+    """Raise every warning as an error at once (nothing when there is none)."""
+    raise_all([f.as_error() for f in findings if f.level == WARNING])
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:

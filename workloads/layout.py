@@ -2,7 +2,8 @@
 paths) and for the commands that write there (`submit`, `process`, `invoke`)."""
 
 DATASETS = "datasets/"
-OUTPUT = "output/"
+OUTPUT = "output/"  # SageMaker training jobs' output
+MODELS = "models/"  # what the serving contract reads (serving.DEFAULT_KEYS): trained models, exported from /fsx/output
 CHECKPOINTS = "checkpoints/"
 JOBS = "jobs/"  # job source code uploaded by `python -m workloads submit|process`
 PROCESSED = "processed/"  # what `python -m workloads process` writes by default
@@ -19,13 +20,15 @@ BATCH_OUTPUT = "inference/batch/output/"
 PROCESSING_READS = (DATASETS, PROCESSED)
 PROCESSING_WRITES = (PROCESSED,)
 
-# What FSx for Lustre links, one data repository association per prefix (the rest of the bucket,
-# models, inference data and job code included, is never on the file system):
+# What FSx for Lustre links, one data repository association per prefix (the rest of the bucket, inference data
+# and job code included, is never on the file system):
 # (file system path, bucket prefix, import events, export events).
 FSX_LINKS = (
     # The dataset of record: imported only, so nothing done on /fsx changes or deletes it.
     ("/datasets", DATASETS, ("NEW", "CHANGED", "DELETED"), ()),
     # Written on the cluster and kept in S3; imported too, so a new file system resumes from them.
     ("/checkpoints", CHECKPOINTS, ("NEW", "CHANGED", "DELETED"), ("NEW", "CHANGED", "DELETED")),
-    ("/output", OUTPUT, (), ("NEW", "CHANGED", "DELETED")),
+    # The trained model: the trainer exports /fsx/output/NAME/ as a Hugging Face directory and the link puts it at
+    # models/NAME/, exactly where the serving contract reads it (export only: nothing in S3 overwrites a run's output).
+    ("/output", MODELS, (), ("NEW", "CHANGED", "DELETED")),
 )

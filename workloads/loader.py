@@ -28,7 +28,7 @@ def preset_names() -> list[str]:
 
 
 # Context keys that are the app's own, not config fields.
-APP_KEYS = ("workload", "teams", "team", "account")
+APP_KEYS = ("workload", "teams", "team", "account", "strict")
 
 
 def load(source: str = DEFAULT_WORKLOAD, overrides: Mapping[str, Any] | None = None) -> Workload:

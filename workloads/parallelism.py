@@ -40,6 +40,8 @@ WORKING_BYTES_PER_LAYER_PARAM = 4  # FSDP2
 LAYER_ACTIVATION_BYTES = 34  # per token and hidden unit
 LOGIT_BYTES = 16  # per token and vocabulary entry
 STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
+# Model FLOPs over hardware FLOPs with every block recomputed: 6N of 8N per token (a second forward of 2N).
+RECOMPUTE_EFFICIENCY = 6 / 8
 SEQUENCE = 4096  # tokens per training sequence, one sequence per rank per micro-step
 VOCAB = 32000  # the decoder's vocabulary (Llama 2's tokenizer), written into the layout for the trainer
 # Model state, working weights and activations fill at most this share of a rank's memory; the rest is the
@@ -64,6 +66,15 @@ class Parallelism:
     sequence: int
     vocab: int
     reason: str
+    # Activation checkpointing (recompute every block in backward) only where memory needs it: it costs a second
+    # forward, 8N instead of 6N FLOPs per token, so the estimate's utilisation is 3/4 of the measured (no recompute).
+    recompute: bool = True
+    kv_heads: int = 0  # grouped-query attention, the Llama shape the trainer builds (0: as heads)
+    intermediate: int = 0  # SwiGLU width (0: the trainer's Llama 3 rule)
+    keep_checkpoints: int = 2  # what FSx is sized for; the trainer deletes older ones
+    export_dir: str = ""  # where the trainer writes the final Hugging Face directory (FSx exports it to models/)
+    shutdown_timeout_s: int = 30  # torchrun's wait after SIGTERM: the checkpoint time (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
+    signal_lead_s: int = 120  # how early Slurm signals before the time limit: the shutdown time plus a step
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
@@ -71,7 +82,7 @@ class Parallelism:
 
 
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                 sharded: bool, vocab: int = VOCAB) -> float:
+                 sharded: bool, vocab: int = VOCAB, recompute: bool = True) -> float:
     """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
     split = shards if sharded else tensor * pipeline
     state = params * STATE_BYTES_PER_PARAM / split
@@ -80,7 +91,10 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
     else:
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
-    activations = (2 * SEQUENCE * hidden * kept_layers + LAYER_ACTIVATION_BYTES * SEQUENCE * hidden) / tensor
+    if recompute:  # each layer's input kept, one layer's activations while it recomputes
+        activations = (2 * SEQUENCE * hidden * kept_layers + LAYER_ACTIVATION_BYTES * SEQUENCE * hidden) / tensor
+    else:  # every layer's activations kept for backward
+        activations = LAYER_ACTIVATION_BYTES * SEQUENCE * hidden * kept_layers / tensor
     logits = LOGIT_BYTES * SEQUENCE * vocab / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
@@ -95,13 +109,17 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
     params = parameters_billion * 1e9
 
     def layout(tensor: int, pipeline: int, sharded: bool, reason: str) -> Parallelism | None:
-        need = gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded)
-        if need > budget:
-            return None
-        return Parallelism(data=ranks // (tensor * pipeline), tensor=tensor, pipeline=pipeline,
-                           sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
-                           gib_per_rank=round(need, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
-                           hidden=hidden, heads=heads, sequence=SEQUENCE, vocab=VOCAB, reason=reason)
+        for recompute in (False, True):  # recompute only when the activations do not fit otherwise
+            need = gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline,
+                                sharded=sharded, recompute=recompute)
+            if need <= budget:
+                return Parallelism(data=ranks // (tensor * pipeline), tensor=tensor, pipeline=pipeline,
+                                   sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
+                                   gib_per_rank=round(need, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
+                                   hidden=hidden, heads=heads, sequence=SEQUENCE, vocab=VOCAB, recompute=recompute,
+                                   reason=reason + ("; activation checkpointing (recompute every block)"
+                                                    if recompute else "; no activation checkpointing needed"))
+        return None
 
     found = layout(1, 1, False, "the whole model state fits on every rank: plain data parallel (DDP)") \
         or layout(1, 1, True, "the model state fits only sharded over every rank: FSDP2 full shard")

@@ -8,7 +8,6 @@ async and batch transform by the traffic and payload.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from . import estimates as est

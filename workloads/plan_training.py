@@ -14,11 +14,12 @@ from . import estimates as est
 from . import parallelism
 from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
                       load_utilisation, network_interfaces)
-from .errors import ConfigError, raise_all
+from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
 from .serving import attention_heads, model_shape
-from .storage import FsxPlan, size_fsx
+from . import layout
+from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
 LARGE_PARAMS_B = 10
@@ -32,6 +33,13 @@ FILE_MODE_MAX_GIB = 50
 XGBOOST_MEMORY_FACTOR = 2.0  # XGBoost holds the data in memory (DMatrix) plus histograms
 # The most data one catalog node holds for XGBoost (r5.12xlarge, 384 GiB, in MEMORY_HEADROOM): beyond it, distribute.
 ONE_NODE_MAX_GIB = 384 * 0.8
+# The trainer's stop budget. torchrun kills its workers TORCH_ELASTIC_SHUTDOWN_TIMEOUT seconds after SIGTERM, 30 by
+# default (torch.distributed.launcher.api LaunchConfig); the checkpoint must fit in it, with room for a slower write
+# and the step in flight when the signal comes.
+TORCHRUN_DEFAULT_SHUTDOWN_S = 30
+CHECKPOINT_TIME_MARGIN = 2.0
+STEP_ALLOWANCE_S = 120
+FSX_OUTPUT_DIR = "/fsx/output"  # the FSx link exports it to the bucket's models/ prefix (layout.FSX_LINKS)
 
 TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
     "large-dl": ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
@@ -110,6 +118,7 @@ class TrainingPlan:
     estimate: TrainingEstimate
     parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
     software: SoftwareStack | None = None  # accelerators: the pinned stack the nodes run (catalog/software.yaml)
+    findings: tuple[Finding, ...] = ()  # WARNING and INFO about this plan (errors refuse instead)
 
 
 
@@ -173,11 +182,29 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     return itype, ""
 
 
+# Utilisation sources whose runs did not recompute activations (llm-foundry's MPT benchmark table, per the review
+# of issue 23); Neuron's Trn1 Llama run is not listed: its recompute setting is not recorded, so it is not scaled.
+MEASURED_WITHOUT_RECOMPUTE = ("llm-foundry-benchmarks",)
+
+
+def recompute_factor(w: Workload, itype: InstanceType, count: int) -> float:
+    """3/4 where the layout on `count` nodes recomputes every block (8N hardware FLOPs per token for 6N of the model)
+    and the type's utilisation rows were measured without recomputation; 1 otherwise."""
+    if not any(f"[{src}]" in utilisation(itype, w.model.parameters_billion).basis for src in MEASURED_WITHOUT_RECOMPUTE):
+        return 1.0
+    layers, _, _, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                                heads=heads, itype=itype, nodes=count)
+    return 1.0 if spread is not None and not spread.recompute else parallelism.RECOMPUTE_EFFICIENCY
+
+
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
     price = _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
-    util = utilisation(itype, w.model.parameters_billion).likely
     min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
+    util = utilisation(itype, w.model.parameters_billion).likely * recompute_factor(w, itype, w.training.instance_count
+                                                                                   or min_mem)
     if w.training.instance_count is not None:
         count = w.training.instance_count
     else:
@@ -253,7 +280,8 @@ def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
     return cands, skipped
 
 
-def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str]) -> Candidate:
+def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str],
+            findings: list[Finding]) -> Candidate:
     wanted = w.training.instance_type
     if not cands and wanted is None:  # every type of the tier was skipped (a team's families, the region, ...)
         raise ConfigError("training.instance_type", None, "a type that can run this workload; none of the "
@@ -278,8 +306,9 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
     if others and chosen.usd_total:
         best = _pick(others)
         if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
-            decisions.append(f"note: {best.instance_type} x{best.count} would cost "
-                             f"{1 - best.usd_total / chosen.usd_total:.0%} less")
+            # Advice, not a refusal: the config's type is built as asked.
+            findings.append(Finding(INFO, "training.instance_type", wanted, f"{best.instance_type} x{best.count} would "
+                                    f"cost {1 - best.usd_total / chosen.usd_total:.0%} less (the candidates table)"))
     return chosen
 
 
@@ -292,7 +321,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
 
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
-    chosen = _choose(w, cands, skipped, decisions)
+    findings: list[Finding] = []
+    chosen = _choose(w, cands, skipped, decisions, findings)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
     itype, count = cat.types[chosen.instance_type], chosen.count
@@ -318,8 +348,12 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
+    if spread is not None:
+        spread = _fault_budget(w, spread, fsx, decisions)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
+    if software is not None and software.legacy:
+        findings.append(_legacy_warning(itype, software, cat))
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
@@ -329,8 +363,17 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         network_interfaces=network_interfaces(itype, efa=efa > 0),
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
-        estimate=estimate, parallelism=spread, software=software,
+        estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
     )
+
+
+def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
+    """A family its vendor's current stack dropped trains on the last release that supports it: built, with a
+    warning that says what that means and where it is written."""
+    known = {**cat.sources, **load_software().sources}
+    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in software.legacy_sources)
+    return Finding(WARNING, "training.instance_type", itype.name, f"{software.legacy}; the nodes run {software.name}",
+                   source)
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
@@ -346,7 +389,36 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
                           reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
                                  f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
     decisions.append(f"layout: {spread.reason}")
-    return spread
+    kv = model_shape(w)[2]  # grouped-query attention as the usual decoder of this size (the KV cache sizing)
+    return replace(spread, kv_heads=kv if heads % kv == 0 else heads)
+
+
+def _fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decisions: list[str]) -> Parallelism:
+    """What the trainer needs to stop cleanly and hand its model on: checkpoints kept (what FSx is sized for), the
+    export directory the FSx link puts under the serving contract's models/ prefix, and the stop budget: torchrun's
+    shutdown timeout (its default 30 s kills a large checkpoint) and Slurm's signal lead, from the checkpoint's
+    size over the file system's write rate."""
+    from .serving import DEFAULT_KEYS, artifact_format
+
+    fmt, _ = artifact_format(w)
+    key = w.inference.artifact.key or DEFAULT_KEYS[fmt]
+    name = key.removeprefix(layout.MODELS).strip("/") if key.startswith(layout.MODELS) else w.name
+    export_dir = f"{FSX_OUTPUT_DIR}/{name}" if fmt == "huggingface" else ""
+    seconds = (checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s) if fsx else 0.0)
+    shutdown = max(TORCHRUN_DEFAULT_SHUTDOWN_S, math.ceil(seconds * CHECKPOINT_TIME_MARGIN))
+    lead = shutdown + STEP_ALLOWANCE_S
+    if fsx:
+        decisions.append(f"stop budget: a {w.model.parameters_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / 2**30:,.0f}"
+                         f" GiB checkpoint at {fsx.throughput_mb_s:,.0f} MB/s takes {seconds:,.0f} s: torchrun waits "
+                         f"{shutdown} s after SIGTERM (TORCH_ELASTIC_SHUTDOWN_TIMEOUT), Slurm signals {lead} s before "
+                         f"the time limit; {CHECKPOINTS_KEPT} checkpoints kept")
+    return replace(spread, keep_checkpoints=CHECKPOINTS_KEPT, export_dir=export_dir, shutdown_timeout_s=shutdown,
+                   signal_lead_s=lead)
+
+
+def checkpoint_seconds(parameters_billion: float, write_mb_s: float) -> float:
+    """A checkpoint's write time: its size (storage.CHECKPOINT_BYTES_PER_PARAM) over the file system's rate."""
+    return parameters_billion * 1e9 * CHECKPOINT_BYTES_PER_PARAM / 1e6 / write_mb_s
 
 
 def _nothing_ignored(w: Workload, orchestrator: str) -> None:
@@ -391,8 +463,9 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     basis = ""
     if flops is not None:
         r = utilisation(itype, w.model.parameters_billion)
-        util, util_range, basis = r.likely, (r.low, r.high), r.basis
-        low_h, hrs, high_h = (est.hours(flops, itype, count, u) for u in (r.high, r.likely, r.low))
+        f = recompute_factor(w, itype, count)  # the measured runs did not recompute; a recomputing layout does
+        util, util_range, basis = r.likely * f, (r.low * f, r.high * f), r.basis
+        low_h, hrs, high_h = (est.hours(flops, itype, count, u * f) for u in (r.high, r.likely, r.low))
     else:
         u = load_utilisation()
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
@@ -453,6 +526,8 @@ def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) 
         f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
         f"{est.TRAIN_BYTES_PER_PARAM} B/param in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
         f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",
+        "a layout that recomputes activations (activation checkpointing, only where memory needs it) gets "
+        f"{parallelism.RECOMPUTE_EFFICIENCY:.0%} of the utilisation measured without it (8N for 6N FLOPs per token)",
     ]
     return tuple(lines)
 

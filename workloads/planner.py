@@ -9,10 +9,11 @@ from dataclasses import asdict, dataclass, field
 
 from .catalog import Catalog, load_catalog
 from .estimates import Monthly, monthly
+from .errors import WARNING, Finding
 from .plan_serving import InferencePlan, plan_inference
 from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
-from .validators import hosting_zones
+from .validators import advice, hosting_zones
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,12 @@ class Plan:
     # Hosted endpoints' subnets: the cluster's zone first, then a second (SageMaker asks for two).
     hosting_zones: tuple[str, ...] = field(default=())
     monthly: Monthly | None = None  # the whole estate a month, and the headline (one training run plus a month)
+    # WARNING and INFO findings: the config's own (validators.advice) and the planner's, in that order.
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == WARNING)
 
     def to_dict(self) -> dict:
         out = {
@@ -32,9 +39,12 @@ class Plan:
             "inference": {kind: asdict(p) for kind, p in self.inference.items()},
             "calibration": list(self.calibration),
             "hosting_zones": list(self.hosting_zones),
+            "warnings": [f.as_dict() for f in self.warnings],
+            "info": [f.as_dict() for f in self.findings if f.level != WARNING],
         }
         out["estimates"] = out["training"].pop("estimate")
         out["estimates"]["monthly"] = asdict(self.monthly) if self.monthly else None
+        out["training"].pop("findings")  # shown once, above
         return out
 
 
@@ -52,4 +62,5 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
         monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
+        findings=(*advice(w, cat), *training.findings),
     )

@@ -59,6 +59,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     console.print()
+    _print_findings(p, console)
     console.print("[bold]Training[/bold]")
     console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
     if t.efa_interfaces:
@@ -187,6 +188,20 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))
         console.print(table)
+
+
+def _print_findings(p: Plan, console: Console) -> None:
+    """Warnings first (the build goes on; --strict refuses them), then the notes that explain a choice."""
+    if not p.findings:
+        return
+    table = Table(title="Warnings and notes", title_justify="left")
+    for col in ("level", "field", "what to know", "source"):
+        table.add_column(col)
+    for f in sorted(p.findings, key=lambda f: f.level != "WARNING"):
+        table.add_row(f.level, f.field, escape(f.message), escape(f.source) or "-",
+                      style="bold yellow" if f.level == "WARNING" else "")
+    console.print(table)
+    console.print()
 
 
 def _rate(rps: float) -> str:

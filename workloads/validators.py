@@ -1,6 +1,8 @@
 """Rules that need the instance catalog or several fields: one small function per rule.
 
-Each raises a ConfigError that says what to change. `check` runs them in order.
+Each ERROR rule raises a ConfigError that says what to change; `check` runs them in order and refuses with every
+broken one. ADVICE rules return WARNING or INFO findings for a config that can be built (`advice` runs them): the
+plan, the JSON and `cdk synth` show them, and --strict / -c strict=true refuses them too.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from collections.abc import Callable
 
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
-from .errors import ConfigError, raise_all
+from .errors import WARNING, ConfigError, Finding, raise_all
 from .schema import CLASSIC_ML, Workload
 
 
@@ -102,9 +104,17 @@ def training_type_can_train(w: Workload, cat: Catalog) -> None:
     if itype.accelerator and itype.accelerator.kind == "inferentia":
         raise ConfigError("training.instance_type", itype.name, "trn1, trn1n, trn2, p4d, p5, g5, g6 or CPU types",
                           reason="Inferentia is an inference accelerator; it does not train")
-    if itype.family == "t3":
-        raise ConfigError("training.instance_type", itype.name, "c5, c6i, m5 or r5 for CPU training",
-                          reason="burstable t3 is for notebooks, not training")
+
+
+def burstable_types_do_not_train_well(w: Workload, cat: Catalog) -> list[Finding]:
+    """A t3 trains, but on CPU credits: once they are spent it runs at its baseline (a fraction of a vCPU)."""
+    itype = cat.get(w.training.instance_type) if w.training.instance_type else None
+    if itype is None or itype.family != "t3":
+        return []
+    return [Finding(WARNING, "training.instance_type", itype.name, "burstable t3 runs at its baseline CPU share once "
+                    "its CPU credits are spent, so a long training run slows down; c5, c6i, m5 or r5 hold their "
+                    "speed", "Amazon EC2 User Guide, \"Burstable performance instances\" "
+                    "<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/burstable-performance-instances.html>")]
 
 
 def cluster_networking_needs_efa(w: Workload, cat: Catalog) -> None:
@@ -258,6 +268,17 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     artifact_keys_fit_the_format,
     llm_is_not_serverless,
 )
+
+
+ADVICE: tuple[Callable[[Workload, Catalog], list[Finding]], ...] = (
+    burstable_types_do_not_train_well,
+)
+
+
+def advice(w: Workload, cat: Catalog | None = None) -> list[Finding]:
+    """Every WARNING and INFO finding about a config that passed `check`."""
+    cat = cat or load_catalog()
+    return [f for rule in ADVICE for f in rule(w, cat)]
 
 
 def check(w: Workload, cat: Catalog | None = None) -> None:

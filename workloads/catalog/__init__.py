@@ -258,6 +258,10 @@ class SoftwareStack:
     note: str = ""
     neuron_release: str | None = None  # Neuron: the SDK release the pins and the parent DLAMI belong to
     cuda: str | None = None  # CUDA: the CUDA version of the wheel
+    # A family's last supported release, kept after its vendor moved on: what that means (the plan's WARNING) and
+    # the documents that say so. Empty for current stacks.
+    legacy: str = ""
+    legacy_sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,10 @@ def load_software() -> Software:
             pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
-            cuda=str(raw["cuda"]) if raw.get("cuda") else None))
+            cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
+            legacy_sources=tuple(raw.get("legacy_sources") or ())))
+        if raw.get("legacy"):
+            _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
     for name, driver in data["drivers"].items():
         _cited(f"software.yaml driver {name}", driver["sources"], known)
     _cited("software.yaml cuda_majors_by_driver_branch", data["cuda_sources"], known)

@@ -1,0 +1,87 @@
+"""Severity levels, as ParallelCluster's validators have them: an ERROR refuses (exit 2, one line each), a WARNING
+is shown in the plan, its JSON and `cdk synth`'s output and the build goes on, an INFO explains. --strict (and
+-c strict=true) refuses warnings too, for CI pipelines."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+from workloads import ConfigError, load, plan
+from workloads.cli import main
+from workloads.context import read_context
+from workloads.errors import INFO, WARNING
+
+TRN1 = ["huge", "-c", "training.instance_type=trn1.32xlarge"]
+# A classic-ML config on a burstable type: built, with a warning from the validators (not the planner).
+T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_type=t3.medium", "-c",
+      "inference.artifact.format=xgboost", "-c", "inference.artifact.key=models/model.tar.gz"]
+
+
+def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys):
+    assert main(["plan", *TRN1]) == 0
+    out = capsys.readouterr().out
+    assert "Warnings and notes" in out and "WARNING" in out and "Neuron 2.28" in out
+
+
+def test_the_plan_json_lists_warnings_with_field_message_and_source(capsys):
+    assert main(["plan", *TRN1, "--json"]) == 0
+    (warning,) = json.loads(capsys.readouterr().out)["warnings"]
+    assert set(warning) == {"field", "message", "source"} and warning["field"] == "training.instance_type"
+    assert "announce-eos-nxdt-nxd-core-training" in warning["source"]
+
+
+@pytest.mark.parametrize("argv", [TRN1, T3], ids=["planner", "validator"])
+def test_strict_refuses_warnings_with_exit_2_and_one_line_each(capsys, argv):
+    assert main(["plan", *argv, "--strict"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: training.instance_type = ") and "Traceback" not in err[0]
+
+
+def test_strict_passes_a_plan_without_warnings(capsys):
+    assert main(["plan", "huge", "--strict", "--json"]) == 0
+
+
+def test_a_burstable_type_trains_with_a_warning_not_an_error():
+    """Before: refused ("t3 is for notebooks"). A t3 does train, only slower once its credits are spent: advice."""
+    p = plan(load(T3[0], dict(kv.split("=", 1) for kv in T3[2::2])))
+    assert p.training.instance_type == "t3.medium"
+    assert [f.level for f in p.warnings] == [WARNING] and "CPU credits" in p.warnings[0].message
+
+
+def test_a_cheaper_candidate_is_an_info_note_not_a_decision():
+    p = plan(load("huge", {"training.instance_type": "trn1.32xlarge"}))
+    notes = [f for f in p.findings if f.level == INFO]
+    assert notes and "would cost" in notes[0].message and not any("would cost" in d for d in p.training.decisions)
+    assert not any(f.level == INFO for f in p.warnings)
+
+
+def test_cdk_context_strict_refuses_warnings_and_false_lets_them_through():
+    context = {"workload": "huge", "training.instance_type": "trn1.32xlarge"}
+    assert read_context({**context, "strict": "false"}).findings
+    with pytest.raises(ConfigError, match="refused under strict"):
+        read_context({**context, "strict": "true"})
+    with pytest.raises(ConfigError, match="strict = 'maybe'"):
+        read_context({**context, "strict": "maybe"})
+
+
+def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys):
+    """app.py reports the warnings (the stacks never read context) before building; the building is stubbed here:
+    the stacks' own tests synthesize. Run as `python app.py` with -c overrides added to the app's context (the CDK
+    CLI hands them over in CDK_CONTEXT_JSON, which jsii's already running kernel would not see here)."""
+    import app
+
+    built, real_app = [], app.cdk.App
+    monkeypatch.setattr(app, "build", lambda cdk_app, target: built.append(target))
+    monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
+    for strict, status in (("false", 0), ("true", 2)):
+        overrides = {"workload": "huge", "training.instance_type": "trn1.32xlarge", "strict": strict}
+        monkeypatch.setattr(app.cdk, "App", lambda **kw: real_app(**{**kw, "outdir": str(tmp_path),
+                                                                    "context": {**kw["context"], **overrides}}))
+        assert app.main() == status
+        err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("python app.py")]
+        if status == 0:
+            assert built and err and all(line.startswith("warning: training.instance_type = 'trn1.32xlarge'")
+                                         for line in err)
+        else:
+            assert len(err) == 1 and err[0].startswith("error: training.instance_type")
