@@ -160,17 +160,34 @@ def framework_script(software: SoftwareStack) -> str:
     return f"#!/bin/bash\n# {software.name}, as the PCS node image bakes it.\nset -euo pipefail\n{body}\n"
 
 
-def component_document(*, software: SoftwareStack, region: str) -> str:
-    """The Image Builder component (AWSTOE YAML): PCS agent and Slurm, Lustre client, frameworks, examples."""
+# An Image Builder component's document is at most 16,000 characters (CloudFormation, AWS::ImageBuilder::Component
+# Data: "Maximum: 16000"): the bake's steps are packed, in order, into as many components as that takes.
+COMPONENT_MAX_CHARS = 16000
+
+
+def _document(entries: list[list[str]]) -> str:
     lines = ["name: ml-estate-node", "description: AWS PCS agent, Slurm, Lustre client and ML examples",
              "schemaVersion: 1.0", "phases:", "  - name: build", "    steps:"]
+    return "\n".join(lines + [line for entry in entries for line in entry]) + "\n"
+
+
+def component_documents(*, software: SoftwareStack, region: str) -> list[str]:
+    """The Image Builder components (AWSTOE YAML), run in order: PCS agent and Slurm, Lustre client, frameworks,
+    checks, examples; each within COMPONENT_MAX_CHARS. A step larger than a component alone is a bug: refused."""
+    documents, entries = [], []
     for step in bake_steps(software=software, region=region):
-        lines += [f"      - name: {step.name}", "        action: ExecuteBash"]
+        entry = [f"      - name: {step.name}", "        action: ExecuteBash"]
         if step.check is None:
-            lines.append("        onFailure: Continue")
-        lines += ["        inputs:", "          commands:", "            - |",
+            entry.append("        onFailure: Continue")
+        entry += ["        inputs:", "          commands:", "            - |",
                   *(f"              {line}" for line in step.commands().splitlines())]
-    return "\n".join(lines) + "\n"
+        if entries and len(_document([*entries, entry])) > COMPONENT_MAX_CHARS:
+            documents.append(_document(entries))
+            entries = []
+        entries.append(entry)
+        if len(_document([entry])) > COMPONENT_MAX_CHARS:
+            raise ValueError(f"bake step {step.name} alone exceeds an Image Builder component's {COMPONENT_MAX_CHARS}")
+    return [*documents, _document(entries)]
 
 
 def examples_archive() -> str:
@@ -205,10 +222,10 @@ class NodeImage(Construct):
         is that size, so every node launched from it gets at least as much."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        document = component_document(software=software, region=stack.region)
+        documents = component_documents(software=software, region=stack.region)
         # Image Builder resources are named and immutable: the content hash makes a changed
         # recipe a new resource, the stack name keeps two teams' images apart.
-        digest = hashlib.sha256(document.encode()).hexdigest()[:10]
+        digest = hashlib.sha256("".join(documents).encode()).hexdigest()[:10]
         name = f"{stack.stack_name}-node-{software.device}-{digest}"
 
         role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
@@ -229,12 +246,18 @@ class NodeImage(Construct):
                 "ec2:DescribeImages, read-only, has no resource-level permissions; the bake reads its parent's "
                 "description to refuse a DLAMI of another Neuron release."))
         profile = iam.CfnInstanceProfile(self, "BuildProfile", roles=[role.role_name])
-        component = imagebuilder.CfnComponent(self, "Component", name=name, platform="Linux", version="1.0.0",
-                                              data=document, description="PCS agent, Slurm, Lustre client, frameworks")
+        # The first keeps its logical ID; the others are numbered.
+        components = [imagebuilder.CfnComponent(self, "Component" if i == 0 else f"Component{i + 1}",
+                                                name=name if i == 0 else f"{name}-{i + 1}", platform="Linux",
+                                                version="1.0.0", data=document,
+                                                description=f"PCS agent, Slurm, Lustre client, frameworks ({i + 1} of "
+                                                            f"{len(documents)})")
+                      for i, document in enumerate(documents)]
         recipe = imagebuilder.CfnImageRecipe(
             self, "Recipe", name=name, version="1.0.0",
             parent_image="ssm:" + software.parent_image,
-            components=[imagebuilder.CfnImageRecipe.ComponentConfigurationProperty(component_arn=component.attr_arn)],
+            components=[imagebuilder.CfnImageRecipe.ComponentConfigurationProperty(component_arn=c.attr_arn)
+                        for c in components],
             block_device_mappings=[imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
                 device_name="/dev/sda1",
                 ebs=imagebuilder.CfnImageRecipe.EbsInstanceBlockDeviceSpecificationProperty(

@@ -13,7 +13,7 @@ import yaml
 
 from constructs_lib.node_bootstrap import (ENV_ON_NODE, LAYOUT_ON_NODE, MOUNT_ATTEMPTS, MOUNT_BACKOFF_S, SLURMD_DROPIN,
                                             Mounts, node_script)
-from constructs_lib.node_image import bake_steps, component_document, framework_script
+from constructs_lib.node_image import COMPONENT_MAX_CHARS, bake_steps, component_documents, framework_script
 from workloads.catalog import load_software
 
 from .conftest import ROOT
@@ -36,9 +36,12 @@ def test_shellcheck_is_live():
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda s: s.device)
 def test_every_bake_step_is_required_and_checked_or_allowed_to_fail(kind):
-    document = yaml.safe_load(component_document(software=kind, region="us-west-2"))
+    documents = component_documents(software=kind, region="us-west-2")
+    assert all(len(d) <= COMPONENT_MAX_CHARS for d in documents)
+    entries = [e for d in documents for e in yaml.safe_load(d)["phases"][0]["steps"]]
     steps = {s.name: s for s in bake_steps(software=kind, region="us-west-2")}
-    for entry in document["phases"][0]["steps"]:
+    assert [e["name"] for e in entries] == list(steps), "every step, once, in order"
+    for entry in entries:
         if entry["action"] != "ExecuteBash":
             continue
         step, script = steps[entry["name"]], entry["inputs"]["commands"][0]
