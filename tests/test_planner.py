@@ -48,3 +48,21 @@ def test_planner_path_never_imports_cdk_or_sagemaker():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'sagemaker', 'jsii')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_model_trained_on_the_cluster_is_the_model_served():
+    """huge: train.py exports to /fsx/output/NAME, the FSx link writes it to models/NAME/, and the GPU kinds read
+    exactly that key (the Neuron kind reads its compiled export beside it); the plan says so, step by step."""
+    from workloads import layout
+    from workloads.plan_training import FSX_OUTPUT_DIR
+
+    p = plan(load("huge"))
+    export = p.training.parallelism.export_dir
+    link = next(prefix for path, prefix, _, exports in layout.FSX_LINKS if FSX_OUTPUT_DIR.endswith(path) and exports)
+    key = link + export.removeprefix(FSX_OUTPUT_DIR + "/") + "/"
+    gpu = [ip for ip in p.inference.values() if ip.serving and ip.serving.container == "tgi"]
+    assert gpu and all(ip.serving.artifact_key == key for ip in gpu)
+    assert p.path[0].startswith("trained on 16 x trn2.48xlarge") and key in p.path[1]
+    assert all(f"reading s3://<DatasetBucketName>/{ip.serving.artifact_key}" in "\n".join(p.path)
+               for ip in p.inference.values() if ip.serving)
+    assert p.to_dict()["path"] == list(p.path)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from . import layout
 from .catalog import Catalog, load_catalog
 from .estimates import Monthly, monthly
 from .errors import WARNING, Finding
 from .plan_serving import InferencePlan, plan_inference
-from .plan_training import TrainingPlan, calibration_lines, plan_training
+from .plan_training import FSX_OUTPUT_DIR, TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
 from .validators import advice, hosting_zones
 
@@ -27,6 +28,8 @@ class Plan:
     monthly: Monthly | None = None  # the whole estate a month, and the headline (one training run plus a month)
     # WARNING and INFO findings: the config's own (validators.advice) and the planner's, in that order.
     findings: tuple[Finding, ...] = field(default=())
+    # The model's way from training to serving, one line a step (train_to_serve).
+    path: tuple[str, ...] = field(default=())
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
@@ -41,6 +44,7 @@ class Plan:
             "hosting_zones": list(self.hosting_zones),
             "warnings": [f.as_dict() for f in self.warnings],
             "info": [f.as_dict() for f in self.findings if f.level != WARNING],
+            "path": list(self.path),
         }
         out["estimates"] = out["training"].pop("estimate")
         out["estimates"]["monthly"] = asdict(self.monthly) if self.monthly else None
@@ -63,4 +67,28 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         hosting_zones=hosting_zones(w, cat),
         monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
         findings=(*advice(w, cat), *training.findings),
+        path=train_to_serve(training, inference),
     )
+
+
+def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tuple[str, ...]:
+    """Trained where, exported where (the FSx link of /fsx/output puts it under the bucket's models/ prefix, or a
+    SageMaker job's model archive under output/), and served where, by which container, from which key."""
+    lines = [f"trained on {t.instance_count} x {t.instance_type} ({t.orchestrator})"]
+    export = t.parallelism.export_dir if t.parallelism else ""
+    if export and t.fsx:
+        key = layout.MODELS + export.removeprefix(FSX_OUTPUT_DIR + "/").strip("/") + "/"
+        lines.append(f"exported by train.py as a Hugging Face directory to {export}, which the file system's link "
+                     f"writes to s3://<DatasetBucketName>/{key}")
+    elif t.orchestrator == "sagemaker-jobs":
+        lines.append(f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/"
+                     "output/model.tar.gz; put what each kind reads at its key below")
+    for kind, ip in inference.items():
+        if ip.serving is None:
+            continue
+        where = f"ml.{ip.instance_type.removeprefix('ml.')}" if ip.instance_type else "serverless"
+        compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "tgi-neuronx" \
+            else ""
+        lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
+                     f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
+    return tuple(lines)

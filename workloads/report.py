@@ -60,6 +60,11 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     console.print()
     _print_findings(p, console)
+    if p.path:
+        console.print("[bold]Train -> serve[/bold]")
+        for line in p.path:
+            console.print(f"  {escape(line)}")
+        console.print()
     console.print("[bold]Training[/bold]")
     console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
     if t.efa_interfaces:
