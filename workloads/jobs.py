@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from . import layout
+from . import image_cache, layout
 from .errors import ConfigError, raise_all
 from .planner import Plan
 
@@ -102,22 +102,18 @@ def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
 
 
 def training_image(plan: Plan) -> str:
-    from sagemaker.core import image_uris
-
     region, t = plan.workload.region, plan.training
     # Trainium never gets here: the planner refuses SageMaker jobs on it (no TorchNeuron training image is known).
     args = dict(TRAINING_IMAGES[plan.workload.model.framework])
     if plan.workload.model.framework in ("pytorch", "tensorflow"):
         args.update(instance_type=t.sagemaker_instance_type)
-    return image_uris.retrieve(region=region, image_scope="training", **args) + \
+    return image_cache.retrieve(region=region, image_scope="training", **args) + \
         TAG_SUFFIX.get(plan.workload.model.framework, "")
 
 
 def processing_image(region: str) -> str:
     """The scikit-learn container `process` runs; it lives in another registry account than the training images."""
-    from sagemaker.core import image_uris
-
-    return image_uris.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE)
+    return image_cache.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE)
 
 
 def job_images(plan: Plan) -> tuple[str, ...]:

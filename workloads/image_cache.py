@@ -1,0 +1,69 @@
+"""The sagemaker SDK's `image_uris.retrieve`, remembered per SDK version (the SDK stays the source of truth).
+
+Importing `sagemaker.core` costs 1.2-1.4 s (its package __init__ builds hundreds of pydantic shape classes) and a
+synthesis only wants a few image URIs from it: on this machine that was a quarter of `cdk synth -c workload=huge`
+(docs/performance.md). Each answer is kept, keyed by the installed sagemaker-core version and the exact arguments,
+in one JSON file in this package's `__pycache__`; a question it has not seen (or another SDK version) asks the SDK.
+As with workloads/packaged.py, answers are written as Python writes bytecode (not under PYTHONDONTWRITEBYTECODE,
+which this machine sets) and `make setup` writes those of every shipped workload either way (constructs_lib.images's
+`warm`). Offline: retrieve() reads the SDK's own tables and makes no call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_FOLDER = Path(__file__).parent / "__pycache__"
+_DISTRIBUTION = "sagemaker-core"  # the distribution that ships sagemaker.core.image_uris and its JSON tables
+_known: dict[str, str] | None = None  # this process's answers, loaded on first use
+
+
+def _path() -> Path:
+    from importlib.metadata import version
+
+    return _FOLDER / f"image_uris.{_DISTRIBUTION}-{version(_DISTRIBUTION)}.json"
+
+
+def _load() -> dict[str, str]:
+    global _known
+    if _known is None:
+        try:
+            _known = dict(json.loads(_path().read_text()))
+        except Exception:  # absent, damaged or unreadable: ask the SDK instead
+            _known = {}
+    return _known
+
+
+def retrieve(**args: Any) -> str:
+    """`sagemaker.core.image_uris.retrieve(**args)`, written down as Python writes bytecode."""
+    known = _load()
+    key = json.dumps(args, sort_keys=True)
+    if key not in known:
+        from sagemaker.core import image_uris  # the slow import, only for a question not answered before
+
+        known[key] = image_uris.retrieve(**args)
+        if not sys.dont_write_bytecode:
+            save()
+    return known[key]
+
+
+def save() -> None:
+    """Write down every answer this process knows. Atomic (a reader never sees half a file); a lost race between two
+    writers only costs another SDK call later."""
+    known, path = _load(), _path()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
+        os.replace(tmp, path)
+        for old in path.parent.glob(f"image_uris.{_DISTRIBUTION}-*.json"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
