@@ -11,12 +11,12 @@ which this machine sets) and `make setup` writes those of every shipped workload
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from .packaged import write_atomically
 
 _FOLDER = Path(__file__).parent / "__pycache__"
 _DISTRIBUTION = "sagemaker-core"  # the distribution that ships sagemaker.core.image_uris and its JSON tables
@@ -53,17 +53,8 @@ def retrieve(**args: Any) -> str:
 
 
 def save() -> None:
-    """Write down every answer this process knows. Atomic (a reader never sees half a file); a lost race between two
-    writers only costs another SDK call later."""
+    """Write down every answer this process knows (atomically; a lost race between two writers only costs another
+    SDK call later)."""
     known, path = _load(), _path()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(exist_ok=True)
-        tmp.write_text(json.dumps(known, indent=0, sort_keys=True))
-        os.replace(tmp, path)
-        for old in path.parent.glob(f"image_uris.{_DISTRIBUTION}-*.json"):
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+    write_atomically(path, json.dumps(known, indent=0, sort_keys=True).encode(),
+                     stale=f"image_uris.{_DISTRIBUTION}-*.json")

@@ -47,14 +47,20 @@ def read_packaged_yaml(path: Path, *, write: bool | None = None) -> Any:
 
 
 def _write(path: Path, cached: Path, data: Any) -> None:
-    """Atomic (a reader never sees half a file); older versions of the same file's cache are removed."""
-    tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+    write_atomically(cached, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL),
+                     stale=f"{glob.escape(path.name)}.*.pickle")
+
+
+def write_atomically(path: Path, data: bytes, *, stale: str) -> None:
+    """Write a cache file atomically (a reader never sees half a file) and remove the folder's other files matching
+    `stale` (older versions). A failure is ignored: it only costs computing the answer again later."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        cached.parent.mkdir(exist_ok=True)
-        tmp.write_bytes(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, cached)
-        for old in cached.parent.glob(f"{glob.escape(path.name)}.*.pickle"):
-            if old != cached:
+        path.parent.mkdir(exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        for old in path.parent.glob(stale):
+            if old != path:
                 old.unlink(missing_ok=True)
     except OSError:
         with contextlib.suppress(OSError):
