@@ -126,13 +126,12 @@ def test_hyperpod_trains_on_ml_trn1_too():
 def test_the_planner_still_prefers_trn2_when_no_type_is_named():
     """Trn2 is sold as Capacity Blocks (its recorded price is that kind, issue 24), so the planner weighs it where
     candidates are compared at Capacity Block prices; there, with no type named, it picks Trn2, never the legacy
-    Trn1, and with no warning. (huge names trn2.48xlarge itself: the preset plans it without a warning too.)"""
+    Trn1, and with no warning."""
     block = {"training.instance_type": None, "training.capacity_block": "true",
              "training.capacity_reservation_id": "cr-0123456789abcdef0", "training.capacity_reservation_az": "us-east-2b"}
     p = plan(load("huge", block))
     assert p.training.instance_type == "trn2.48xlarge" and not p.warnings
     assert not any(c.instance_type.startswith("trn1") for c in p.training.candidates)
-    assert plan(load("huge")).training.instance_type == "trn2.48xlarge" and not plan(load("huge")).warnings
 
 
 def test_volta_gpus_are_refused_for_training():

@@ -39,7 +39,20 @@ def test_strict_refuses_warnings_with_exit_2_and_one_line_each(capsys, argv):
 
 
 def test_strict_passes_a_plan_without_warnings(capsys):
-    assert main(["plan", "huge", "--strict", "--json"]) == 0
+    assert not plan(load("intermediate")).warnings
+    assert main(["plan", "intermediate", "--strict", "--json"]) == 0
+
+
+def test_a_type_sold_as_capacity_blocks_warns_until_a_block_is_named(capsys):
+    """huge plans trn2.48xlarge at its Capacity Block rate (the only kind recorded); without a block the node groups
+    would launch on-demand, so the plan warns (and --strict refuses), until the block is named."""
+    (warning,) = plan(load("huge")).warnings
+    assert warning.field == "training.capacity_block" and "Capacity Blocks" in warning.message
+    assert "docs.aws.amazon.com" in warning.source
+    assert main(["plan", "huge", "--strict"]) == 2
+    block = {"training.capacity_block": "true", "training.capacity_reservation_id": "cr-0123456789abcdef0",
+             "training.capacity_reservation_az": "us-east-2b"}
+    assert not plan(load("huge", block)).warnings
 
 
 def test_a_burstable_type_trains_with_a_warning_not_an_error():

@@ -354,6 +354,14 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
+    if orchestrator == "slurm" and not w.training.capacity_block and capacity_block_pricing(w, cat):
+        # Priced as what it is sold as, but the node groups would launch on-demand: say so before a deploy that
+        # starts no node.
+        findings.append(Finding(WARNING, "training.capacity_block", False, (
+            f"{itype.name} is sold as EC2 Capacity Blocks (the only price recorded for it in {w.region}), but the "
+            "cluster launches on-demand: buy a block, then set training.capacity_reservation_id, "
+            "capacity_reservation_az and capacity_block: true"),
+            f"{cat.sources['ec2-capacity-blocks-guide'].title} {cat.sources['ec2-capacity-blocks-guide'].url}"))
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
