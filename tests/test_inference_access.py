@@ -4,7 +4,7 @@
 The expectations are the documents', written here from them (not from constructs_lib, so the two can disagree):
 - SageMaker Developer Guide, "How to use SageMaker AI execution roles", "CreateModel API: Execution Role
   Permissions" (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html): "If you specify a private
-  VPC for your model, add the following permissions" -- MODEL_VPC_ACTIONS below.
+  VPC for your model, add the following permissions" -- MODEL_VPC_ACTIONS, read from the contract table.
 - SageMaker Developer Guide, "Amazon SageMaker AI API Permissions: Actions, Permissions, and Resources Reference"
   (https://docs.aws.amazon.com/sagemaker/latest/dg/api-permissions-reference.html): CreateTransformJob needs
   kms:CreateGrant for a TransformResources.VolumeKmsKeyId unless "the associated role" (the model's) has a policy
@@ -21,11 +21,11 @@ import pytest
 
 from .conftest import VARIANTS
 from .test_runtime_contract import world_of
+from .contract_calls import TABLE
 from .contract_policy import PARTITION, Call, Stack, World, evaluate
 
-MODEL_VPC_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                     "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-                     "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups")
+# The document's list, kept once with its source in the contract table (CreateModel with VpcConfig).
+MODEL_VPC_ACTIONS = tuple(TABLE["types"]["AWS::SageMaker::Model"]["options"]["VpcConfig"]["actions"])
 ROLES_DOC = "SageMaker Developer Guide, How to use SageMaker AI execution roles, CreateModel API: Execution Role Permissions"
 KMS_DOC = "SageMaker API permissions reference (CreateTransformJob); API Reference RecommendationJobInputConfig"
 
