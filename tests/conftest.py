@@ -129,6 +129,8 @@ def preset_synth(request, synth) -> tuple[str, Synth]:
 P6_B300 = {"training.instance_type": "p6-b300.48xlarge", "region": "us-west-2", "availability_zone": "us-west-2d"}
 # HyperPod is priced at SageMaker rates; no ml.trn2 rate is recorded, so the HyperPod variant trains on p5.
 HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30", "training.instance_type": "p5.48xlarge"}
+# The largest model Trn1's data-parallel layout holds is about 0.6B parameters (16 GiB per NeuronCore).
+TRN1 = {"training.instance_type": "trn1.32xlarge", "model.parameters_billion": "0.5"}
 # Every variant the quality checks (cfn-lint, cdk-nag) cover: the presets and the cluster types.
 VARIANTS = {
     "small": ("small", None),
@@ -143,9 +145,10 @@ VARIANTS = {
                                      "training.capacity_block": "true"}),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
     "huge-hyperpod": ("huge", HYPERPOD),
-    # Trn1 trains again, on Neuron 2.28's legacy XLA stack: on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
-    "huge-trn1": ("huge", {"training.instance_type": "trn1.32xlarge"}),
-    "huge-hyperpod-trn1": ("huge", {**HYPERPOD, "training.instance_type": "trn1.32xlarge"}),
+    # Trn1 trains on Neuron 2.28's legacy XLA stack, data-parallel only (the shipped trainer there): a model whose
+    # whole state fits a 16 GiB NeuronCore; on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
+    "huge-trn1": ("huge", TRN1),
+    "huge-hyperpod-trn1": ("huge", {**HYPERPOD, **TRN1}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import TRN1
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog, load_software
 
@@ -106,7 +107,7 @@ def test_trn1_and_trn1n_are_the_legacy_types():
 def test_a_legacy_family_trains_on_its_last_release_with_a_warning(itype, stack):
     """Trn1/Trn1n train on Neuron 2.28 (the XLA path's last release), with EFA on every card, and the plan carries
     a WARNING that says what the legacy stack means and where Neuron says so."""
-    p = plan(load("huge", {"training.instance_type": itype}))
+    p = plan(load("huge", {**TRN1, "training.instance_type": itype}))
     t = p.training
     assert t.software == stack and stack.neuron_release and stack.device == "xla" and stack.torch == "2.9"
     assert t.efa_interfaces == load_catalog().types[itype].efa_max_interfaces  # 8 on trn1, 16 on trn1n
@@ -119,8 +120,19 @@ def test_a_legacy_family_trains_on_its_last_release_with_a_warning(itype, stack)
 
 
 def test_hyperpod_trains_on_ml_trn1_too():
-    p = plan(load("huge", {"training.instance_type": "trn1.32xlarge", "training.orchestrator": "hyperpod"}))
+    p = plan(load("huge", {**TRN1, "training.orchestrator": "hyperpod"}))
     assert p.training.sagemaker_instance_type == "ml.trn1.32xlarge" and p.warnings
+
+
+@pytest.mark.parametrize("itype", ["trn1.32xlarge", "trn1n.32xlarge"])
+def test_trn1_is_refused_at_plan_time_for_a_model_that_needs_sharding(itype):
+    """Neuron 2.28's PyTorch/XLA stack does not run FSDP2, the layout a 70B model needs: the plan refuses the type
+    with the reason, before an image bake, instead of the trainer exiting on the cluster."""
+    with pytest.raises(ConfigError) as refused:
+        plan(load("huge", {"training.instance_type": itype}))
+    err = refused.value
+    assert err.field == "training.instance_type" and err.value == itype
+    assert "FSDP2" in str(err) and "PyTorch/XLA" in str(err) and "p5.48xlarge" in str(err)
 
 
 def test_the_planner_still_prefers_trn2_when_no_type_is_named():

@@ -16,7 +16,7 @@ import yaml
 from constructs_lib.node_image import SLURM_VERSION
 from workloads.catalog import load_catalog, load_software, network_interfaces
 
-from .conftest import P6_B300, ROOT
+from .conftest import P6_B300, ROOT, TRN1
 
 CAT = load_catalog()
 # Each network-card layout the planner trains on, synthesized: trn2 (16 cards), p4d (4), p5 (32), p6-b200 (8) and
@@ -24,9 +24,9 @@ CAT = load_catalog()
 TYPES = {"trn2.48xlarge": None, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
          "p5.48xlarge": {"training.instance_type": "p5.48xlarge"},
          "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300,
-         # Trn1 (8 cards) and Trn1n (16) on Neuron 2.28's legacy XLA stack (software.yaml `legacy`).
-         "trn1.32xlarge": {"training.instance_type": "trn1.32xlarge"},
-         "trn1n.32xlarge": {"training.instance_type": "trn1n.32xlarge"}}
+         # Trn1 (8 cards) and Trn1n (16) on Neuron 2.28's legacy XLA stack (software.yaml `legacy`), data-parallel
+         # only: a model whose whole state fits a NeuronCore (conftest TRN1).
+         "trn1.32xlarge": TRN1, "trn1n.32xlarge": {**TRN1, "training.instance_type": "trn1n.32xlarge"}}
 
 
 @pytest.fixture(scope="module", params=list(TYPES))
@@ -163,11 +163,15 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
     assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFramework", "ShipExamples"} <= set(steps)
     assert all(f"'{p}'" in steps["InstallFramework"]["inputs"]["commands"][0] for p in stack.pip)
     assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
-    archive = re.search(r"echo '([A-Za-z0-9+/=]+)' \| base64 -d", steps["ShipExamples"]["inputs"]["commands"][0])[1]
-    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive))) as tar:
-        shipped = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
-    assert shipped["train.py"] == (ROOT / "examples" / "slurm" / "train.py").read_bytes()
-    assert {"train-gpu.sbatch", "train-trainium.sbatch", "train.py"} <= set(shipped)
+    shipped = {}
+    for name in (n for n in steps if n.startswith("ShipExamples")):
+        archive = re.search(r"echo '([A-Za-z0-9+/=]+)' \| base64 -d", steps[name]["inputs"]["commands"][0])[1]
+        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive))) as tar:
+            shipped.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})
+    # Every example arrives on the node, byte for byte: the Submit line runs prepare.sbatch and prepare.py too.
+    assert shipped == {p.name: p.read_bytes() for p in (ROOT / "examples" / "slurm").iterdir()
+                       if p.suffix in (".sbatch", ".py")}
+    assert {"train-gpu.sbatch", "train-trainium.sbatch", "train.py", "prepare.sbatch", "prepare.py"} <= set(shipped)
     # Image Builder refuses a component document over 16,000 characters (CloudFormation validation).
     assert len(in_order) == len(components) and all(len(doc) <= 16_000 for doc in in_order)
 

@@ -75,10 +75,31 @@ class Parallelism:
     export_dir: str = ""  # where the trainer writes the final Hugging Face directory (FSx exports it to models/)
     shutdown_timeout_s: int = 30  # torchrun's wait after SIGTERM: the checkpoint time (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
     signal_lead_s: int = 120  # how early Slurm signals before the time limit: the shutdown time plus a step
+    steps: int = 0  # the plan's tokens over the global batch (data ranks x one sequence); 0: the trainer's default
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
         return json.dumps(asdict(self), sort_keys=True)
+
+
+# What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP and
+# FSDP2 (`fully_shard`) with tensor and pipeline degrees of 1. On Trn1 (device xla: Neuron 2.28's PyTorch/XLA stack)
+# DDP only: FSDP2 is native PyTorch, which TorchNeuron brings to Trn2 and not to Trn1, and PyTorch/XLA's own sharding
+# (NxD's ZeRO-1, tensor parallel) is not in the example.
+TRAINER_SHARDING = {"cuda": ("none", "full"), "neuron": ("none", "full"), "xla": ("none",)}
+
+
+def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | None:
+    """Why the shipped trainer cannot run this layout on `device`, or None when it can. `what`: the model and
+    cluster in words, for the message."""
+    if spread.tensor > 1 or spread.pipeline > 1:
+        return (f"{what} needs tensor parallel {spread.tensor} x pipeline {spread.pipeline} ({spread.reason}); the "
+                "shipped trainer runs data-parallel layouts (DDP, FSDP2)")
+    if spread.sharding not in TRAINER_SHARDING.get(device, ()):
+        return (f"{what} fits only with its state sharded over every rank (FSDP2), which the Neuron 2.28 PyTorch/XLA "
+                "stack Trn1 trains on does not run: the shipped trainer trains data-parallel (DDP) there, and DDP "
+                f"needs the whole model state on each {spread.rank_memory_gib:g} GiB NeuronCore")
+    return None
 
 
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,

@@ -75,6 +75,7 @@ class Candidate:
     why: str
     chosen: bool = False
     price_kind: str = ""  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
+    refused_by: str = "training.instance_count"  # the field to change when it does not fit (a set type refuses)
 
 
 @dataclass(frozen=True)
@@ -222,9 +223,27 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         feasible, why = False, f"a {count}-node cluster needs EFA; {itype.name} has none"
     elif w.training.max_hours is not None and hrs > w.training.max_hours:
         feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
+    refused_by = "training.instance_count"
+    if feasible and (refusal := _trainer_refusal(w, itype, count)):
+        feasible, why, refused_by = False, refusal, "training.instance_type"
     acc = itype.accelerator
     return Candidate(itype.name, count, f"{acc.count} x {acc.model}", price.usd_per_hour * count,
-                     hrs, billed * price.usd_per_hour * count, feasible, why, price_kind=price.kind)
+                     hrs, billed * price.usd_per_hour * count, feasible, why, price_kind=price.kind,
+                     refused_by=refused_by)
+
+
+def _trainer_refusal(w: Workload, itype: InstanceType, count: int) -> str | None:
+    """A candidate whose layout the shipped trainer cannot run on its stack is no candidate: the plan refuses it here,
+    not the trainer after a node image bake (parallelism.trainer_refusal)."""
+    layers, _, _, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                                heads=heads, itype=itype, nodes=count)
+    stack = load_software().for_type(itype)
+    if spread is None or isinstance(stack, str):
+        return None  # no layout at all is refused later, with the fields that would change it
+    return parallelism.trainer_refusal(spread, stack.device, what=f"a {w.model.parameters_billion:g}B model on "
+                                                                   f"{count} x {itype.name}")
 
 
 def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candidate:
@@ -298,6 +317,10 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
         plannable = [c.instance_type for c in cands if c.feasible]
         raise ConfigError("training.instance_type", wanted, ", ".join(plannable) or "another catalog type",
                           reason=f"cannot be planned for this workload ({why})")
+    if not chosen.feasible and chosen.refused_by == "training.instance_type":
+        plannable = [c.instance_type for c in cands if c.feasible]
+        raise ConfigError("training.instance_type", wanted, ", ".join(plannable) or "another catalog type",
+                          reason=chosen.why)
     if not chosen.feasible:
         raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
                           reason=f"{wanted} x{chosen.count}: {chosen.why}")
@@ -349,7 +372,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
     if spread is not None:
-        spread = _fault_budget(w, spread, fsx, decisions)
+        spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
+        spread = _run_length(spread, tokens, decisions)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
@@ -401,7 +425,19 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
     return replace(spread, kv_heads=kv if heads % kv == 0 else heads)
 
 
-def _fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decisions: list[str]) -> Parallelism:
+def _run_length(spread: Parallelism, tokens_billion: float | None, decisions: list[str]) -> Parallelism:
+    """The steps that train the plan's tokens (epochs included): each step draws one sequence per data rank."""
+    if not tokens_billion:
+        return spread
+    per_step = spread.data * parallelism.SEQUENCE
+    steps = max(1, math.ceil(tokens_billion * 1e9 / per_step))
+    decisions.append(f"run length: {tokens_billion:g}B tokens at {spread.data} sequences of {parallelism.SEQUENCE} "
+                     f"tokens a step ({per_step:,} tokens) = {steps:,} steps")
+    return replace(spread, steps=steps)
+
+
+def _fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decisions: list[str],
+                  orchestrator: str) -> Parallelism:
     """What the trainer needs to stop cleanly and hand its model on: checkpoints kept (what FSx is sized for), the
     export directory the FSx link puts under the serving contract's models/ prefix, and the stop budget: torchrun's
     shutdown timeout (its default 30 s kills a large checkpoint) and Slurm's signal lead, from the checkpoint's
@@ -411,7 +447,9 @@ def _fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decisio
     fmt, _ = artifact_format(w)
     key = w.inference.artifact.key or DEFAULT_KEYS[fmt]
     name = key.removeprefix(layout.MODELS).strip("/") if key.startswith(layout.MODELS) else w.name
-    export_dir = f"{FSX_OUTPUT_DIR}/{name}" if fmt == "huggingface" else ""
+    # On FSx the link exports it under models/; a SageMaker job writes SM_MODEL_DIR instead (the trainer's default
+    # there), which SageMaker uploads to output/<job>/output/model/ (`python -m workloads promote` copies it on).
+    export_dir = f"{FSX_OUTPUT_DIR}/{name}" if fmt == "huggingface" and orchestrator != "sagemaker-jobs" else ""
     seconds = (checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s) if fsx else 0.0)
     shutdown = max(TORCHRUN_DEFAULT_SHUTDOWN_S, math.ceil(seconds * CHECKPOINT_TIME_MARGIN))
     lead = shutdown + STEP_ALLOWANCE_S
