@@ -58,9 +58,10 @@ emulator: setup
 test: setup $(VENV)/.trainer
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
 
-# The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume (40-60 s here; CI runs it).
+# The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume; and the golden path from the
+# plan to an invoked endpoint (tests/test_golden_path.py). CI runs it.
 test-trainer: setup $(VENV)/.trainer
-	@$(PY) -m pytest -m trainer tests/test_trainer.py
+	@$(PY) -m pytest -m trainer tests/test_trainer.py tests/test_golden_path.py
 
 synth: setup
 	@cdk synth --quiet -c workload=$(WORKLOAD)

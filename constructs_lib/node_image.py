@@ -24,7 +24,8 @@ from aws_cdk import aws_imagebuilder as imagebuilder
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from workloads.catalog import SoftwareStack
+from workloads.catalog import SoftwareStack, load_software
+from workloads.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
@@ -32,7 +33,6 @@ from .node_bootstrap import OFI_NCCL_DIRS
 
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
-EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
 ML_VENV = "/opt/ml-venv"
 # Where a bake's logs go in the estate's logs bucket (AWSTOE's step output, the first place to look when a bake fails):
 # Image Builder uploads them from the build instance as its instance profile (CloudFormation,
@@ -99,7 +99,7 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
     return [*parent_checks(software, region=region), pcs, lustre, install_framework(software),
-            *network_checks(software), ship_examples()]
+            *network_checks(software), *ship_examples()]
 
 
 def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:
@@ -127,14 +127,17 @@ def install_framework(software: SoftwareStack) -> BakeStep:
     indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
     packages = " ".join(f"'{p}'" for p in software.pip)
     extra = {"neuron": ", torch_neuronx", "xla": ", torch_neuronx, torch_xla"}.get(software.device, "")
+    examples = " ".join(f"'{p}'" for p in load_software().example_pip)
     return BakeStep("InstallFramework", f"""
 # {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
 python3 -m venv {ML_VENV}
 {ML_VENV}/bin/pip install{indexes} {packages}
+# The example trainer's and prepare step's own packages (catalog/software.yaml example_pip)
+{ML_VENV}/bin/pip install {examples}
 echo {software.device} > {ML_VENV}/DEVICE""", check=(
-        f"{ML_VENV}/bin/python -c 'import torch{extra}; v = torch.__version__; print(v); "
+        f"{ML_VENV}/bin/python -c 'import numpy, tokenizers, safetensors, torch{extra}; v = torch.__version__; print(v); "
         f"assert v.startswith(\"{software.torch}.\"), v'"))
 
 
@@ -190,13 +193,19 @@ def component_documents(*, software: SoftwareStack, region: str) -> list[str]:
     return [*documents, _document(entries)]
 
 
-def examples_archive() -> str:
-    """The examples as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or modes
-    from this machine; xz records no time): a component's document is at most 16,000 characters, too few for the
-    files inline, and gzip's archive no longer fits beside the other steps."""
+# The base64 archive one ShipExamples step carries: with the step's own lines, well within a component.
+ARCHIVE_MAX_CHARS = 14000
+
+
+def examples_archive(names: list[str] | None = None) -> str:
+    """Examples (all, or these) as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or
+    modes from this machine; xz records no time): a component's document is at most 16,000 characters, too few for
+    the files inline, and gzip's archive no longer fits beside the other steps."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
-        for example in sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py")):
+        for example in _examples():
+            if names is not None and example.name not in names:
+                continue
             data = example.read_bytes()
             info = tarfile.TarInfo(example.name)
             info.size, info.mode = len(data), 0o755
@@ -204,11 +213,30 @@ def examples_archive() -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def ship_examples() -> BakeStep:
-    return BakeStep("ShipExamples", f"""
+def _examples() -> list[Path]:
+    return sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py"))
+
+
+def example_groups() -> list[list[str]]:
+    """The examples packed, in order, into as few archives as keep each within ARCHIVE_MAX_CHARS."""
+    groups: list[list[str]] = [[]]
+    for example in _examples():
+        if groups[-1] and len(examples_archive([*groups[-1], example.name])) > ARCHIVE_MAX_CHARS:
+            groups.append([])
+        groups[-1].append(example.name)
+    return groups
+
+
+def ship_examples() -> list[BakeStep]:
+    """One step per archive (ShipExamples, ShipExamples2, ...); the last checks every file arrived."""
+    groups = example_groups()
+    every = " && ".join(f"test -s {EXAMPLES_ON_NODE}/{p.name}" for p in _examples())
+    return [BakeStep("ShipExamples" + (str(i + 1) if i else ""), f"""
 mkdir -p {EXAMPLES_ON_NODE}
-echo '{examples_archive()}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
-                    check=f"test -s {EXAMPLES_ON_NODE}/train.py && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch")
+echo '{examples_archive(group)}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
+                      check=f"{every} && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch" if i == len(groups) - 1
+                      else f"test -d {EXAMPLES_ON_NODE}")
+            for i, group in enumerate(groups)]
 
 
 class NodeImage(Construct):

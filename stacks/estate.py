@@ -61,7 +61,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
-                       job_images=job_images(plan),
+                       job_images=job_images(plan), workload_name=w.name,
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",

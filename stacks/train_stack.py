@@ -12,7 +12,7 @@ from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
-from constructs_lib.node_image import EXAMPLES_ON_NODE, NodeImage
+from constructs_lib.node_image import NodeImage
 from constructs_lib.node_launch_template import NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
@@ -20,6 +20,7 @@ from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.catalog import PRIMARY, load_catalog, load_software
 from workloads.plan_training import TrainingPlan
+from workloads.train_commands import slurm_submit
 from workloads.schema import Notebook
 
 from .base import EstateStack
@@ -33,9 +34,10 @@ class TrainStack(EstateStack):
                  subnet: ec2.ISubnet,
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
-                 training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...],
+                 training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
                  **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
+        self.workload_name = workload_name
         slurm = training.orchestrator == "slurm"
         # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.jobs.job_images).
         self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
@@ -64,6 +66,7 @@ class TrainStack(EstateStack):
                 accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn,
                 software=training.software, layout=training.parallelism.as_json() if training.parallelism else None)
             cdk.CfnOutput(self, "HyperPodClusterName", value=hyperpod.cluster_name)
+            _submit_output(self, training, workload=self.workload_name)
             cdk.CfnOutput(self, "Connect", description="Shell on the login node (SSM Session Manager)",
                           value=f"aws sagemaker list-cluster-nodes --cluster-name {hyperpod.cluster_name} "
                                 "--instance-group-name-contains login; then aws ssm start-session --target "
@@ -101,14 +104,16 @@ class TrainStack(EstateStack):
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                capacity_block=t.capacity_block)
-        example = "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch"
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
-        # The plan's stop budget: Slurm signals this early, so the checkpoint is written before the time limit.
-        lead = f" --signal=TERM@{t.parallelism.signal_lead_s}" if t.parallelism else ""
-        cdk.CfnOutput(self, "Submit", value=f"cd /fsx && sbatch --nodes={t.instance_count}{lead} "
-                                            f"{EXAMPLES_ON_NODE}/{example}",
-                      description="A data-parallel job on every node (see docs/training.md: Training on the Slurm cluster)")
+        _submit_output(self, t, workload=self.workload_name)
+
+
+def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
+    cdk.CfnOutput(stack, "Submit", value=slurm_submit(workload=workload, nodes=t.instance_count,
+                                                      accelerator_kind=t.accelerator_kind, parallelism=t.parallelism),
+                  description="Tokenize datasets/text/ with datasets/tokenizer/, then train the plan's steps on every "
+                              "node and export the model where serving reads it (docs/training.md)")

@@ -6,7 +6,12 @@ OUTPUT = "output/"  # SageMaker training jobs' output
 MODELS = "models/"  # what the serving contract reads (serving.DEFAULT_KEYS): trained models, exported from /fsx/output
 CHECKPOINTS = "checkpoints/"
 JOBS = "jobs/"  # job source code uploaded by `python -m workloads submit|process`
-PROCESSED = "processed/"  # what `python -m workloads process` writes by default
+PROCESSED = "processed/"
+# What a language model trains on, inside the dataset: raw text the prepare step tokenizes (*.txt, or *.jsonl with a
+# "text" field per line) and the tokenizer's Hugging Face files (tokenizer.json, tokenizer_config.json, ...), which
+# the trainer also copies into its export for the serving container.
+TEXT = DATASETS + "text/"
+TOKENIZER = DATASETS + "tokenizer/"  # what `python -m workloads process` writes by default
 CAPTURE = "inference/capture/"
 ASYNC_INPUT = "inference/async/input/"
 ASYNC_OUTPUT = "inference/async/output/"
@@ -32,3 +37,26 @@ FSX_LINKS = (
     # models/NAME/, exactly where the serving contract reads it (export only: nothing in S3 overwrites a run's output).
     ("/output", MODELS, (), ("NEW", "CHANGED", "DELETED")),
 )
+
+# Where the cluster sees them: FSx for Lustre is mounted at /fsx on every node (login and compute) and links the
+# prefixes above; the prepare step's token shards stay on the file system (rebuilt from the text, never exported).
+FSX_MOUNT = "/fsx"
+FSX_TOKENS = FSX_MOUNT + "/tokens"
+# Where a SageMaker training job sees them: the `train` channel is the datasets/ prefix (jobs.input_channel), and
+# SageMaker uploads what the job leaves in SM_MODEL_DIR (/opt/ml/model) to output/<job>/output/model/.
+JOB_CHANNEL = "/opt/ml/input/data/train"
+JOB_TOKENS = "/tmp/tokens"  # node-local: each node of a job tokenizes its own copy of the channel
+
+
+def on_fsx(prefix: str) -> str:
+    """A dataset-bucket prefix as the cluster's path (FSX_LINKS): datasets/text/ -> /fsx/datasets/text."""
+    for path, linked, _, _ in FSX_LINKS:
+        if prefix.startswith(linked):
+            return (FSX_MOUNT + path + "/" + prefix.removeprefix(linked)).rstrip("/")
+    raise ValueError(f"{prefix} is not linked to the file system")
+
+
+def in_job(prefix: str) -> str:
+    """A datasets/ prefix as a SageMaker job's train channel sees it: datasets/text/ -> /opt/ml/input/data/train/text."""
+    assert prefix.startswith(DATASETS), prefix
+    return (JOB_CHANNEL + "/" + prefix.removeprefix(DATASETS)).rstrip("/")

@@ -1,7 +1,8 @@
 """Train the planned Llama decoder with PyTorch's own data parallelism, checkpoint to /fsx, resume, and export the
 final model as a Hugging Face directory the serving containers read.
 
-    torchrun ... train.py --device cuda|neuron|xla|cpu --layout /opt/ml-estate/layout.json [--steps N]
+    torchrun ... train.py --device cuda|neuron|xla|cpu --layout /opt/ml-estate/layout.json \
+        --data /fsx/tokens/NAME --tokenizer /fsx/datasets/tokenizer [--steps N] [--export-dir DIR]
 
 The model is Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention) with Hugging Face's parameter
 names. `--device xla`: Trn1's legacy PyTorch/XLA path (Neuron 2.28), data-parallel.
@@ -13,7 +14,12 @@ above 1 are refused here, with the reason: this example covers the data-parallel
 
 Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps and when
 Slurm signals the job (SIGTERM/SIGUSR1); rank 0 then points CHECKPOINT_DIR/latest at it and prunes to --keep. A
-start resumes after `latest` with the batches an uninterrupted run would draw. Without --data: synthetic tokens.
+start resumes after `latest` with the batches an uninterrupted run would draw.
+
+Data: --data is the prepare step's directory (examples/slurm/prepare.py: token shards and meta.json, whose vocabulary
+the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
+SageMaker job), each node tokenizes the text into --data first, its local ranks sharing the files. The export: the
+layout's export_dir on a cluster, else SM_MODEL_DIR on a SageMaker job (which uploads it), with the tokenizer's files.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -46,7 +53,7 @@ def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=tuple(BACKENDS), default="cuda")
     p.add_argument("--layout", type=Path, help="the plan's training.parallelism as JSON")
-    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--steps", type=int, help="default: the layout's (the plan's tokens over the global batch), else 1000")
     p.add_argument("--batch", type=int, default=1, help="sequences per rank per step")
     p.add_argument("--lr", type=float, default=3e-4)
     # The layout's model shape, or these (small models for checks and tests).
@@ -58,7 +65,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--seq", type=int)
     p.add_argument("--vocab", type=int)
     p.add_argument("--sharding", choices=("none", "full"))
-    p.add_argument("--data", type=Path, help="uint16 token file; synthetic tokens when absent")
+    p.add_argument("--data", type=Path, help="the prepare step's shard directory (or one uint16 token file); "
+                   "synthetic tokens when absent")
+    p.add_argument("--text", type=Path, help="raw text to tokenize into --data first, on each node (prepare.py)")
     p.add_argument("--checkpoint-dir", type=Path,
                    default=Path(os.environ.get("CHECKPOINT_DIR", "/fsx/checkpoints/" +
                                                os.environ.get("SLURM_JOB_NAME", "train"))))
@@ -73,7 +82,7 @@ def parse() -> argparse.Namespace:
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
-                           ("sharding", "none"), ("keep", 2)):
+                           ("sharding", "none"), ("keep", 2), ("steps", 0)):
         if getattr(args, field) is None:
             key = {"seq": "sequence", "keep": "keep_checkpoints"}.get(field, field)
             setattr(args, field, layout.get(key, default))
@@ -86,13 +95,29 @@ def parse() -> argparse.Namespace:
     if args.device == "xla" and args.sharding == "full":
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
+    args.steps = args.steps or 1000
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
-    if args.export_dir is None and layout.get("export_dir"):
-        args.export_dir = Path(layout["export_dir"])
+    if args.export_dir is None and (layout.get("export_dir") or os.environ.get("SM_MODEL_DIR")):
+        # A cluster's FSx export directory, or a SageMaker job's model directory, which SageMaker uploads.
+        args.export_dir = Path(layout.get("export_dir") or os.environ["SM_MODEL_DIR"])
+    if args.text and not args.data:
+        p.error("--text needs --data: the directory its token shards go to")
+    args.vocab_given = any(a == "--vocab" or a.startswith("--vocab=") for a in sys.argv[1:])
+    missing = [name for name, needed in (("safetensors", args.export_dir), ("tokenizers", args.text),
+                                         ("numpy", args.data)) if needed and not _importable(name)]
+    if missing:  # fail at the start, not after the last step
+        p.error(f"this run needs {', '.join(missing)} (examples/slurm/train.py's packages: numpy, tokenizers, "
+                "safetensors), which this Python does not have")
     if layout.get("tensor", 1) != 1 or layout.get("pipeline", 1) != 1:
         p.error(f"the layout asks for tensor {layout.get('tensor')} x pipeline {layout.get('pipeline')}: this example "
                 "trains data-parallel layouts (DDP, FSDP2); use a tensor/pipeline-parallel trainer for this plan")
     return args
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 def llama_intermediate(hidden: int) -> int:
@@ -279,14 +304,65 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     return model
 
 
-def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens) -> torch.Tensor:
+class Tokens:
+    """The token shards as one sequence of windows: each window lies inside one shard (documents end with EOS)."""
+
+    def __init__(self, path: Path, seq: int) -> None:
+        import numpy as np
+
+        meta = path / "meta.json" if path.is_dir() else None
+        if meta is not None and not meta.exists():
+            raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
+        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None}
+        files = sorted(path.glob("*.bin")) if path.is_dir() else [path]
+        # Read lazily: datasets outgrow memory. Shards too short for one window are left out.
+        shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]
+        self.shards = [t for t in shards if len(t) > seq + 1]
+        if not self.shards:
+            raise SystemExit(f"{path}: no shard holds one {seq + 1}-token window")
+        self.windows = [len(t) - seq - 1 for t in self.shards]  # start positions per shard
+        self.total = sum(self.windows)
+
+    def window(self, start: int, seq: int) -> torch.Tensor:
+        for shard, count in zip(self.shards, self.windows):
+            if start < count:
+                return torch.from_numpy(shard[start:start + seq + 1].astype("int64"))
+            start -= count
+        raise IndexError(start)
+
+
+def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens: Tokens | None) -> torch.Tensor:
     """This rank's slice of the step's global batch: N ranks at batch b train as one rank at N x b."""
     generator = torch.Generator().manual_seed(1_000_003 * step)
     size, mine = args.batch * world, slice(rank * args.batch, (rank + 1) * args.batch)
     if tokens is None:
         return torch.randint(0, args.vocab, (size, args.seq + 1), generator=generator)[mine]
-    starts = torch.randint(0, len(tokens) - args.seq - 1, (size,), generator=generator)[mine].tolist()
-    return torch.stack([torch.from_numpy(tokens[s:s + args.seq + 1].astype("int64")) for s in starts])
+    starts = torch.randint(0, tokens.total, (size,), generator=generator)[mine].tolist()
+    return torch.stack([tokens.window(s, args.seq) for s in starts])
+
+
+def prepare_here(args: argparse.Namespace) -> None:
+    """--text: this node's ranks tokenize the text into --data together (prepare.py), once per node."""
+    if (args.data / "meta.json").exists():
+        return
+    import prepare  # beside this script
+
+    local, local_world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    prepare.run(prepare.parse(["--input", str(args.text), "--tokenizer", str(args.tokenizer or args.text),
+                               "--output", str(args.data), "--part", str(local), "--parts", str(local_world),
+                               "--workers", "1"]))
+    dist.barrier()
+
+
+def data_vocabulary(args: argparse.Namespace, tokens: Tokens, rank: int) -> None:
+    """The model's vocabulary is the tokenizer's (prepare.py's meta.json) unless --vocab says otherwise."""
+    vocab = tokens.info.get("vocab_size")
+    if vocab and not args.vocab_given and vocab != args.vocab:
+        if rank == 0:
+            print(f"vocabulary {vocab:,} from the tokenizer (the plan assumed {args.vocab:,})", flush=True)
+        args.vocab = vocab
+    if vocab and vocab > args.vocab:
+        raise SystemExit(f"--vocab {args.vocab} is smaller than the tokenizer's {vocab}")
 
 
 def latest(directory: Path) -> Path | None:
@@ -343,6 +419,11 @@ def main() -> None:
     args = parse()
     device = setup(args.device)
     rank, world = dist.get_rank(), dist.get_world_size()
+    if args.text:
+        prepare_here(args)
+    tokens = Tokens(args.data, args.seq) if args.data else None
+    if tokens is not None:
+        data_vocabulary(args, tokens, rank)
     model = build(args, device)
     # On GPUs the fused kernel: no all-parameter temporaries at the step (foreach AdamW: 4 B/param more).
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=True if device.type == "cuda" else None)
@@ -356,11 +437,6 @@ def main() -> None:
     stop = {"signal": None}
     for sig in (signal.SIGTERM, signal.SIGUSR1):  # Slurm's warning before a requeue, preemption or time limit
         signal.signal(sig, lambda number, _: stop.update(signal=number))
-    tokens = None
-    if args.data:
-        import numpy as np
-
-        tokens = np.memmap(args.data, dtype=np.uint16, mode="r")  # read lazily: datasets outgrow memory
     if rank == 0:
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
               f"({'FSDP2' if args.sharding == 'full' else 'DDP'}, {args.device})",

@@ -273,6 +273,7 @@ class Software:
     root_volume_default_gib: int = 0
     root_volume_minimum_gib: dict[str, int] = field(default_factory=dict)  # accelerator kind -> GiB
     sources: dict[str, Source] = field(default_factory=dict)
+    example_pip: tuple[str, ...] = ()  # the example trainer's own packages, beside every stack's pins
 
     def root_volume_gib(self, itype: InstanceType | None) -> int:
         """A node's root volume: the default, or more where its accelerator's vendor asks for more."""
@@ -320,7 +321,8 @@ def load_software() -> Software:
                     drivers={name: str(d["nvidia"]) for name, d in data["drivers"].items()},
                     cuda_majors_by_driver_branch={int(k): int(v) for k, v in data["cuda_majors_by_driver_branch"].items()},
                     root_volume_default_gib=int(volume["default_gib"]),
-                    root_volume_minimum_gib={k: int(v) for k, v in volume["minimum_gib"].items()}, sources=own)
+                    root_volume_minimum_gib={k: int(v) for k, v in volume["minimum_gib"].items()}, sources=own,
+                    example_pip=tuple(data["example_pip"]))
 
 
 @dataclass(frozen=True)

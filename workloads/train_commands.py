@@ -1,0 +1,63 @@
+"""The commands that train the plan's model where the stacks put it: the Slurm cluster's Submit line (PCS and
+HyperPod) and a SageMaker training job's arguments. One definition: the TrainStack prints the first, `submit`
+passes the second, and the golden-path test runs both, scaled down.
+
+Both read the dataset as the bucket holds it (layout.TEXT and layout.TOKENIZER), tokenize it first (the prepare
+step, examples/slurm/prepare.py), train the plan's steps and export the model with its tokenizer where serving
+reads it: on a cluster through the FSx link of /fsx/output, from a job through SM_MODEL_DIR.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from . import layout
+
+EXAMPLES_ON_NODE = "/opt/ml-estate/examples"  # where the node image and HyperPod's lifecycle script put them
+
+
+def sbatch_script(accelerator_kind: str | None) -> str:
+    return "train-trainium.sbatch" if accelerator_kind == "trainium" else "train-gpu.sbatch"
+
+
+def tokens_dir(export_dir: str, workload: str) -> str:
+    """The prepare step's shards on FSx, named like the model they train."""
+    name = export_dir.rstrip("/").rsplit("/", 1)[-1] if export_dir else workload
+    return f"{layout.FSX_TOKENS}/{name}"
+
+
+def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str = "", text: str = "") -> list[str]:
+    """train.py's arguments beyond the layout: the shards, the tokenizer the export carries, the plan's steps."""
+    args = ["--data", data, "--tokenizer", tokenizer]
+    if text:
+        args += ["--text", text]  # a job tokenizes on its own nodes first (train.py's prepare step)
+    if steps:
+        args += ["--steps", str(steps)]
+    if export_dir:
+        args += ["--export-dir", export_dir]
+    return args
+
+
+def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism) -> str:
+    """The prepare job on every node, then the training job once it succeeded (afterok), from /fsx."""
+    text, tokenizer = layout.on_fsx(layout.TEXT), layout.on_fsx(layout.TOKENIZER)
+    export = parallelism.export_dir if parallelism else ""
+    shards = tokens_dir(export, workload)
+    prepare = ["sbatch", "--parsable", f"--nodes={nodes}", f"{EXAMPLES_ON_NODE}/prepare.sbatch",
+               "--input", text, "--tokenizer", tokenizer, "--output", shards]
+    train = [f"--nodes={nodes}"]
+    if parallelism:  # the plan's stop budget: Slurm signals this early, so the checkpoint is written in time
+        train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
+    train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind)}")
+    train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
+                                export_dir=export)
+    return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
+            f"sbatch --dependency=afterok:$prep {shlex.join(train)}")
+
+
+def job_hyperparameters(parallelism) -> dict[str, str]:
+    """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
+    tokenizer, node-local shards, the plan's steps; the export goes to SM_MODEL_DIR (train.py's default there)."""
+    args = training_arguments(data=layout.JOB_TOKENS, tokenizer=layout.in_job(layout.TOKENIZER),
+                              steps=parallelism.steps if parallelism else 0, text=layout.in_job(layout.TEXT))
+    return {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
