@@ -50,8 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         return jp
 
     sp = job_parser("submit", "start a SageMaker training job as planned (uses your AWS credentials)")
-    sp.add_argument("--entry-point", required=True, help="training script, relative to --source-dir")
-    sp.add_argument("--source-dir", required=True, help="folder uploaded with the job")
+    sp.add_argument("--entry-point", help="training script, relative to --source-dir (default: the shipped one for "
+                    "the workload: examples/slurm/train.py for a language model, examples/classic/xgboost_train.py, "
+                    "examples/classic/sklearn_train.py)")
+    sp.add_argument("--source-dir", help="folder uploaded with the job (default: the shipped script's)")
+    mp = job_parser("promote", "copy a finished training job's model to the keys the endpoints read")
+    mp.add_argument("--job", required=True, help="the training job's name (what `submit` printed)")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
     pp.add_argument("--code", required=True, help="processing script")
     pp.add_argument("--input", default=layout.DATASETS, help="input prefix in the dataset bucket, under "
@@ -63,9 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     ip = job_parser("invoke", "send one request to a deployed real-time, serverless or async endpoint")
     ip.add_argument("--kind", choices=("realtime", "serverless", "async"), help="default: the first the plan has")
     body = ip.add_mutually_exclusive_group()
-    body.add_argument("--data", default='{"inputs": "hello"}', help="request body (default: a small JSON)")
+    body.add_argument("--data", help="request body (default: the serving contract's sample request)")
     body.add_argument("--body", help="file with the request body")
-    ip.add_argument("--content-type", default="application/json")
+    ip.add_argument("--content-type", help="default: what the endpoint's container reads (its serving contract)")
     ip.add_argument("--timeout", type=float, default=600, help="seconds to wait for an async result")
     return parser
 
@@ -89,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             strict(result.findings)
         if args.command in ("submit", "process"):
             return _run_job(args, result)
+        if args.command == "promote":
+            return _promote(args, result)
         if args.command == "invoke":
             return _invoke(args, result)
     except ConfigError as exc:
@@ -105,6 +111,10 @@ def _file_errors(args: argparse.Namespace) -> list[ConfigError]:
     if args.command == "process":
         return [] if Path(args.code).is_file() else [
             ConfigError("--code", args.code, "an existing processing script, e.g. examples/prep.py", reason="no such file")]
+    if args.source_dir is None or args.entry_point is None:
+        return [ConfigError("--entry-point" if args.entry_point is None else "--source-dir", None,
+                            "--entry-point and --source-dir of your training script",
+                            reason="no training script is shipped for this workload's framework and format")]
     source = Path(args.source_dir)
     if not source.is_dir():
         return [ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
@@ -130,30 +140,58 @@ def aws_failure(exc: Exception) -> str:
 
 
 def _run_job(args: argparse.Namespace, result: Plan) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError
-
     from . import jobs
 
     # Bad input is refused before any AWS call, every mistake at once (main reports them: one line each, exit 2).
     jobs.check_sagemaker_jobs(result, command=args.command)
+    if args.command == "submit" and args.source_dir is None and args.entry_point is None:
+        shipped = jobs.example_script(result)
+        if shipped:
+            args.source_dir, args.entry_point = shipped
     errors = _file_errors(args)
     if args.command == "process":
         if args.instance_count < 1:
             errors.append(ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range"))
         errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
     raise_all(errors)
+    return _against_aws(lambda: _start_job(args, result))
+
+
+def _start_job(args: argparse.Namespace, result: Plan) -> None:
+    from . import jobs
+
+    estate = jobs.read_estate(result, stage=args.stage)
+    if args.command == "submit":
+        job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
+        print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
+              f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
+        stage = f" --stage {args.stage}" if args.stage else ""
+        print(f"when it has finished: python -m workloads promote {args.workload}{stage} --job {job.job_name}")
+    else:
+        name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
+                            instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
+        print(f"processing job {name}: {args.instance_count} x {args.instance_type}, "
+              f"s3://{estate.bucket}/{args.input} sharded by S3 key -> s3://{estate.bucket}/{args.output}")
+
+
+def _promote(args: argparse.Namespace, result: Plan) -> int:
+    from . import jobs
+
+    def copy() -> None:
+        for line in jobs.promote(result, job_name=args.job, estate=jobs.read_estate(result, stage=args.stage)):
+            print(f"copied {line}")
+    return _against_aws(copy)
+
+
+def _against_aws(call) -> int:
+    """Run a command's AWS calls: a missing stack or an AWS refusal is one line and exit 1, never a traceback."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .jobs import EstateNotDeployed
+
     try:
-        estate = jobs.read_estate(result, stage=args.stage)
-        if args.command == "submit":
-            job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
-            print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
-                  f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
-        else:
-            name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
-                                instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
-            print(f"processing job {name}: {args.instance_count} x {args.instance_type}, "
-                  f"s3://{estate.bucket}/{args.input} sharded by S3 key -> s3://{estate.bucket}/{args.output}")
-    except jobs.EstateNotDeployed as exc:
+        call()
+    except EstateNotDeployed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (BotoCoreError, ClientError) as exc:
@@ -199,17 +237,21 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None) -> None:
 def _invoke(args: argparse.Namespace, result: Plan) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from .invoke import default_kind, invoke
+    from .invoke import default_kind, invoke, sample_request
     from .jobs import EstateNotDeployed
 
     try:
-        body = open(args.body, "rb").read() if args.body else args.data.encode()
+        kind = args.kind or default_kind(result)
+        sample_type, sample = sample_request(result, kind)
+        body = open(args.body, "rb").read() if args.body else (args.data.encode() if args.data else sample)
     except OSError as exc:
         raise ConfigError("--body", args.body, "a readable file", reason=type(exc).__name__) from None
+    except EstateNotDeployed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     try:
-        kind = args.kind or default_kind(result)
-        answer = invoke(result, kind=kind, body=body, content_type=args.content_type, stage=args.stage,
-                        timeout_s=args.timeout)
+        answer = invoke(result, kind=kind, body=body, content_type=args.content_type or sample_type,
+                        stage=args.stage, timeout_s=args.timeout)
     except (EstateNotDeployed, TimeoutError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

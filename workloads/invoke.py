@@ -33,6 +33,14 @@ def default_kind(plan: Plan) -> str:
     return kinds[0]
 
 
+def sample_request(plan: Plan, kind: str) -> tuple[str, bytes]:
+    """The content type the endpoint's container reads and a sample body of that type (its serving contract)."""
+    serving = plan.inference[kind].serving if kind in plan.inference else None
+    if serving is None:
+        raise EstateNotDeployed(f"the plan has no {kind} endpoint; it has: {', '.join(plan.inference) or 'none'}")
+    return serving.request.content_type, serving.request.sample.encode()
+
+
 def invoke(plan: Plan, *, kind: str, body: bytes, content_type: str, stage: str = "",
            timeout_s: float = 600, poll_s: float = 2) -> Answer:
     import boto3

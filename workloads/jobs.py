@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import image_cache, layout
 from .errors import ConfigError, raise_all
@@ -33,6 +34,15 @@ MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath's default
 LAYOUT_ENV = "LAYOUT_JSON"  # the plan's training.parallelism, for train.py on a training job
+# The training script `submit` runs when none is named: the shipped one for the workload's framework, relative to the
+# project root (source folder, entry point). PyTorch's is the Llama trainer: only for plans that export a Hugging
+# Face directory (a language model); other PyTorch and TensorFlow models bring their own script.
+EXAMPLE_SCRIPTS = {"huggingface": ("examples/slurm", "train.py"), "xgboost": ("examples/classic", "xgboost_train.py"),
+                   "scikit-learn": ("examples/classic", "sklearn_train.py")}
+# SageMaker's training volume when VolumeSizeInGB is not set (CreateTrainingJob ResourceConfig; the SDK's Compute
+# default). File mode copies the channel onto it before the script starts.
+DEFAULT_VOLUME_GB = 30
+PROJECT = Path(__file__).resolve().parent.parent  # where examples/ is
 
 
 class EstateNotDeployed(Exception):
@@ -205,6 +215,41 @@ def job_environment(plan: Plan) -> dict[str, str]:
     return env
 
 
+def example_script(plan: Plan) -> tuple[str, str] | None:
+    """The shipped (source folder, entry point) for this workload, or None where the user brings the script."""
+    from .serving import artifact_format
+
+    fmt, _ = artifact_format(plan.workload)
+    shipped = EXAMPLE_SCRIPTS.get(fmt if fmt == "huggingface" else plan.workload.model.framework)
+    return (str(PROJECT / shipped[0]), shipped[1]) if shipped else None
+
+
+def is_llm_trainer(plan: Plan, *, source_dir: str, entry_point: str) -> bool:
+    """Whether the job runs the shipped Llama trainer, which takes the plan's data, tokenizer and steps."""
+    source, entry = EXAMPLE_SCRIPTS["huggingface"]
+    return (Path(source_dir) / entry_point).resolve() == (PROJECT / source / entry).resolve()
+
+
+def volume_gb(plan: Plan, *, llm_trainer: bool) -> int | None:
+    """The training volume a job needs, or None on types with local NVMe (SageMaker trains on the instance store
+    there and refuses a volume key). What lands on it: the dataset in File mode (copied before the script starts),
+    the trainer's token shards (at most the text's size), the local checkpoints SageMaker syncs (CheckpointConfig's
+    LocalPath), and the model; SageMaker's 30 GB default under it."""
+    from .catalog import load_catalog
+    from .storage import CHECKPOINT_BYTES_PER_PARAM
+
+    t, w = plan.training, plan.workload
+    itype = load_catalog().get(t.instance_type)
+    if itype is not None and itype.local_nvme:
+        return None
+    data_gb = w.data.dataset_size_gib * 2**30 / 1e9
+    need = DEFAULT_VOLUME_GB + (data_gb if t.storage == "s3-file" else 0) + (data_gb if llm_trainer else 0)
+    if t.parallelism:  # checkpoints kept locally before SageMaker uploads them, and the export
+        params = w.model.parameters_billion * 1e9
+        need += (t.parallelism.keep_checkpoints * CHECKPOINT_BYTES_PER_PARAM + 2) * params / 1e9
+    return max(DEFAULT_VOLUME_GB, math.ceil(need * 1.1))  # 10% for the file system's own overhead
+
+
 def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> Submitted:
     """Start a SageMaker training job exactly as planned; returns without waiting."""
     from sagemaker.core.training.configs import (CheckpointConfig, Compute, Networking, OutputDataConfig,
@@ -212,9 +257,16 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     from sagemaker.train import ModelTrainer
     from sagemaker.train.distributed import Torchrun
 
+    from .serving import artifact_format
+    from .train_commands import job_hyperparameters
+
     t, w = plan.training, plan.workload
     check_sagemaker_jobs(plan, command="submit")
     runtime = _runtime_seconds(plan)
+    llm = is_llm_trainer(plan, source_dir=source_dir, entry_point=entry_point)
+    # A Hugging Face directory is served as files under a prefix: upload the job's model uncompressed
+    # (OutputDataConfig CompressionType NONE, SageMaker Developer Guide "Uncompressed model output").
+    uncompressed = artifact_format(w)[0] == "huggingface"
     name = base_job_name(plan, "train")
     trainer = ModelTrainer(
         sagemaker_session=_session(estate), role=estate.role_arn, base_job_name=name,
@@ -225,6 +277,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         else None,
         compute=Compute(instance_type=t.sagemaker_instance_type, instance_count=t.instance_count,
                         volume_kms_key_id=estate.volume_key(t.sagemaker_instance_type),
+                        volume_size_in_gb=volume_gb(plan, llm_trainer=llm) or DEFAULT_VOLUME_GB,
                         enable_managed_spot_training=w.training.spot),
         stopping_condition=StoppingCondition(max_runtime_in_seconds=runtime,
                                              max_wait_time_in_seconds=min(MAX_RUNTIME_S, 2 * runtime)
@@ -235,8 +288,11 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         networking=Networking(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),
                               enable_network_isolation=True),
         output_data_config=OutputDataConfig(s3_output_path=f"s3://{estate.bucket}/{layout.OUTPUT}",
-                                            kms_key_id=estate.key_arn),
+                                            kms_key_id=estate.key_arn,
+                                            compression_type="NONE" if uncompressed else "GZIP"),
         environment=job_environment(plan),
+        # The shipped trainer's arguments: the channel's text and tokenizer, the plan's steps (train_commands).
+        hyperparameters=job_hyperparameters(t.parallelism) if llm else {},
         tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)
@@ -248,6 +304,46 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         cost += f", about {_money(e.spot_usd_total)} with managed spot"
     return Submitted(job.training_job_name, t.sagemaker_instance_type, t.instance_count,
                      f"{t.storage} ({channel.input_mode})", w.training.spot, cost)
+
+
+def job_model(described: dict) -> str:
+    """Where a finished job's model is: model.tar.gz, or with CompressionType NONE the prefix of its files
+    (<S3OutputPath>/<job>/output/model/)."""
+    output = described["OutputDataConfig"]
+    reported = described.get("ModelArtifacts", {}).get("S3ModelArtifacts", "")
+    if output.get("CompressionType") == "NONE":
+        return reported if reported.endswith("/") else \
+            f"{output['S3OutputPath'].rstrip('/')}/{described['TrainingJobName']}/output/model/"
+    return reported or f"{output['S3OutputPath'].rstrip('/')}/{described['TrainingJobName']}/output/model.tar.gz"
+
+
+def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=None) -> list[str]:
+    """Copy a finished training job's model to every serving key of the plan that reads it as the job wrote it
+    (a Hugging Face directory, or model.tar.gz), inside the dataset bucket; returns what was copied, one line each."""
+    import boto3
+
+    sagemaker = sagemaker or boto3.client("sagemaker", region_name=estate.region)
+    s3 = s3 or boto3.client("s3", region_name=estate.region)
+    described = sagemaker.describe_training_job(TrainingJobName=job_name)
+    source = job_model(described)
+    bucket, source_key = source.removeprefix("s3://").split("/", 1)
+    if bucket != estate.bucket:
+        raise EstateNotDeployed(f"job {job_name} wrote {source}, outside this estate's bucket {estate.bucket}")
+    done = []
+    for key in sorted({p.serving.artifact_key for p in plan.inference.values()
+                       if p.serving is not None and p.serving.container != "tgi-neuronx"}):
+        if source_key.endswith("/") != key.endswith("/"):
+            continue  # a directory goes to a prefix, an archive to a key
+        objects = [source_key] if not key.endswith("/") else [
+            o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=source_key)
+            for o in page.get("Contents", [])]
+        for obj in objects:
+            target = key if not key.endswith("/") else key + obj.removeprefix(source_key)
+            s3.copy_object(Bucket=bucket, Key=target, CopySource={"Bucket": bucket, "Key": obj})
+        done.append(f"s3://{bucket}/{source_key} -> s3://{bucket}/{key} ({len(objects)} object(s))")
+    if not done:
+        raise EstateNotDeployed(f"no serving key of the plan reads what job {job_name} wrote ({source})")
+    return done
 
 
 def process(plan: Plan, *, code: str, input_prefix: str, output_prefix: str, instance_type: str,

@@ -81,8 +81,12 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
         lines.append(f"exported by train.py as a Hugging Face directory to {export}, which the file system's link "
                      f"writes to s3://<DatasetBucketName>/{key}")
     elif t.orchestrator == "sagemaker-jobs":
-        lines.append(f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/"
-                     "output/model.tar.gz; put what each kind reads at its key below")
+        directory = any(ip.serving and ip.serving.artifact_key.endswith("/") for ip in inference.values())
+        what = ("the trainer writes a Hugging Face directory to SM_MODEL_DIR (/opt/ml/model), which SageMaker uploads "
+                f"uncompressed to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/model/") if directory else \
+            (f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/"
+             "model.tar.gz")
+        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the keys below")
     for kind, ip in inference.items():
         if ip.serving is None:
             continue

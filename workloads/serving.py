@@ -68,6 +68,9 @@ class RequestContract:
     source: str
     split_type: str = "Line"
     assemble_with: str = "Line"
+    # A request of content_type the container parses: `invoke`'s default body. Features of a tabular model are the
+    # user's; the sample has three, so send a row of yours (--data) to a model trained on other columns.
+    sample: str = ""
 
     @property
     def batch_strategy(self) -> str:
@@ -79,7 +82,8 @@ _TGI_REQUEST = RequestContract(
     reads=("application/json",), records="one", content_type="application/json", accept="application/json",
     source="huggingface/text-generation-inference router/src/server.rs routes POST /invocations to "
            "sagemaker_compatibility (router/src/sagemaker.rs), which takes axum Json<SagemakerRequest>: one JSON "
-           "generate, chat or completion request, and axum refuses a body not sent as application/json")
+           "generate, chat or completion request, and axum refuses a body not sent as application/json",
+    sample='{"inputs": "What is the capital of France?", "parameters": {"max_new_tokens": 32}}')
 REQUESTS = {
     "tgi": _TGI_REQUEST,
     "tgi-neuronx": _TGI_REQUEST,  # optimum-neuron's TGI image runs the same router
@@ -88,25 +92,29 @@ REQUESTS = {
         accept="application/json",
         source="aws/sagemaker-pytorch-inference-toolkit default_pytorch_inference_handler.py default_input_fn -> "
                "aws/sagemaker-inference-toolkit decoder.py (application/json: json.loads of the whole body, so one "
-               "document a request; text/csv; application/x-npy); default_output_fn encodes application/json"),
+               "document a request; text/csv; application/x-npy); default_output_fn encodes application/json",
+        sample="[[0.5, 1.5, 2.5]]"),
     "tensorflow": RequestContract(
         reads=("application/json", "application/jsonlines", "text/csv"), records="many",
         content_type="application/jsonlines", accept="application/jsonlines",
         source="aws/sagemaker-tensorflow-serving-container docker/build_artifacts/sagemaker/tensorflow-serving.js "
                "invocations: application/json, application/jsonlines and text/csv; json_lines_request turns each "
-               "line into one of the request's instances"),
+               "line into one of the request's instances",
+        sample="[0.5, 1.5, 2.5]\n"),
     "xgboost": RequestContract(
         reads=("text/csv", "text/libsvm", "text/x-libsvm", "application/x-recordio-protobuf"), records="many",
         content_type="text/csv", accept="text/csv",
         source="aws/sagemaker-xgboost-container 1.7-1 algorithm_mode/serve_utils.py parse_content_data (text/csv "
                "rows into one DMatrix; libsvm; recordio-protobuf) and data_utils.get_content_type (no content type "
-               "parses as libsvm); serve.py invocations writes one prediction a line in batch (SAGEMAKER_BATCH)"),
+               "parses as libsvm); serve.py invocations writes one prediction a line in batch (SAGEMAKER_BATCH)",
+        sample="0.5,1.5,2.5\n"),
     "sklearn": RequestContract(
         reads=("application/json", "text/csv", "application/x-npy"), records="many", content_type="text/csv",
         accept="text/csv",
         source="aws/sagemaker-scikit-learn-container src/sagemaker_sklearn_container/handler_service.py "
                "default_input_fn -> sagemaker-inference-toolkit decoder (text/csv rows into one 2-D array) and "
-               "default_output_fn -> encoder (text/csv, one prediction a row)"),
+               "default_output_fn -> encoder (text/csv, one prediction a row)",
+        sample="0.5,1.5,2.5\n"),
 }
 
 
