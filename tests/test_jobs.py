@@ -16,6 +16,7 @@ from workloads import ConfigError, load, plan
 from workloads import jobs, layout
 
 from .conftest import ROOT
+from .golden import record_training_jobs
 
 SOURCE = ROOT / "examples" / "slurm"
 
@@ -69,16 +70,7 @@ def test_submit_runs_the_planned_job(emulator):
 def test_the_job_carries_the_plans_layout_and_checkpoint_folder(emulator, monkeypatch):
     """train.py finds the plan's layout and resumes from the folder SageMaker syncs with the checkpoint URI. The
     emulator does not keep a job's Environment, so the CreateTrainingJob request itself is read."""
-    import botocore.client
-
-    sent, call = [], botocore.client.BaseClient._make_api_call
-
-    def recording(client, operation, params):
-        if operation == "CreateTrainingJob":
-            sent.append(params)
-        return call(client, operation, params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    sent = record_training_jobs(monkeypatch)
     p, _ = _submit()
     env = sent[-1]["Environment"]
     assert env["CHECKPOINT_DIR"] == jobs.CHECKPOINT_LOCAL_PATH == sent[-1]["CheckpointConfig"].get(
@@ -220,3 +212,84 @@ def test_fsx_plans_read_through_the_file_system():
     fs = channel.data_source.file_system_data_source
     assert (fs.file_system_type, fs.file_system_id, fs.directory_path, fs.file_system_access_mode) == \
         ("FSxLustre", "fs-0123", "/abcdef/datasets", "ro")
+
+
+def _recorded_submit(monkeypatch, *argv: str) -> tuple[dict, str]:
+    """`python -m workloads submit ...` in this process: the CreateTrainingJob request as sent, and what it printed
+    (record_training_jobs)."""
+    import contextlib
+    import io
+
+    from workloads.cli import main
+
+    sent = record_training_jobs(monkeypatch)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["submit", *argv]) == 0
+    return sent[-1], out.getvalue()
+
+
+def test_a_language_model_job_runs_the_shipped_trainer_on_the_plans_data(emulator, monkeypatch):
+    """With no script named, `submit` runs examples/slurm/train.py with the channel's text and tokenizer and the
+    plan's steps, uploads the model uncompressed (a Hugging Face directory is served from a prefix), and says how it
+    becomes the serving key."""
+    from workloads.train_commands import job_hyperparameters
+
+    p = plan(load("intermediate"))
+    request, printed = _recorded_submit(monkeypatch, "intermediate")
+    assert request["HyperParameters"] == {k: str(v) for k, v in job_hyperparameters(p.training.parallelism).items()}
+    assert request["HyperParameters"]["steps"] == str(p.training.parallelism.steps)
+    assert request["HyperParameters"]["text"] == keys_in_job(layout.TEXT)
+    assert request["OutputDataConfig"]["CompressionType"] == "NONE"
+    assert json.loads(request["Environment"][jobs.LAYOUT_ENV])["export_dir"] == ""  # the trainer uses SM_MODEL_DIR
+    assert "python -m workloads promote intermediate --job intermediate-train-" in printed
+
+
+def keys_in_job(prefix: str) -> str:
+    return "/opt/ml/input/data/train/" + prefix.removeprefix(layout.DATASETS).rstrip("/")
+
+
+def test_a_classic_job_runs_the_frameworks_example_on_a_volume_that_holds_its_data(emulator, monkeypatch):
+    """small trains XGBoost in S3 File mode: the channel is copied onto the training volume first, so the volume
+    holds the dataset beside SageMaker's 30 GB; the script is the shipped XGBoost one, its model a tar.gz."""
+    small = plan(load("small"))
+    assert small.training.storage == "s3-file"
+    p_dir, entry = jobs.example_script(small)
+    assert (ROOT / "examples" / "classic" / entry).is_file() and entry == "xgboost_train.py"
+    submitted = jobs.submit(small, entry_point=entry, source_dir=p_dir, estate=jobs.read_estate(plan(load("intermediate"))))
+    job = _job(emulator, submitted.job_name)
+    volume = job["ResourceConfig"]["VolumeSizeInGB"]
+    assert volume == jobs.volume_gb(small, llm_trainer=False)
+    assert volume >= jobs.DEFAULT_VOLUME_GB + small.workload.data.dataset_size_gib * 2**30 / 1e9
+    assert job["OutputDataConfig"].get("CompressionType", "GZIP") == "GZIP"
+
+
+def test_promote_copies_a_jobs_model_to_the_keys_serving_reads(emulator):
+    """An uncompressed Hugging Face directory goes to each prefix a GPU container reads (the Neuron export's prefix
+    is not a training output); a model.tar.gz to the archive key."""
+    p = plan(load("intermediate"))
+    estate = jobs.read_estate(p)
+    s3, sm = emulator.client("s3"), emulator.client("sagemaker")
+    name = "intermediate-train-promote"
+    base = dict(RoleArn=estate.role_arn, StoppingCondition={"MaxRuntimeInSeconds": 3600},
+                AlgorithmSpecification={"TrainingImage": jobs.training_image(p), "TrainingInputMode": "File"},
+                ResourceConfig={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30})
+    sm.create_training_job(TrainingJobName=name, OutputDataConfig={
+        "S3OutputPath": f"s3://{estate.bucket}/{layout.OUTPUT}", "CompressionType": "NONE"}, **base)
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        s3.put_object(Bucket=estate.bucket, Key=f"{layout.OUTPUT}{name}/output/model/{f}", Body=b"x")
+    copied = jobs.promote(p, job_name=name, estate=estate)
+    assert copied == [f"s3://{estate.bucket}/{layout.OUTPUT}{name}/output/model/ -> s3://{estate.bucket}/models/llm/ "
+                      "(3 object(s))"]
+    listed = {o["Key"] for o in s3.list_objects_v2(Bucket=estate.bucket, Prefix="models/")["Contents"]}
+    assert {"models/llm/config.json", "models/llm/model.safetensors", "models/llm/tokenizer.json"} <= listed
+    assert not any(k.startswith("models/llm-neuron/") for k in listed)
+
+    small = plan(load("small"))
+    sm.create_training_job(TrainingJobName="small-train-promote", OutputDataConfig={
+        "S3OutputPath": f"s3://{estate.bucket}/{layout.OUTPUT}"}, **base)
+    s3.put_object(Bucket=estate.bucket, Key=f"{layout.OUTPUT}small-train-promote/output/model.tar.gz", Body=b"tgz")
+    assert jobs.promote(small, job_name="small-train-promote", estate=estate) == [
+        f"s3://{estate.bucket}/{layout.OUTPUT}small-train-promote/output/model.tar.gz -> "
+        f"s3://{estate.bucket}/models/model.tar.gz (1 object(s))"]
+    assert s3.get_object(Bucket=estate.bucket, Key="models/model.tar.gz")["Body"].read() == b"tgz"

@@ -1,0 +1,154 @@
+"""Issue 30: what the plan tells the user to run is complete for the workload it plans (the golden path itself, run
+for real, is tests/test_golden_path.py under `make test-trainer`).
+
+- The Slurm Submit output (PCS and HyperPod) tokenizes the dataset's text first, then trains on those shards with the
+  tokenizer, the plan's steps and the export directory the FSx link makes the serving key.
+- A SageMaker job's trainer exports to SM_MODEL_DIR (no /fsx there); Trn1 never gets a layout its stack refuses.
+- Classic ML: `submit` defaults to the framework's shipped script, which trains a model the serving container
+  reads from the contract's sample request; `invoke` sends that request in the contract's content type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from workloads import jobs, load, plan
+from workloads import layout as keys
+from workloads.parallelism import trainer_refusal
+from workloads.serving import REQUESTS
+from workloads.train_commands import job_hyperparameters
+
+from .conftest import ROOT, VARIANTS
+
+CLUSTERS = [name for name, (w, o) in VARIANTS.items() if plan(load(w, o)).training.orchestrator != "sagemaker-jobs"]
+
+
+def _arguments(submit: str, script: str) -> list[str]:
+    words = shlex.split(submit.replace("$(", " ").replace(")", " "))
+    start = next(i for i, w in enumerate(words) if w.endswith("/" + script)) + 1
+    end = next((i for i, w in enumerate(words[start:], start) if w == "&&"), len(words))
+    return words[start:end]
+
+
+def _flag(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+@pytest.mark.parametrize("variant", CLUSTERS)
+def test_the_submit_output_prepares_the_data_and_trains_the_plans_steps(variant, variant_synth_by_name):
+    s = variant_synth_by_name(variant)
+    workload, overrides = VARIANTS[variant]
+    t = plan(load(workload, overrides)).training
+    submit = s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
+    prepare = _arguments(submit, "prepare.sbatch")
+    train = _arguments(submit, "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch")
+    # The prepare step reads the dataset's text and tokenizer where FSx imports them, and writes what training reads.
+    assert _flag(prepare, "--input") == keys.on_fsx(keys.TEXT) == "/fsx/datasets/text"
+    assert _flag(prepare, "--tokenizer") == _flag(train, "--tokenizer") == keys.on_fsx(keys.TOKENIZER)
+    assert _flag(prepare, "--output") == _flag(train, "--data")
+    assert "sbatch --dependency=afterok:$prep" in submit and "sbatch --parsable" in submit
+    assert _flag(train, "--steps") == str(t.parallelism.steps) and t.parallelism.steps > 1
+    assert _flag(train, "--export-dir") == t.parallelism.export_dir
+    # The export directory is what the FSx link writes to the serving key of the GPU endpoints.
+    served = {p.serving.artifact_key for p in plan(load(workload, overrides)).inference.values() if p.serving}
+    assert t.parallelism.export_dir.startswith(keys.on_fsx(keys.MODELS) + "/")  # /fsx/output: linked to models/
+    assert keys.MODELS + t.parallelism.export_dir.rsplit("/", 1)[1] + "/" in served
+    assert f"--signal=TERM@{t.parallelism.signal_lead_s}" in submit
+
+
+@pytest.fixture(scope="session")
+def variant_synth_by_name(synth):
+    def _synth(name: str):
+        workload, overrides = VARIANTS[name]
+        return synth(workload, overrides)
+    return _synth
+
+
+def test_the_steps_train_the_plans_tokens():
+    t = plan(load("huge")).training
+    s = t.parallelism
+    tokens = t.estimate.tokens_billion * 1e9
+    assert s.steps * s.data * s.sequence >= tokens > (s.steps - 1) * s.data * s.sequence
+
+
+@pytest.mark.parametrize("workload", ["intermediate", "examples/workloads/llm-finetune-realtime.yaml"])
+def test_a_jobs_trainer_exports_where_sagemaker_uploads(workload):
+    """No /fsx on a job: the layout names no export directory, so train.py writes SM_MODEL_DIR, and the plan says
+    how that becomes the serving key."""
+    p = plan(load(workload))
+    assert p.training.orchestrator == "sagemaker-jobs" and p.training.parallelism.export_dir == ""
+    assert any("SM_MODEL_DIR" in line and "python -m workloads promote" in line for line in p.path)
+    hyper = job_hyperparameters(p.training.parallelism)
+    assert hyper["text"].startswith(keys.JOB_CHANNEL) and hyper["tokenizer"].startswith(keys.JOB_CHANNEL)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_no_variant_plans_a_layout_its_trainer_refuses(name):
+    workload, overrides = VARIANTS[name]
+    t = plan(load(workload, overrides)).training
+    if t.parallelism is not None:
+        assert trainer_refusal(t.parallelism, t.software.device, what=name) is None
+        assert t.software.device != "xla" or t.parallelism.sharding == "none"
+
+
+def _train_classic(tmp_path, script: str, rows: int = 200) -> tuple:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(rows, 3))  # the contract's sample request has three features
+    labels = features @ np.array([1.0, -2.0, 0.5])
+    channel, model_dir = tmp_path / "train", tmp_path / "model"
+    (channel / "part").mkdir(parents=True)
+    np.savetxt(channel / "part" / "data.csv", np.column_stack([labels, features]), delimiter=",")
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "classic" / script), "--num-round" if "xgb" in
+                           script else "--max-iter", "20"], capture_output=True, text=True, cwd=tmp_path,
+                          env={"SM_CHANNEL_TRAIN": str(channel), "SM_MODEL_DIR": str(model_dir), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    return model_dir, np.array([[float(v) for v in REQUESTS["xgboost"].sample.split(",")]])
+
+
+def test_the_xgboost_example_saves_what_the_container_serves(tmp_path):
+    import xgboost as xgb
+
+    model_dir, sample = _train_classic(tmp_path, "xgboost_train.py")
+    booster = xgb.Booster()
+    booster.load_model(str(model_dir / "xgboost-model"))  # the name the XGBoost container loads
+    assert booster.predict(xgb.DMatrix(sample)).shape == (1,)
+
+
+def test_the_sklearn_example_saves_its_model_and_the_inference_code(tmp_path):
+    import importlib.util
+
+    model_dir, sample = _train_classic(tmp_path, "sklearn_train.py")
+    spec = importlib.util.spec_from_file_location("inference", model_dir / "code" / "inference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.model_fn(str(model_dir)).predict(sample).shape == (1,)
+
+
+@pytest.mark.parametrize("workload, kind", [("small", "realtime"), ("small", "serverless"), ("huge", "async")])
+def test_invoke_sends_the_contracts_request_by_default(monkeypatch, workload, kind):
+    from workloads import invoke as invoke_module
+    from workloads.cli import main
+
+    sent = {}
+
+    def fake(the_plan, *, kind, body, content_type, **_):
+        sent.update(body=body, content_type=content_type)
+        return invoke_module.Answer(kind, "endpoint", b"ok")
+
+    monkeypatch.setattr(invoke_module, "invoke", fake)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["invoke", workload, "--kind", kind]) == 0
+    request = plan(load(workload)).inference[kind].serving.request
+    assert sent == {"body": request.sample.encode(), "content_type": request.content_type}
+    assert request.content_type in request.reads
+    if request.content_type == "application/json":
+        json.loads(request.sample)
