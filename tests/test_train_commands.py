@@ -53,7 +53,7 @@ def test_the_submit_output_prepares_the_data_and_trains_the_plans_steps(variant,
     assert _flag(prepare, "--input") == keys.on_fsx(keys.TEXT) == "/fsx/datasets/text"
     assert _flag(prepare, "--tokenizer") == _flag(train, "--tokenizer") == keys.on_fsx(keys.TOKENIZER)
     assert _flag(prepare, "--output") == _flag(train, "--data")
-    assert "sbatch --dependency=afterok:$prep" in submit and "sbatch --parsable" in submit
+    assert "sbatch --dependency=afterok:${prep%%;*} --kill-on-invalid-dep=yes" in submit and "sbatch --parsable" in submit
     assert _flag(train, "--steps") == str(t.parallelism.steps) and t.parallelism.steps > 1
     assert _flag(train, "--export-dir") == t.parallelism.export_dir
     # The export directory is what the FSx link writes to the serving key of the GPU endpoints.

@@ -39,20 +39,24 @@ def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str
 
 
 def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism) -> str:
-    """The prepare job on every node, then the training job once it succeeded (afterok), from /fsx."""
+    """The prepare job on every node, then the training job once it succeeded (afterok; a failed prepare cancels it
+    instead of leaving it pending), from /fsx. The jobs are named after the workload: the sbatch scripts keep
+    checkpoints in /fsx/checkpoints/<job name>, one folder per workload (train.py refuses another run's)."""
     text, tokenizer = layout.on_fsx(layout.TEXT), layout.on_fsx(layout.TOKENIZER)
     export = parallelism.export_dir if parallelism else ""
     shards = tokens_dir(export, workload)
-    prepare = ["sbatch", "--parsable", f"--nodes={nodes}", f"{EXAMPLES_ON_NODE}/prepare.sbatch",
+    prepare = ["sbatch", "--parsable", f"--job-name={workload}-prepare", f"--nodes={nodes}",
+               f"{EXAMPLES_ON_NODE}/prepare.sbatch",
                "--input", text, "--tokenizer", tokenizer, "--output", shards]
-    train = [f"--nodes={nodes}"]
+    train = ["--kill-on-invalid-dep=yes", f"--job-name={workload}-train", f"--nodes={nodes}"]
     if parallelism:  # the plan's stop budget: Slurm signals this early, so the checkpoint is written in time
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
     train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind)}")
     train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
                                 export_dir=export)
+    # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
     return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
-            f"sbatch --dependency=afterok:$prep {shlex.join(train)}")
+            f"sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
 
 
 def job_hyperparameters(parallelism) -> dict[str, str]:

@@ -3,18 +3,21 @@
     python prepare.py --input /fsx/datasets/text --tokenizer /fsx/datasets/tokenizer --output /fsx/tokens/NAME
 
 Input: every *.txt file (one document each) and *.jsonl file (one document per line, its "text" field) under
---input. The tokenizer: a directory with the tokenizer's Hugging Face tokenizer.json (and tokenizer_config.json,
-whose eos_token ends each document). Output: one shard per input file, its token ids as uint16 (uint32 for
-vocabularies over 65,536), and meta.json with the dtype and vocabulary size, which the trainer checks.
+--input. The tokenizer: a directory with the tokenizer's Hugging Face tokenizer.json and tokenizer_config.json,
+whose eos_token ends each document. Output: one shard per input file, its token ids as uint16 (uint32 for
+vocabularies over 65,536), and meta.json: the dtype, the vocabulary (which the model takes), the tokenizer's hash
+and how many tasks wrote the shards. Each task leaves done-P-of-N when its files are whole; the trainer reads the
+shards only when every task's marker is there.
 
 Spread over every task of a Slurm job (prepare.sbatch: one per node, SLURM_PROCID of SLURM_NTASKS) and over the
-node's cores; a shard is written under a temporary name and renamed when whole, so a rerun after a failure skips
-what is done.
+node's cores, streaming (a file is never held whole). A shard is written under its task's temporary name and
+renamed when whole, so a rerun skips what is done; a rerun with another tokenizer is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -22,6 +25,7 @@ from pathlib import Path
 
 SUFFIXES = (".txt", ".jsonl")
 META = "meta.json"
+BATCH = 256  # documents per encode_batch call (the tokenizer's own threads work across them)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,20 +45,26 @@ def inputs(directory: Path) -> list[Path]:
 
 
 def shard_name(path: Path, root: Path) -> str:
-    return "__".join(path.relative_to(root).with_suffix("").parts) + ".bin"
+    """a/b.jsonl -> a__b.jsonl.bin: the suffix stays, so b.txt and b.jsonl never share a shard."""
+    return "__".join(path.relative_to(root).parts) + ".bin"
 
 
-def meta(tokenizer_dir: Path) -> dict:
-    """The vocabulary size (with added tokens), the dtype that holds it, and the id that ends each document."""
+def meta(tokenizer_dir: Path, parts: int) -> dict:
+    """The vocabulary size (with added tokens), the dtype that holds it, the id that ends each document, and the
+    tokenizer's hash (shards of another tokenizer are never mixed in)."""
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    raw = (tokenizer_dir / "tokenizer.json").read_bytes()
+    tokenizer = Tokenizer.from_str(raw.decode())
     vocab = tokenizer.get_vocab_size(with_added_tokens=True)
     config = tokenizer_dir / "tokenizer_config.json"
     eos = json.loads(config.read_text()).get("eos_token") if config.exists() else None
     eos = eos.get("content") if isinstance(eos, dict) else eos
-    return {"vocab_size": vocab, "dtype": "uint16" if vocab <= 2**16 else "uint32",
-            "eos_id": tokenizer.token_to_id(eos) if eos else None}
+    eos_id = tokenizer.token_to_id(eos) if eos else None
+    if eos_id is None:  # documents would run into each other with nothing between them
+        raise SystemExit(f"prepare: {config} names no eos_token the tokenizer knows ({eos!r})")
+    return {"vocab_size": vocab, "dtype": "uint16" if vocab <= 2**16 else "uint32", "eos_id": eos_id,
+            "tokenizer_sha256": hashlib.sha256(raw).hexdigest(), "parts": parts}
 
 
 def documents(path: Path):
@@ -67,36 +77,52 @@ def documents(path: Path):
                 yield json.loads(line)["text"]
 
 
-def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict) -> int:
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict, part: int) -> int:
+    """One input file into one shard, streaming: each batch of documents is encoded and appended."""
     import numpy as np
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-    ids: list[int] = []
-    for text in documents(path):
-        ids += tokenizer.encode(text).ids
-        if info["eos_id"] is not None:
-            ids.append(info["eos_id"])
-    tmp = target.with_name(target.name + ".tmp")
-    np.asarray(ids, dtype=info["dtype"]).tofile(tmp)
+    tmp = target.with_name(f"{target.name}.tmp-{part}")  # this task's own: two tasks never write one file
+    count = 0
+    with tmp.open("wb") as out:
+        for batch in _batches(documents(path), BATCH):
+            ids = [i for encoding in tokenizer.encode_batch(batch) for i in (*encoding.ids, info["eos_id"])]
+            np.asarray(ids, dtype=info["dtype"]).tofile(out)
+            count += len(ids)
     tmp.replace(target)  # whole or absent: a rerun redoes only what is missing
-    return len(ids)
+    return count
 
 
 def run(args: argparse.Namespace) -> int:
     files = inputs(args.input)
     if not files:
         raise SystemExit(f"prepare: no *.txt or *.jsonl files under {args.input}")
-    info = meta(args.tokenizer)
+    info = meta(args.tokenizer, args.parts)
     args.output.mkdir(parents=True, exist_ok=True)
+    existing = args.output / META
+    if existing.exists() and json.loads(existing.read_text()).get("tokenizer_sha256") != info["tokenizer_sha256"]:
+        raise SystemExit(f"prepare: {args.output} holds shards of another tokenizer; prepare into a new --output")
     mine = [f for f in files[args.part::args.parts] if not (args.output / shard_name(f, args.input)).exists()]
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(mine) or 1))) as pool:
         counts = list(pool.map(tokenize, mine, [args.output / shard_name(f, args.input) for f in mine],
-                               [args.tokenizer] * len(mine), [info] * len(mine)))
-    # Every task writes the same meta.json, whole (rename): the trainer refuses shards without it.
+                               [args.tokenizer] * len(mine), [info] * len(mine), [args.part] * len(mine)))
+    # Every task writes the same meta.json, whole (rename), then its marker: the trainer waits for all markers.
     tmp = args.output / f".{META}.{args.part}"
     tmp.write_text(json.dumps(info, indent=2))
-    tmp.replace(args.output / META)
+    tmp.replace(existing)
+    (args.output / f"done-{args.part}-of-{args.parts}").touch()
     print(f"prepare: task {args.part} of {args.parts} tokenized {len(mine)} file(s), {sum(counts):,} tokens, into "
           f"{args.output} ({info['dtype']}, vocabulary {info['vocab_size']:,})", flush=True)
     return sum(counts)

@@ -100,8 +100,8 @@ def parse() -> argparse.Namespace:
     if args.export_dir is None and (layout.get("export_dir") or os.environ.get("SM_MODEL_DIR")):
         # A cluster's FSx export directory, or a SageMaker job's model directory, which SageMaker uploads.
         args.export_dir = Path(layout.get("export_dir") or os.environ["SM_MODEL_DIR"])
-    if args.text and not args.data:
-        p.error("--text needs --data: the directory its token shards go to")
+    if args.text and not (args.data and args.tokenizer):
+        p.error("--text needs --data (where its token shards go) and --tokenizer (what tokenizes it)")
     args.vocab_given = any(a == "--vocab" or a.startswith("--vocab=") for a in sys.argv[1:])
     missing = [name for name, needed in (("safetensors", args.export_dir), ("tokenizers", args.text),
                                          ("numpy", args.data)) if needed and not _importable(name)]
@@ -279,7 +279,9 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
-        model = Llama(**shape).to(device)
+        model = Llama(**shape)
+        init_weights(model)
+        model = model.to(device)
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
@@ -297,15 +299,28 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
         fully_shard(block, mp_policy=mp)
     fully_shard(model, mp_policy=mp)
     model.to_empty(device=device)
-    with torch.no_grad():
-        for module in model.modules():
-            if hasattr(module, "reset_parameters") and module is not model:
-                module.reset_parameters()  # DTensor's random ops keep the shards consistent across ranks
+    # Each rank fills its own shards. Where DTensor's random ops track offsets (CUDA), the shards come from one
+    # seed's stream; elsewhere (CPU, possibly Neuron) every rank would draw the same values into its shard, so each
+    # rank seeds apart.
+    torch.manual_seed(1 + dist.get_rank())
+    init_weights(model)
     return model
 
 
+def init_weights(model: nn.Module) -> None:
+    """Llama's initialisation (transformers LlamaConfig initializer_range 0.02): normal(0, 0.02) for every linear
+    and embedding weight, ones for the norms."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            elif isinstance(module, RMSNorm):
+                module.reset_parameters()
+
+
 class Tokens:
-    """The token shards as one sequence of windows: each window lies inside one shard (documents end with EOS)."""
+    """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
+    every shard is read lazily, and a window is found by its start's shard (binary search)."""
 
     def __init__(self, path: Path, seq: int) -> None:
         import numpy as np
@@ -313,22 +328,29 @@ class Tokens:
         meta = path / "meta.json" if path.is_dir() else None
         if meta is not None and not meta.exists():
             raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
-        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None}
-        files = sorted(path.glob("*.bin")) if path.is_dir() else [path]
-        # Read lazily: datasets outgrow memory. Shards too short for one window are left out.
-        shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]
-        self.shards = [t for t in shards if len(t) > seq + 1]
-        if not self.shards:
-            raise SystemExit(f"{path}: no shard holds one {seq + 1}-token window")
-        self.windows = [len(t) - seq - 1 for t in self.shards]  # start positions per shard
-        self.total = sum(self.windows)
+        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
+        parts = self.info.get("parts", 0)
+        undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
+        if undone:
+            raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")
+        files = sorted(f for f in path.glob("*.bin") if f.stat().st_size) if path.is_dir() else [path]
+        self.shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]  # datasets outgrow memory
+        self.ends = np.cumsum([len(t) for t in self.shards])
+        total = int(self.ends[-1]) if len(self.ends) else 0
+        if total < seq + 1:
+            raise SystemExit(f"{path}: {total} tokens, fewer than one {seq + 1}-token window")
+        self.total = total - seq  # window starts: 0 .. total - seq - 1 (each window holds seq + 1 tokens)
 
     def window(self, start: int, seq: int) -> torch.Tensor:
-        for shard, count in zip(self.shards, self.windows):
-            if start < count:
-                return torch.from_numpy(shard[start:start + seq + 1].astype("int64"))
-            start -= count
-        raise IndexError(start)
+        import numpy as np
+
+        pieces, shard = [], int(np.searchsorted(self.ends, start, side="right"))
+        offset = start - (int(self.ends[shard - 1]) if shard else 0)
+        while sum(len(p) for p in pieces) < seq + 1:
+            need = seq + 1 - sum(len(p) for p in pieces)
+            pieces.append(self.shards[shard][offset:offset + need].astype("int64"))
+            shard, offset = shard + 1, 0
+        return torch.from_numpy(np.concatenate(pieces))
 
 
 def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens: Tokens | None) -> torch.Tensor:
@@ -342,13 +364,12 @@ def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens
 
 
 def prepare_here(args: argparse.Namespace) -> None:
-    """--text: this node's ranks tokenize the text into --data together (prepare.py), once per node."""
-    if (args.data / "meta.json").exists():
-        return
+    """--text: this node's ranks tokenize the text into --data together (prepare.py: each its share of the files,
+    skipping finished shards), then every rank waits for all: no rank decides alone that the data is ready."""
     import prepare  # beside this script
 
     local, local_world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    prepare.run(prepare.parse(["--input", str(args.text), "--tokenizer", str(args.tokenizer or args.text),
+    prepare.run(prepare.parse(["--input", str(args.text), "--tokenizer", str(args.tokenizer),
                                "--output", str(args.data), "--part", str(local), "--parts", str(local_world),
                                "--workers", "1"]))
     dist.barrier()
@@ -405,7 +426,11 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
         tmp.mkdir(parents=True)
         save_file({k: v.to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
                   metadata={"format": "pt"})
-        (tmp / "config.json").write_text(json.dumps(hf_config(args, str(dtype).removeprefix("torch.")), indent=2))
+        config = {**hf_config(args, str(dtype).removeprefix("torch.")), **special_ids(args.tokenizer)}
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        # Where a server reads when to stop: the tokenizer's own ids, not transformers' Llama 2 defaults (1, 2).
+        generation = {k: v for k, v in config.items() if k in ("bos_token_id", "eos_token_id")}
+        (tmp / "generation_config.json").write_text(json.dumps(generation, indent=2))
         for name in TOKENIZER_FILES if args.tokenizer else ():
             if (args.tokenizer / name).exists():
                 shutil.copy(args.tokenizer / name, tmp / name)
@@ -413,6 +438,43 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
         tmp.replace(args.export_dir)
         print(f"exported {args.export_dir} (Hugging Face LlamaForCausalLM)", flush=True)
     dist.barrier()
+
+
+def special_ids(tokenizer_dir: Path | None) -> dict:
+    """bos_token_id and eos_token_id of the tokenizer the export carries (tokenizer_config.json's tokens)."""
+    if not tokenizer_dir or not (tokenizer_dir / "tokenizer_config.json").exists():
+        return {}
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
+    ids = {}
+    for name in ("bos", "eos"):
+        token = config.get(f"{name}_token")
+        token = token.get("content") if isinstance(token, dict) else token
+        if token and tokenizer.token_to_id(token) is not None:
+            ids[f"{name}_token_id"] = tokenizer.token_to_id(token)
+    return ids
+
+
+def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
+    """The checkpoint folder belongs to one run: a new start with another model, layout or data would resume the
+    old run's step (or fail inside DCP), so it is refused, naming what differs."""
+    run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
+           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq, "sharding": args.sharding,
+           "data": str(args.data) if args.data else None,
+           "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
+    path = args.checkpoint_dir / "run.json"
+    if path.exists():
+        before = json.loads(path.read_text())
+        differs = sorted(k for k in run if before.get(k) != run[k])
+        if differs:
+            raise SystemExit(f"{args.checkpoint_dir} holds another run's checkpoints (it differs in "
+                             f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
+    elif rank == 0:
+        tmp = path.with_name("run.json.tmp")
+        tmp.write_text(json.dumps(run, indent=2))
+        tmp.replace(path)
 
 
 def main() -> None:
@@ -429,6 +491,8 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=True if device.type == "cuda" else None)
     state = Training(model, optimizer)
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    same_run(args, tokens, rank)
+    dist.barrier()  # run.json is written before any rank checkpoints
     resume = latest(args.checkpoint_dir)
     if resume is not None:
         dcp.load({"training": state}, checkpoint_id=resume)
