@@ -55,13 +55,19 @@ def _patch_moto() -> None:
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
     - Lambda-backed custom resources (CDK's BucketDeployment, the default security group's restriction) would wait forever for a Lambda the
-      emulator cannot run (no Docker); they are skipped like the types moto has no model for.
+      emulator cannot run (no Docker); they are skipped like the types moto has no model for. The InferenceStack's
+      artifact check is run instead: its handler's own function, in-process, against the emulated bucket; a missing
+      artifact fails the stack's creation with the handler's reason, as CloudFormation does (ROLLBACK_COMPLETE).
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
     """
     from moto.cloudformation import parsing
+    from moto.cloudformation.models import Event
+    from moto.cloudformation.models import Stack as FakeStack
+
+    from constructs_lib.endpoints import artifact_check_handler as artifact_check
     from moto.kms.models import Key
     from moto.sagemaker.models import FakeEndpointConfig
 
@@ -119,11 +125,30 @@ def _patch_moto() -> None:
     parse_and_create = parsing.parse_and_create_resource
 
     def parse_and_create_without_lambda(logical_id, resource_json, resources_map, account_id, region_name):
+        if resource_json.get("Type") == artifact_check.RESOURCE_TYPE:
+            return _check_artifacts(logical_id, resource_json, resources_map, region_name)
         if resource_json.get("Type", "").startswith(LAMBDA_BACKED):
             return None
         return parse_and_create(logical_id, resource_json, resources_map, account_id, region_name)
 
     parsing.parse_and_create_resource = parse_and_create_without_lambda
+
+    create_resources = FakeStack.create_resources
+
+    def create_resources_or_roll_back(self):
+        try:
+            create_resources(self)
+        except CustomResourceFailed as failed:  # what CloudFormation shows: the resource's reason, then rollback
+            self.events.append(Event(stack_id=self.stack_id, stack_name=self.name,
+                                     logical_resource_id=failed.logical_id, physical_resource_id=failed.logical_id,
+                                     resource_type=failed.type, resource_status="CREATE_FAILED",
+                                     resource_status_reason=failed.reason, resource_properties=None))
+            self._add_stack_event("ROLLBACK_IN_PROGRESS", resource_status_reason=(
+                f"The following resource(s) failed to create: [{failed.logical_id}]. Rollback requested by user."))
+            self.status = "ROLLBACK_COMPLETE"
+            self._add_stack_event("ROLLBACK_COMPLETE")
+
+    FakeStack.create_resources = create_resources_or_roll_back
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
@@ -133,6 +158,35 @@ def _patch_moto() -> None:
 
     Key.create_from_cloudformation_json = classmethod(create)
     Key._tags_patched = True
+
+
+class CustomResourceFailed(Exception):
+    def __init__(self, logical_id: str, resource_type: str, reason: str) -> None:
+        super().__init__(reason)
+        self.logical_id, self.type, self.reason = logical_id, resource_type, reason
+
+
+_ENDPOINT: list[str] = []  # the running emulator's endpoint, for the checks run inside it
+
+
+def _check_artifacts(logical_id, resource_json, resources_map, region_name):
+    """Custom::ArtifactCheck in-process: the Lambda's own missing(), with an S3 client on the emulator."""
+    import boto3
+    from moto.cloudformation import parsing
+    from moto.cloudformation.custom_model import CustomModel
+
+    from constructs_lib.endpoints.artifact_check_handler import missing
+
+    props = parsing.clean_json(resource_json.get("Properties", {}), resources_map)
+    s3 = boto3.client("s3", region_name=region_name, endpoint_url=_ENDPOINT[-1], aws_access_key_id="testing",
+                      aws_secret_access_key="testing")
+    reason = missing(s3, props["Bucket"], props["Artifacts"])
+    if reason:
+        raise CustomResourceFailed(logical_id, resource_json["Type"], reason)
+    resource = CustomModel(region_name, "emulator", logical_id, logical_id)
+    resource.set_data({})
+    resource.cf_resource_type, resource.logical_resource_id = resource_json["Type"], logical_id
+    return resource
 
 
 @dataclass
@@ -218,9 +272,11 @@ def running(region: str) -> Iterator[Emulator]:
 
     moto_api_backend.reset()
     emulator = Emulator(endpoint=f"http://localhost:{port}", region=region)
+    _ENDPOINT.append(emulator.endpoint)
     try:
         yield emulator
     finally:
+        _ENDPOINT.remove(emulator.endpoint)
         server.stop()
         shutil.rmtree(emulator.cli_output, ignore_errors=True)
 

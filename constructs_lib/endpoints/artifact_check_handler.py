@@ -41,6 +41,7 @@ def handler(event, context):
             reason = missing(s3, p["Bucket"], p["Artifacts"])
     except Exception as e:  # CloudFormation waits an hour for a reply that never comes: always reply
         reason = f"Artifact check failed: {e}"
+    print(reason or "All model artifacts are in the bucket")  # the function's log
     _reply(event, reason)
 
 
