@@ -25,6 +25,10 @@ CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
 LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "Custom::AWS")
+# What deploys before the InferenceStack (stacks/estate.py), whose artifact check needs the DataStack's bucket
+# filled; a team's stage adds its guardrails first and its ML users' stack last (stacks/team_stage.py).
+BEFORE_INFERENCE = ("JobLogsStack", "NetworkStack", "DataStack", "TrainStack")
+TEAM_STACKS = ("GuardrailsStack", "MlUsersStack")
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -250,6 +254,27 @@ class Emulator:
     def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
         self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+
+    def deploy_estate(self, *app_args: str, plan, stage: str = "", quiet: bool = False,
+                      say=lambda line: None) -> list[str]:
+        """Deploy in the real order: every stack but the InferenceStack, then a placeholder at each artifact key
+        the plan serves (the emulator runs no container), then the rest, whose artifact check now passes.
+        `stage`: a team's stage (its stacks are STAGE/*). The keys given a placeholder."""
+        from workloads.jobs import stack_outputs
+
+        from .placeholder_artifacts import upload_placeholders
+
+        first = (*((TEAM_STACKS[0],) if stage else ()), *BEFORE_INFERENCE, *((TEAM_STACKS[1],) if stage else ()))
+        self.deploy(*app_args, stacks=tuple(f"{stage}/{s}" if stage else s for s in first), quiet=quiet)
+        bucket = stack_outputs(plan, ("DataStack",), stage=stage,
+                               cloudformation=self.client("cloudformation"))["DatasetBucketName"]
+        keys = upload_placeholders(self.client("s3"), bucket, plan)
+        if keys:
+            say(f"Uploaded a PLACEHOLDER model artifact to s3://{bucket}/: {', '.join(keys)} (the emulator runs no "
+                "container; on AWS, train or upload the real model here before deploying the InferenceStack)")
+        if plan.inference:
+            self.deploy(*app_args, stacks=(f"{stage}/*",) if stage else ("--all",), quiet=quiet)
+        return keys
 
 
 @contextmanager
