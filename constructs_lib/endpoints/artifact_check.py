@@ -38,6 +38,7 @@ class ArtifactCheck(Construct):
         self.object_arns = [bucket.arn_for_objects(c.key) for c in checks]
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=self.object_arns))
         logs = kept_log_group(self, "Logs", key=logs_key)
+        logs.grant_write(self.role)  # the function writes its log as its role (LoggingConfig.LogGroup)
         self.function = lambda_.Function(
             # The newest Python runtime aws-cdk-lib knows (cdk-nag AwsSolutions-L1 asks for it).
             self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
