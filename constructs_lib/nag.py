@@ -84,12 +84,23 @@ def acknowledge_cdk_handler(handler: IConstruct, *, reason: str, network: str, m
     acknowledge(handler, "AwsSolutions-L1", reason + " The runtime is the one aws-cdk-lib pins for it.")
     if managed_policy:
         acknowledge_managed_policies(handler, ["service-role/AWSLambdaBasicExecutionRole"], reason)
+    _acknowledge_deploy_time(handler, reason=reason, network=network)
+    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
+
+
+def acknowledge_own_handler(handler: IConstruct, *, reason: str, network: str) -> None:
+    """A deployment-time Lambda of ours behind a custom resource, with its own least-privilege role and log group:
+    the compliance packs' Lambda findings that do not fit a function only CloudFormation invokes."""
+    _acknowledge_deploy_time(handler, reason=reason, network=network)
+    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the function's role next to the GetAtt")
+
+
+def _acknowledge_deploy_time(handler: IConstruct, *, reason: str, network: str) -> None:
     for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of its resources"),
                       ("LambdaDLQ", "CloudFormation invokes it synchronously and receives its failure; there is no "
                                     "asynchronous event to lose"),
                       ("LambdaInsideVPC", network)):
         acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
-    ignore_cfn_lint(handler, "W3005", "aws-cdk-lib adds a DependsOn on the handler's role next to the GetAtt")
 
 
 # The wildcard action groups CDK's bucket and key grants use.

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from constructs import Construct
 
+from workloads.artifacts import artifact_checks
 from workloads.jobs import job_images
 from workloads.planner import Plan
 
@@ -65,7 +66,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
-        inference=plan.inference, vpc=network.network.vpc, subnets=network.network.hosting_subnets,
+        inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference), vpc=network.network.vpc, subnets=network.network.hosting_subnets,
         second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common,
         **protect)
     estate = Estate(network, data, train, inference, job_logs)

@@ -8,6 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from constructs_lib.endpoints.artifact_check import ArtifactCheck
 from constructs_lib.endpoints.async_endpoint import AsyncEndpoint
 from constructs_lib.endpoints.batch_transform import ScheduledBatchTransform
 from constructs_lib.endpoints.model import ServingModel
@@ -15,6 +16,7 @@ from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.images import serving_image
 from workloads import layout
+from workloads.artifacts import ArtifactCheck as Check
 from workloads.plan_serving import InferencePlan
 
 from .base import EstateStack
@@ -23,9 +25,11 @@ from .base import EstateStack
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
                  inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
-                 key: kms.IKey, logs_key: kms.IKey, **kwargs: Any) -> None:
+                 key: kms.IKey, logs_key: kms.IKey, artifacts: tuple[Check, ...], **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
+        # Every artifact the kinds read, checked once before any model is created.
+        self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
 
@@ -34,6 +38,7 @@ class InferenceStack(EstateStack):
         image = serving_image(container=plan.serving.container, region=self.region, instance_type=plan.instance_type)
         model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
                              vpc=self._vpc if in_vpc else None, subnets=self._subnets)
+        model.model.node.add_dependency(self.artifact_check.resource)
         cdk.CfnOutput(self, f"{construct_id}Artifact", value=plan.serving.artifact_key,
                       description=f"Upload before deploying, in DataStack.DatasetBucketName: {plan.serving.artifact_layout}")
         return model

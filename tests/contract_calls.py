@@ -341,6 +341,13 @@ def deployment_sources(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str)
     return [Call("s3:GetObject", _obj(b, k), doc) for b, k in zip(value, holder["SourceObjectKeys"])], []
 
 
+def artifact_heads(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """HeadObject on each checked object (authorized by s3:GetObject); any other object of the bucket is refused."""
+    bucket = holder["Bucket"]
+    return [Call(a, _obj(bucket, item["Key"]), doc) for item in value for a in rule["actions"]], \
+        [Call("s3:GetObject", _obj(bucket, "datasets/part-0000"), doc)]
+
+
 def deployment_destination(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
     prefix = holder.get("DestinationBucketKeyPrefix", "")
     return write_prefix(ctx, rule, f"s3://{value}/{prefix}", holder, doc)
@@ -411,7 +418,7 @@ def _job_name(expr: str) -> str:
 DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
     read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
     sns_publish, async_input, logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
-    security_group, deployment_sources, deployment_destination, sdk_call, managed_policies, state_machine)}
+    security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine)}
 
 
 # ------------------------------------------------------------------ finding the role a resource hands over

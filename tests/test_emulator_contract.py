@@ -34,7 +34,7 @@ def deployed(synth):
     s = synth("small", OVERRIDES)
     with running("us-east-1") as emu:
         emu.bootstrap(quiet=True)
-        emu.deploy("--app", str(s.outdir), quiet=True)
+        emu.deploy_estate("--app", str(s.outdir), plan=plan(load("small", OVERRIDES)), quiet=True)
         yield emu
 
 

@@ -26,7 +26,7 @@ def emulator(synth):
     s = synth("intermediate")
     with running("us-west-2") as emu:
         emu.bootstrap(quiet=True)
-        emu.deploy("--app", str(s.outdir), quiet=True)
+        emu.deploy_estate("--app", str(s.outdir), plan=plan(load("intermediate")), quiet=True)
         with emu.in_process():
             yield emu
 

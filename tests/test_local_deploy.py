@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tools.emulator import NotLocalError, deployed_resources, require_local, running
+from workloads import load, plan
 
 # moto 5.2 has no CloudFormation model for these: they are in the templates, skipped locally.
 KNOWN_SKIPPED = {"AWS::S3::BucketPolicy", "AWS::EC2::SecurityGroupEgress", "AWS::ImageBuilder::Image",
@@ -29,7 +30,7 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     beside = synth("intermediate", {"region": "us-east-2", "availability_zone": "us-east-2b"})  # huge's region
     with running("us-east-2") as emulator:
         emulator.bootstrap(quiet=True)
-        emulator.deploy("--app", str(s.outdir), quiet=True)
+        emulator.deploy_estate("--app", str(s.outdir), plan=plan(load("huge")), quiet=True)
         reports = {r.name: r for r in deployed_resources(emulator, s.outdir)}
         subnets = emulator.client("ec2").describe_subnets()["Subnets"]
         configs = emulator.client("sagemaker").list_endpoint_configs()["EndpointConfigs"]

@@ -194,7 +194,8 @@ def test_team_stage_deploys_to_the_emulator(teams_synth):
 
     with running("us-west-2") as emu:
         emu.bootstrap(quiet=True)
-        emu.deploy("--app", str(teams_synth.outdir), stacks=("vision/*",), quiet=True)
+        emu.deploy_estate("--app", str(teams_synth.outdir), plan=load_teams(TEAMS_FILE, only="vision")[0].plan,
+                          stage="vision", quiet=True)
         reports = {r.name: r for r in deployed_resources(emu, teams_synth.outdir)}
         iam = emu.client("iam")
         roles = [iam.get_role(RoleName=r["RoleName"])["Role"] for r in iam.list_roles()["Roles"]

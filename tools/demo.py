@@ -1,10 +1,12 @@
-"""`make demo`: plan a workload, then deploy all four stacks to a local AWS emulator.
+"""`make demo`: plan a workload, then deploy its stacks to a local AWS emulator.
 
     WORKLOAD=huge python -m tools.demo
 
-Starts moto on localhost, bootstraps it with the real CDK CLI, deploys, prints the stack
-outputs and the resource types the emulator skipped, stops the emulator. It cannot reach
-a real account: every call goes to the local endpoint with throwaway credentials.
+Starts moto on localhost, bootstraps it with the real CDK CLI, deploys in the real order (every
+stack but the InferenceStack; a placeholder at each model artifact key; the InferenceStack, whose
+artifact check then passes), prints the stack outputs and the resource types the emulator skipped,
+stops the emulator. It cannot reach a real account: every call goes to the local endpoint with
+throwaway credentials.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ def main() -> int:
     try:
         if team:
             the_plan = load_teams(teams_file, only=team)[0].plan
-            app_args, stacks = ["-c", f"teams={teams_file}", "-c", f"team={team}"], (f"{team}/*",)
+            app_args = ["-c", f"teams={teams_file}", "-c", f"team={team}"]
         else:
             the_plan = plan(load(workload))
-            app_args, stacks = ["-c", f"workload={workload}"], ("--all",)
+            app_args = ["-c", f"workload={workload}"]
     except ConfigError as exc:
         report(exc)
         return 2
@@ -52,7 +54,8 @@ def main() -> int:
         with running(region) as emulator:
             console.print(f"\n[bold]Local AWS emulator[/bold] at {emulator.endpoint} ({region}); bootstrapping...")
             emulator.bootstrap(quiet=True)
-            emulator.deploy(*app_args, stacks=stacks)
+            emulator.deploy_estate(*app_args, plan=the_plan, stage=team or "",
+                                   say=lambda line: console.print(f"\n[bold yellow]{line}[/bold yellow]"))
             reports = deployed_resources(emulator, emulator.cli_output)  # the assembly the CLI just deployed
             answer = _one_call(emulator, the_plan, stage=team or "")
             if keep:
@@ -72,7 +75,9 @@ def main() -> int:
         console.print(f"\n[bold]One call[/bold], as `python -m workloads invoke` makes it, to the {answer.kind} endpoint "
                       f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]} "
                       "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
-    real = f"cdk deploy '{team}/*' -c teams={teams_file}" if team else f"cdk deploy TrainStack -c workload={workload}"
+    real = (f"cdk deploy '{team}/TrainStack' -c teams={teams_file}, upload the model, then cdk deploy '{team}/*' "
+            f"-c teams={teams_file}") if team else \
+        f"cdk deploy TrainStack -c workload={workload}, upload the model, then cdk deploy InferenceStack -c workload={workload}"
     console.print(f"\nDeployed {len(reports)} stacks to the emulator in {time.perf_counter() - started:.0f} s; "
                   f"the emulator has been stopped. For a real account: {real}")
     return 0

@@ -25,6 +25,10 @@ CDK = ROOT / "node_modules" / ".bin" / "cdk"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
 LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "Custom::AWS")
+# What deploys before the InferenceStack (stacks/estate.py), whose artifact check needs the DataStack's bucket
+# filled; a team's stage adds its guardrails first and its ML users' stack last (stacks/team_stage.py).
+BEFORE_INFERENCE = ("JobLogsStack", "NetworkStack", "DataStack", "TrainStack")
+TEAM_STACKS = ("GuardrailsStack", "MlUsersStack")
 # Credentials and settings that could point the CLI at a real account: removed for the demo.
 _REAL_ACCOUNT_VARS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN",
                       "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
@@ -55,13 +59,19 @@ def _patch_moto() -> None:
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
     - Lambda-backed custom resources (CDK's BucketDeployment, the default security group's restriction) would wait forever for a Lambda the
-      emulator cannot run (no Docker); they are skipped like the types moto has no model for.
+      emulator cannot run (no Docker); they are skipped like the types moto has no model for. The InferenceStack's
+      artifact check is run instead: its handler's own function, in-process, against the emulated bucket; a missing
+      artifact fails the stack's creation with the handler's reason, as CloudFormation does (ROLLBACK_COMPLETE).
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
     """
     from moto.cloudformation import parsing
+    from moto.cloudformation.models import Event
+    from moto.cloudformation.models import Stack as FakeStack
+
+    from constructs_lib.endpoints import artifact_check_handler as artifact_check
     from moto.kms.models import Key
     from moto.sagemaker.models import FakeEndpointConfig
 
@@ -119,11 +129,30 @@ def _patch_moto() -> None:
     parse_and_create = parsing.parse_and_create_resource
 
     def parse_and_create_without_lambda(logical_id, resource_json, resources_map, account_id, region_name):
+        if resource_json.get("Type") == artifact_check.RESOURCE_TYPE:
+            return _check_artifacts(logical_id, resource_json, resources_map, region_name)
         if resource_json.get("Type", "").startswith(LAMBDA_BACKED):
             return None
         return parse_and_create(logical_id, resource_json, resources_map, account_id, region_name)
 
     parsing.parse_and_create_resource = parse_and_create_without_lambda
+
+    create_resources = FakeStack.create_resources
+
+    def create_resources_or_roll_back(self):
+        try:
+            create_resources(self)
+        except CustomResourceFailed as failed:  # what CloudFormation shows: the resource's reason, then rollback
+            self.events.append(Event(stack_id=self.stack_id, stack_name=self.name,
+                                     logical_resource_id=failed.logical_id, physical_resource_id=failed.logical_id,
+                                     resource_type=failed.type, resource_status="CREATE_FAILED",
+                                     resource_status_reason=failed.reason, resource_properties=None))
+            self._add_stack_event("ROLLBACK_IN_PROGRESS", resource_status_reason=(
+                f"The following resource(s) failed to create: [{failed.logical_id}]. Rollback requested by user."))
+            self.status = "ROLLBACK_COMPLETE"
+            self._add_stack_event("ROLLBACK_COMPLETE")
+
+    FakeStack.create_resources = create_resources_or_roll_back
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
@@ -133,6 +162,35 @@ def _patch_moto() -> None:
 
     Key.create_from_cloudformation_json = classmethod(create)
     Key._tags_patched = True
+
+
+class CustomResourceFailed(Exception):
+    def __init__(self, logical_id: str, resource_type: str, reason: str) -> None:
+        super().__init__(reason)
+        self.logical_id, self.type, self.reason = logical_id, resource_type, reason
+
+
+_ENDPOINT: list[str] = []  # the running emulator's endpoint, for the checks run inside it
+
+
+def _check_artifacts(logical_id, resource_json, resources_map, region_name):
+    """Custom::ArtifactCheck in-process: the Lambda's own missing(), with an S3 client on the emulator."""
+    import boto3
+    from moto.cloudformation import parsing
+    from moto.cloudformation.custom_model import CustomModel
+
+    from constructs_lib.endpoints.artifact_check_handler import missing
+
+    props = parsing.clean_json(resource_json.get("Properties", {}), resources_map)
+    s3 = boto3.client("s3", region_name=region_name, endpoint_url=_ENDPOINT[-1], aws_access_key_id="testing",
+                      aws_secret_access_key="testing")
+    reason = missing(s3, props["Bucket"], props["Artifacts"])
+    if reason:
+        raise CustomResourceFailed(logical_id, resource_json["Type"], reason)
+    resource = CustomModel(region_name, "emulator", logical_id, logical_id)
+    resource.set_data({})
+    resource.cf_resource_type, resource.logical_resource_id = resource_json["Type"], logical_id
+    return resource
 
 
 @dataclass
@@ -197,6 +255,27 @@ class Emulator:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
         self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
 
+    def deploy_estate(self, *app_args: str, plan, stage: str = "", quiet: bool = False,
+                      say=lambda line: None) -> list[str]:
+        """Deploy in the real order: every stack but the InferenceStack, then a placeholder at each artifact key
+        the plan serves (the emulator runs no container), then the rest, whose artifact check now passes.
+        `stage`: a team's stage (its stacks are STAGE/*). The keys given a placeholder."""
+        from workloads.jobs import stack_outputs
+
+        from .placeholder_artifacts import upload_placeholders
+
+        first = (*((TEAM_STACKS[0],) if stage else ()), *BEFORE_INFERENCE, *((TEAM_STACKS[1],) if stage else ()))
+        self.deploy(*app_args, stacks=tuple(f"{stage}/{s}" if stage else s for s in first), quiet=quiet)
+        bucket = stack_outputs(plan, ("DataStack",), stage=stage,
+                               cloudformation=self.client("cloudformation"))["DatasetBucketName"]
+        keys = upload_placeholders(self.client("s3"), bucket, plan)
+        if keys:
+            say(f"Uploaded a PLACEHOLDER model artifact to s3://{bucket}/: {', '.join(keys)} (the emulator runs no "
+                "container; on AWS, train or upload the real model here before deploying the InferenceStack)")
+        if plan.inference:
+            self.deploy(*app_args, stacks=(f"{stage}/*",) if stage else ("--all",), quiet=quiet)
+        return keys
+
 
 @contextmanager
 def running(region: str) -> Iterator[Emulator]:
@@ -218,9 +297,11 @@ def running(region: str) -> Iterator[Emulator]:
 
     moto_api_backend.reset()
     emulator = Emulator(endpoint=f"http://localhost:{port}", region=region)
+    _ENDPOINT.append(emulator.endpoint)
     try:
         yield emulator
     finally:
+        _ENDPOINT.remove(emulator.endpoint)
         server.stop()
         shutil.rmtree(emulator.cli_output, ignore_errors=True)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from . import layout
+from .artifacts import exported_key
 from .catalog import Catalog, load_catalog
 from .estimates import Monthly, monthly
 from .errors import WARNING, Finding
 from .plan_serving import InferencePlan, plan_inference
-from .plan_training import FSX_OUTPUT_DIR, TrainingPlan, calibration_lines, plan_training
+from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
 from .validators import advice, hosting_zones
 
@@ -75,9 +76,9 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
     """Trained where, exported where (the FSx link of /fsx/output puts it under the bucket's models/ prefix, or a
     SageMaker job's model archive under output/), and served where, by which container, from which key."""
     lines = [f"trained on {t.instance_count} x {t.instance_type} ({t.orchestrator})"]
-    export = t.parallelism.export_dir if t.parallelism else ""
-    if export and t.fsx:
-        key = layout.MODELS + export.removeprefix(FSX_OUTPUT_DIR + "/").strip("/") + "/"
+    key = exported_key(t)
+    if key:
+        export = t.parallelism.export_dir if t.parallelism else ""
         lines.append(f"exported by train.py as a Hugging Face directory to {export}, which the file system's link "
                      f"writes to s3://<DatasetBucketName>/{key}")
     elif t.orchestrator == "sagemaker-jobs":

@@ -166,6 +166,12 @@ NEURON_LAYOUT = ("Neuron export of the Hugging Face model (optimum-cli export ne
                  "length, core count and cast type below, uncompressed")
 
 
+def proof_key(artifact_key: str) -> str:
+    """The one object whose presence proves an artifact is uploaded: a Hugging Face directory's config.json, which the
+    LLM containers read first (TGI loads the model's config before any weight), or the single archive itself."""
+    return artifact_key + "config.json" if artifact_key.endswith("/") else artifact_key
+
+
 def layout_of(container: str, fmt: str) -> str:
     """Artifacts two containers can share have the same layout."""
     return "neuron-export" if container == "tgi-neuronx" else fmt

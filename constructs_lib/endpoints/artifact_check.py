@@ -1,0 +1,60 @@
+"""A deploy-time check that the model artifacts an InferenceStack serves are in the dataset bucket.
+
+The bucket is created empty; without the artifact, SageMaker fails only when an endpoint's instances
+start, after a long wait, and the stack rolls back. This custom resource fails first, in seconds, with
+one line naming the missing object and how to put it there (workloads/artifacts.py); every model of
+the stack depends on it. On Delete it does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from workloads.artifacts import ArtifactCheck as Check
+
+from ..logs_key import kept_log_group
+from ..nag import acknowledge_own_handler
+from .artifact_check_handler import RESOURCE_TYPE
+
+HANDLER_SOURCE = Path(__file__).with_name("artifact_check_handler.py")
+
+
+class ArtifactCheck(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, bucket: s3.IBucket, checks: Sequence[Check],
+                 logs_key: kms.IKey) -> None:
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description="Checks that the model artifacts are in the dataset bucket")
+        # HeadObject is authorized by s3:GetObject (S3 API Reference, HeadObject, Permissions), and it returns
+        # metadata only: S3 decrypts no data for it, so no KMS permission is granted. Exactly the checked objects.
+        self.object_arns = [bucket.arn_for_objects(c.key) for c in checks]
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=self.object_arns))
+        logs = kept_log_group(self, "Logs", key=logs_key)
+        logs.grant_write(self.role)  # the function writes its log as its role (LoggingConfig.LogGroup)
+        self.function = lambda_.Function(
+            # The newest Python runtime aws-cdk-lib knows (cdk-nag AwsSolutions-L1 asks for it).
+            self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
+            code=lambda_.Code.from_inline(HANDLER_SOURCE.read_text()), role=self.role, log_group=logs,
+            # The handler's S3 calls time out in seconds; this only bounds a hang, so CloudFormation hears in time.
+            timeout=Duration.seconds(60), memory_size=128,
+            description="Deploy-time check: the model artifacts this stack serves are in the dataset bucket")
+        acknowledge_own_handler(self.function, reason=(
+            "The InferenceStack's deploy-time artifact check: CloudFormation invokes it on create and update to "
+            "HeadObject the model artifacts, and it replies in seconds."), network=(
+            "it calls only the S3 API, with IAM and TLS, for the objects it checks; nothing in the estate's network"))
+        self.resource = CustomResource(
+            self, "Resource", service_token=self.function.function_arn, resource_type=RESOURCE_TYPE,
+            properties={"Bucket": bucket.bucket_name,
+                        "Artifacts": [{"Key": c.key, "Artifact": c.artifact, "Put": c.put_in(bucket.bucket_name)}
+                                      for c in checks]})
+        self.resource.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+        self.keys = [c.key for c in checks]
+
