@@ -31,6 +31,12 @@ class Estate:
         return tuple(s for s in (self.network, self.data, self.train, self.inference) if s is not None)
 
 
+def commands_target(scope: Construct, workload: str) -> str:
+    """What `python -m workloads submit|promote` take to find this estate: a team's copy also names its stage."""
+    stage = scope.stage_name if isinstance(scope, cdk.Stage) else ""  # the App is a Stage too, named ""
+    return workload + (f" --stage {stage}" if stage else "")
+
+
 def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False,
                  named_by_workload: bool = False) -> Estate:
     """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option.
@@ -66,7 +72,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
-        inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference), vpc=network.network.vpc, subnets=network.network.hosting_subnets,
+        inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference, workload=commands_target(scope, w.name)),
+        vpc=network.network.vpc, subnets=network.network.hosting_subnets,
         second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common,
         **protect)
     estate = Estate(network, data, train, inference, job_logs)

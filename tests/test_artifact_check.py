@@ -9,6 +9,7 @@ deployed once it is uploaded.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
 import time
@@ -23,6 +24,7 @@ from constructs_lib.endpoints.artifact_check_handler import RESOURCE_TYPE, handl
 from tools.emulator import running
 from workloads import load, plan
 from workloads.artifacts import artifact_checks
+from workloads.cli import _parser
 from workloads.jobs import stack_name
 from workloads.serving import proof_key
 
@@ -84,9 +86,13 @@ def test_the_checks_follow_the_plan():
     assert trained.key == "models/llm/config.json" and "train.py exports /fsx/output/llm" in trained.put
     assert "aws s3 sync <local export dir> s3://{bucket}/models/llm/" in trained.put
     small = plan(load("small"))
-    (one,) = artifact_checks(small.training, small.inference)
+    (one,) = artifact_checks(small.training, small.inference, workload="small --stage vision")
     assert one.kinds == tuple(small.inference) and one.key == "models/model.tar.gz"
-    assert "output/<training job>/output/model.tar.gz" in one.put  # a SageMaker training job's model
+    # A SageMaker training job's model gets there by the two commands that exist for it; both parse as written.
+    commands = re.findall(r"python -m workloads ([a-z]+ [^,;(]+?)(?:,| \(|;|$)", one.put)
+    assert [c.split()[0] for c in commands] == ["submit", "promote"], one.put
+    for command in commands:
+        _parser().parse_args(command.replace("<training job>", "small-train-1").split())
 
 
 # ---- the handler, called directly
@@ -177,6 +183,7 @@ def test_the_emulator_refuses_the_inference_stack_until_the_artifact_is_uploaded
         cf = emu.client("cloudformation")
         assert cf.describe_stacks(StackName=stack_name("small", INFERENCE))["Stacks"][0]["StackStatus"] == \
             "ROLLBACK_COMPLETE"
+        assert not cf.describe_stack_resources(StackName=stack_name("small", INFERENCE))["StackResources"]
         outputs = cf.describe_stacks(StackName=stack_name("small", "DataStack"))["Stacks"][0]["Outputs"]
         bucket = next(o["OutputValue"] for o in outputs if o["OutputKey"] == "DatasetBucketName")
         emu.client("s3").put_object(Bucket=bucket, Key=check.key, Body=b"placeholder")

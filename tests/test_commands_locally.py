@@ -28,7 +28,7 @@ def _workloads(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_without_credentials_the_commands_say_nothing_was_sent():
     """Before: "AWS refused the request: Unable to locate credentials", though no request had been sent."""
-    for args in (["invoke", "small"], ["submit", "small", "--entry-point", "train.py", "--source-dir", "examples/slurm"]):
+    for args in (["invoke", "small"], ["submit", "small"]):
         result = _workloads(*args, env=_clean_env())
         assert result.returncode == 1, result.stderr
         assert "no AWS credentials were found, so nothing was sent" in result.stderr
@@ -62,12 +62,14 @@ def test_make_emulator_runs_the_commands_as_the_readme_shows():
                 break
         assert exports.get("AWS_ENDPOINT_URL", "").startswith("http://localhost:"), "".join(seen)
         env = _clean_env(**exports)
-        invoke = _workloads("invoke", "small", env=env)
-        assert invoke.returncode == 0 and invoke.stdout.startswith("realtime endpoint "), invoke.stderr
-        submit = _workloads("submit", "small", "--entry-point", "train.py", "--source-dir", "examples/slurm", env=env)
-        assert submit.returncode == 0 and submit.stdout.startswith("training job small-train-"), submit.stderr
-        process = _workloads("process", "small", "--code", "examples/prep.py", env=env)
-        assert process.returncode == 0 and process.stdout.startswith("processing job small-process-"), process.stderr
+        # The commands it prints are the ones run: what the user pastes is what is tested.
+        printed = [line.split("#")[0].split()[3:] for line in seen if line.strip().startswith("python -m workloads ")]
+        expected = {"invoke": "realtime endpoint ", "submit": "training job small-train-",
+                    "process": "processing job small-process-"}
+        assert sorted(args[0] for args in printed) == sorted(expected), "".join(seen)
+        for args in printed:
+            result = _workloads(*args, env=env)
+            assert result.returncode == 0 and result.stdout.startswith(expected[args[0]]), (args, result.stderr)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)

@@ -12,7 +12,10 @@ from workloads.cli import main
 from workloads.context import read_context
 from workloads.errors import INFO, WARNING
 
-TRN1 = ["huge", "-c", "training.instance_type=trn1.32xlarge"]
+from .conftest import TRN1 as TRN1_OVERRIDES
+
+# Trn1 takes huge's pipeline only for a model the XLA trainer runs data parallel (conftest.TRN1).
+TRN1 = ["huge", *(arg for k, v in TRN1_OVERRIDES.items() for arg in ("-c", f"{k}={v}"))]
 # A classic-ML config on a burstable type: built, with a warning from the validators (not the planner).
 T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_type=t3.medium", "-c",
       "inference.artifact.format=xgboost", "-c", "inference.artifact.key=models/model.tar.gz"]
@@ -63,14 +66,14 @@ def test_a_burstable_type_trains_with_a_warning_not_an_error():
 
 
 def test_a_cheaper_candidate_is_an_info_note_not_a_decision():
-    p = plan(load("huge", {"training.instance_type": "trn1.32xlarge"}))
+    p = plan(load("huge", TRN1_OVERRIDES))
     notes = [f for f in p.findings if f.level == INFO]
     assert notes and "would cost" in notes[0].message and not any("would cost" in d for d in p.training.decisions)
     assert not any(f.level == INFO for f in p.warnings)
 
 
 def test_cdk_context_strict_refuses_warnings_and_false_lets_them_through():
-    context = {"workload": "huge", "training.instance_type": "trn1.32xlarge"}
+    context = {"workload": "huge", **TRN1_OVERRIDES}
     assert read_context({**context, "strict": "false"}).findings
     with pytest.raises(ConfigError, match="refused under strict"):
         read_context({**context, "strict": "true"})
@@ -88,7 +91,7 @@ def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(app, "build", lambda cdk_app, target: built.append(target))
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
     for strict, status in (("false", 0), ("true", 2)):
-        overrides = {"workload": "huge", "training.instance_type": "trn1.32xlarge", "strict": strict}
+        overrides = {"workload": "huge", **TRN1_OVERRIDES, "strict": strict}
         monkeypatch.setattr(app.cdk, "App", lambda **kw: real_app(**{**kw, "outdir": str(tmp_path),
                                                                     "context": {**kw["context"], **overrides}}))
         assert app.main() == status

@@ -25,7 +25,7 @@ from workloads import ConfigError, load, plan
 from workloads.errors import report
 from workloads.interrupt import die_of_sigint
 from workloads.teams import load_teams
-from workloads.invoke import INVOCABLE, default_kind, invoke
+from workloads.invoke import INVOCABLE, default_kind, invoke, sample_request
 from workloads.report import print_plan
 
 from .emulator import NotLocalError, deployed_resources, running
@@ -94,7 +94,7 @@ def _serve(console: Console, emulator, *, workload: str, team: str | None, teams
     print("\n".join(f"export {k}={env[k]}" for k in names), flush=True)
     console.print(f"  source .venv/bin/activate\n"
                   f"  python -m workloads invoke {target}\n"
-                  f"  python -m workloads submit {target} --entry-point train.py --source-dir examples/slurm\n"
+                  f"  python -m workloads submit {target}\n"
                   f"  python -m workloads process {target} --code examples/prep.py\n"
                   "Ctrl-C here stops it (everything deployed to it is gone).", soft_wrap=True)
     while True:
@@ -110,9 +110,11 @@ def _one_call(emulator, the_plan, *, stage: str):
     """Send one request the way `python -m workloads invoke` does, to the emulator."""
     if not any(k in the_plan.inference for k in INVOCABLE):
         return None
+    kind = default_kind(the_plan)
+    content_type, body = sample_request(the_plan, kind)  # what `invoke` sends by default: the container's contract
     with emulator.in_process():
-        return invoke(the_plan, kind=default_kind(the_plan), body=b'{"inputs": "hello"}',
-                      content_type="application/json", stage=stage, timeout_s=30, poll_s=0.5)
+        return invoke(the_plan, kind=kind, body=body, content_type=content_type, stage=stage, timeout_s=30,
+                      poll_s=0.5)
 
 
 def _print_reports(console: Console, reports) -> None:

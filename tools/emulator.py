@@ -149,6 +149,15 @@ def _patch_moto() -> None:
                                      resource_status_reason=failed.reason, resource_properties=None))
             self._add_stack_event("ROLLBACK_IN_PROGRESS", resource_status_reason=(
                 f"The following resource(s) failed to create: [{failed.logical_id}]. Rollback requested by user."))
+            # The rollback deletes what was created (Retain kept); the stack then lists no resources and no outputs.
+            # Left in the map, the failed resource was created, and failed, again on every DescribeStackResources:
+            # a 500 the CDK CLI's failure investigation retried for 45 s.
+            try:
+                self.resource_map.delete()
+            except Exception:  # noqa: BLE001 - moto cannot delete every type; CloudFormation would report it too
+                pass
+            self.resource_map._resource_json_map = {}
+            self.output_map._output_json_map, self.output_map._parsed_outputs = {}, {}
             self.status = "ROLLBACK_COMPLETE"
             self._add_stack_event("ROLLBACK_COMPLETE")
 

@@ -33,7 +33,7 @@ def exported_key(t: TrainingPlan) -> str | None:
     return layout.MODELS + export.removeprefix(FSX_OUTPUT_DIR + "/").strip("/") + "/"
 
 
-def _put(artifact: str, ip: InferencePlan, t: TrainingPlan) -> str:
+def _put(artifact: str, ip: InferencePlan, t: TrainingPlan, target_cli: str) -> str:
     assert ip.serving is not None
     target = f"s3://{BUCKET}/{artifact}"
     if ip.serving.container == "tgi-neuronx":
@@ -42,21 +42,23 @@ def _put(artifact: str, ip: InferencePlan, t: TrainingPlan) -> str:
     if artifact.endswith("/"):
         sync = f"aws s3 sync <local export dir> {target}"
         if t.orchestrator == "sagemaker-jobs":
-            sync = (f"aws s3 sync <local export dir> {target} (the training job's s3://{BUCKET}/{layout.OUTPUT}"
-                    "<training job>/output/model.tar.gz, unpacked)")
+            sync = (f"python -m workloads submit {target_cli}, then python -m workloads promote {target_cli} "
+                    f"--job <training job> (copies its model here); or aws s3 sync <local export dir> {target}")
         if exported_key(t) == artifact:
             return (f"train first: train.py exports {t.parallelism.export_dir} and the file system's link writes it "
                     f"there; or {sync}")
         return sync
     copy = f"aws s3 cp <local model.tar.gz> {target} ({ip.serving.artifact_layout})"
     if t.orchestrator == "sagemaker-jobs":
-        return (f"aws s3 cp s3://{BUCKET}/{layout.OUTPUT}<training job>/output/model.tar.gz {target} (the training "
-                f"job's model), or {copy}")
+        return (f"python -m workloads submit {target_cli}, then python -m workloads promote {target_cli} "
+                f"--job <training job> (copies its model.tar.gz here); or {copy}")
     return copy
 
 
-def artifact_checks(training: TrainingPlan, inference: dict[str, InferencePlan]) -> tuple[ArtifactCheck, ...]:
-    """One check per artifact the inference kinds read (kinds sharing a key share its check), in kind order."""
+def artifact_checks(training: TrainingPlan, inference: dict[str, InferencePlan], *,
+                    workload: str = "WORKLOAD") -> tuple[ArtifactCheck, ...]:
+    """One check per artifact the inference kinds read (kinds sharing a key share its check), in kind order.
+    `workload`: what the job commands take to find this estate (`small`, or `small --stage vision`)."""
     found: dict[str, ArtifactCheck] = {}
     for kind, ip in inference.items():
         if ip.serving is None:
@@ -64,5 +66,5 @@ def artifact_checks(training: TrainingPlan, inference: dict[str, InferencePlan])
         artifact = ip.serving.artifact_key
         first = found.get(artifact)
         found[artifact] = ArtifactCheck(artifact, proof_key(artifact), (*first.kinds, kind), first.put) if first else \
-            ArtifactCheck(artifact, proof_key(artifact), (kind,), _put(artifact, ip, training))
+            ArtifactCheck(artifact, proof_key(artifact), (kind,), _put(artifact, ip, training, workload))
     return tuple(found.values())
