@@ -25,6 +25,7 @@ layout's export_dir on a cluster, else SM_MODEL_DIR on a SageMaker job (which up
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -480,6 +481,15 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
 def main() -> None:
     args = parse()
     device = setup(args.device)
+    train(args, device)
+    # The model, optimizer and FSDP2's device mesh hold the process group and gloo's finished work (tensors). Freed
+    # here, while Python is alive: freed at interpreter exit, gloo's threads abort the process (SIGABRT) at random
+    # after a good run, and Slurm marks the job failed (seen once in CI; pytorch/pytorch#179291 describes it).
+    gc.collect()
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, device: torch.device) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     if args.text:
         prepare_here(args)
@@ -544,7 +554,6 @@ def main() -> None:
             break
     if state.step == args.steps and args.export_dir:
         export(model, args, rank)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
