@@ -200,3 +200,16 @@ def teams_synth(synth_root) -> TeamsSynth:
             artifacts.setdefault(team, {})[sid] = stack
             paths.setdefault(team, {})[sid] = path
     return TeamsSynth(outdir, templates, artifacts, paths)
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_to_fsx():
+    """Tests write only under their temporary directories: a run that creates /fsx on the machine running it (the
+    trainer writing the layout's export directory, say) fails here."""
+    from workloads.layout import FSX_MOUNT  # the clusters' FSx mount
+
+    fsx = Path(FSX_MOUNT)
+    existed = fsx.exists()
+    yield
+    assert existed or not fsx.exists(), f"a test created {fsx} on this machine: give it a temporary directory"
