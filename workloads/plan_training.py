@@ -193,11 +193,17 @@ def recompute_factor(w: Workload, itype: InstanceType, count: int) -> float:
     and the type's utilisation rows were measured without recomputation; 1 otherwise."""
     if not any(f"[{src}]" in utilisation(itype, w.model.parameters_billion).basis for src in MEASURED_WITHOUT_RECOMPUTE):
         return 1.0
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     return 1.0 if spread is not None and not spread.recompute else parallelism.RECOMPUTE_EFFICIENCY
+
+
+def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
+    """parallelism.choose for this workload's decoder: the config's heads (or the usual ones at its size) and the
+    usual decoder's grouped-query key/value heads where they divide the heads (else one per head)."""
+    layers, _, kv, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    return parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                              heads=heads, kv_heads=kv if heads % kv == 0 else heads, itype=itype, nodes=count)
 
 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
@@ -235,10 +241,7 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
 def _trainer_refusal(w: Workload, itype: InstanceType, count: int) -> str | None:
     """A candidate whose layout the shipped trainer cannot run on its stack is no candidate: the plan refuses it here,
     not the trainer after a node image bake (parallelism.trainer_refusal)."""
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     stack = load_software().for_type(itype)
     if spread is None or isinstance(stack, str):
         return None  # no layout at all is refused later, with the fields that would change it
@@ -409,10 +412,7 @@ def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) 
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     if spread is None:
         per_node, gib = devices(itype)
         field = "training.instance_count" if w.training.instance_count else "training.instance_type"
@@ -421,8 +421,7 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
                           reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
                                  f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
     decisions.append(f"layout: {spread.reason}")
-    kv = model_shape(w)[2]  # grouped-query attention as the usual decoder of this size (the KV cache sizing)
-    return replace(spread, kv_heads=kv if heads % kv == 0 else heads)
+    return spread
 
 
 def _run_length(spread: Parallelism, tokens_billion: float | None, decisions: list[str]) -> Parallelism:
