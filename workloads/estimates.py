@@ -12,7 +12,7 @@ from pathlib import Path
 
 import statistics
 
-from .catalog import InstanceType, Utilisation
+from .catalog import InstanceType, Price, Utilisation
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
 BYTES_PER_TOKEN = 4
@@ -179,9 +179,10 @@ def load_services() -> dict:
     return read_packaged_yaml(Path(__file__).parent / "catalog" / "services.yaml")
 
 
-def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
+def monthly(w, training, inference: dict, notebook_price: Price | None = None) -> Monthly:
     """A month of the estate: storage, network, serving at minimum capacity, scheduled batch runs, notebook and
-    logs, priced from catalog/services.yaml; the headline adds one training run."""
+    logs, priced from catalog/services.yaml; the headline adds one training run. Instance prices are named with
+    their region, and say so where the plan's region has none recorded."""
     svc = load_services()
     hours = svc["hours_per_month"]
     assumed = svc["assumed"]
@@ -217,18 +218,19 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
             r = ip.batch_run
             add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.2f} "
                 f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule})",
-                f"{ip.instance_type} at SageMaker on-demand", "catalog")
+                f"{ip.instance_type} at {ip.price_note}", "catalog")
         elif ip.kind == "serverless":
             add("serverless endpoint at minimum", 0.0, "scales to zero; billed per GB-second of requests",
                 f"${SERVERLESS_USD_PER_GB_SECOND}/GB-s (unconfirmed list price)", "catalog")
         else:
             add(f"{ip.kind} endpoint at minimum capacity", (ip.usd_per_hour_min or 0) * hours,
                 f"{ip.min_instances} x {ip.instance_type} x {hours} h", f"${(ip.usd_per_hour_min or 0):,.4g}/h at "
-                "minimum (SageMaker on-demand)", "catalog")
+                f"minimum ({ip.price_note})", "catalog")
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
-        add("notebook", notebook_price * h, f"{h} h (assumed: stops itself after {w.notebook.idle_minutes} idle "
-            "minutes)", f"${notebook_price}/h (SageMaker on-demand)", "catalog")
+        add("notebook", notebook_price.usd_per_hour * h, f"{h} h (assumed: stops itself after "
+            f"{w.notebook.idle_minutes} idle minutes)", f"${notebook_price.usd_per_hour}/h ({notebook_price.label})",
+            "catalog")
     logs = svc["cloudwatch_logs"]
     gb_logs = assumed["log_gb_per_month"]
     add("CloudWatch logs", gb_logs * (logs["usd_per_gb_ingested"] + logs["usd_per_gb_month_stored"]),

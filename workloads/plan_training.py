@@ -521,7 +521,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     total_range = (est.billed_hours(low_h, price.kind) * cluster_usd_h,
                    est.billed_hours(high_h, price.kind) * cluster_usd_h)
     spot = total * (1 - est.SPOT_SAVING) if managed_spot(orchestrator) else None
-    note = f"{price.kind}, {price.region}" + (f" ({price.note})" if price.note else "")
+    note = price.label
     if price.kind == "EC2 Capacity Block":
         note += "; bought in whole days up front, so the total is whole days of the block"
     if w.training.training_plan_arn:

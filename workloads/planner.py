@@ -66,7 +66,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         inference=inference,
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
-        monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
+        monthly=monthly(w, training, inference, price),
         findings=(*advice(w, cat), *training.findings),
         path=train_to_serve(training, inference),
     )
