@@ -160,6 +160,15 @@ def variant_synth(request, synth) -> tuple[str, Synth]:
     return request.param, synth(workload, overrides)
 
 
+@pytest.fixture(scope="session")
+def variant_synth_by_name(synth):
+    """variant_synth_by_name("huge-p5") -> Synth of that VARIANTS entry, cached for the session."""
+    def _synth(name: str):
+        workload, overrides = VARIANTS[name]
+        return synth(workload, overrides)
+    return _synth
+
+
 TEAMS_FILE = ROOT / "config" / "teams.yaml"
 
 
