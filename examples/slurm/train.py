@@ -20,6 +20,8 @@ Data: --data is the prepare step's directory (examples/slurm/prepare.py: token s
 the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
 SageMaker job), each node tokenizes the text into --data first, its local ranks sharing the files. The export: the
 layout's export_dir on a cluster, else SM_MODEL_DIR on a SageMaker job (which uploads it), with the tokenizer's files.
+Where /fsx is not mounted (not a cluster node), the layout's /fsx paths are refused: --export-dir and --checkpoint-dir
+say where instead.
 """
 
 from __future__ import annotations
