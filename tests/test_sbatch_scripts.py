@@ -24,7 +24,18 @@ from workloads.train_commands import EXAMPLES_ON_NODE
 from .conftest import ROOT, VARIANTS
 
 EXAMPLES = ROOT / "examples" / "slurm"
-CLUSTERS = [name for name, (w, o) in VARIANTS.items() if plan(load(w, o)).training.orchestrator != "sagemaker-jobs"]
+
+def _clusters() -> list[str]:
+    """One cluster variant per (orchestrator, script, device): each way the scripts run, once."""
+    seen: dict[tuple, str] = {}
+    for name, (w, o) in VARIANTS.items():
+        t = plan(load(w, o)).training
+        if t.orchestrator != "sagemaker-jobs":
+            seen.setdefault((t.orchestrator, t.accelerator_kind, t.software.device), name)
+    return list(seen.values())
+
+
+CLUSTERS = _clusters()
 
 # Each stub appends {"cmd", "argv", "env"} to $STUB_LOG. sbatch runs the script it is given (the node's examples
 # folder is the repository's) with the environment Slurm gives a batch job; srun runs torchrun on this one "node"
@@ -150,10 +161,16 @@ def test_the_submit_line_runs_the_scripts_and_torchrun_gets_the_plans_values(var
     assert trained[4:] == passed  # the Submit line's train.py arguments, unchanged
 
 
-def test_the_huge_plans_stop_budget_is_not_torchruns_default():
-    """What makes the check above bite: the huge preset's checkpoint needs minutes, so a script that lost the plan's
-    value (a misspelt key read with a default) hands torchrun 30 s and fails it."""
-    assert plan(load("huge")).training.parallelism.shutdown_timeout_s > TORCHRUN_DEFAULT_SHUTDOWN_S
+def test_each_script_runs_a_plan_whose_stop_budget_is_not_torchruns_default():
+    """What makes the check above bite: for each script, a variant whose checkpoint needs minutes, so a script that
+    lost the plan's value (a misspelt key read with a default) hands torchrun 30 s and fails it."""
+    budgets: dict[str, int] = {}
+    for name in CLUSTERS:
+        t = plan(load(*VARIANTS[name])).training
+        script = "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch"
+        budgets[script] = max(budgets.get(script, 0), t.parallelism.shutdown_timeout_s)
+    assert set(budgets) == {"train-gpu.sbatch", "train-trainium.sbatch"}
+    assert all(b > TORCHRUN_DEFAULT_SHUTDOWN_S for b in budgets.values()), budgets
 
 
 @pytest.mark.parametrize("script", ["train-gpu.sbatch", "train-trainium.sbatch"])
