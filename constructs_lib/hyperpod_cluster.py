@@ -23,6 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_catalog, load_software, strip_ml
+from workloads.cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE
 
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup
@@ -37,8 +38,7 @@ LIFECYCLE_SCRIPT = "on_init_complete.sh"
 LIFECYCLE_PREFIX = "lifecycle/hyperpod/"
 FRAMEWORK_SCRIPT = "install-framework.sh"  # beside the lifecycle script, generated from the plan
 LAYOUT_FILE = "layout.json"
-CONTROLLER_TYPE = "ml.m5.xlarge"
-LOGIN_TYPE = "ml.m5.xlarge"
+CONTROLLER_TYPE, LOGIN_TYPE = HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE  # priced in the monthly estimate
 PARTITION = "train"
 C = sagemaker.CfnCluster
 

@@ -11,11 +11,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
+from workloads.cluster_nodes import SLURM_LOGIN_TYPE as LOGIN_INSTANCE_TYPE  # priced in the monthly estimate
+
 from .node_launch_template import NodeLaunchTemplate
 from .ssm_access import allow_ssm_sessions
 
 SLURM_VERSION = "25.11"
-LOGIN_INSTANCE_TYPE = "m5.xlarge"
 # PCS cluster sizes by the nodes they manage (PCS user guide, "Cluster size").
 _SIZES = ((32, "SMALL"), (512, "MEDIUM"), (2048, "LARGE"))
 

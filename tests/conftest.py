@@ -160,6 +160,15 @@ def variant_synth(request, synth) -> tuple[str, Synth]:
     return request.param, synth(workload, overrides)
 
 
+@pytest.fixture(scope="session")
+def variant_synth_by_name(synth):
+    """variant_synth_by_name("huge-p5") -> Synth of that VARIANTS entry, cached for the session."""
+    def _synth(name: str):
+        workload, overrides = VARIANTS[name]
+        return synth(workload, overrides)
+    return _synth
+
+
 TEAMS_FILE = ROOT / "config" / "teams.yaml"
 
 
@@ -200,3 +209,16 @@ def teams_synth(synth_root) -> TeamsSynth:
             artifacts.setdefault(team, {})[sid] = stack
             paths.setdefault(team, {})[sid] = path
     return TeamsSynth(outdir, templates, artifacts, paths)
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_to_fsx():
+    """Tests write only under their temporary directories: a run that creates /fsx on the machine running it (the
+    trainer writing the layout's export directory, say) fails here."""
+    from workloads.layout import FSX_MOUNT  # the clusters' FSx mount
+
+    fsx = Path(FSX_MOUNT)
+    existed = fsx.exists()
+    yield
+    assert existed or not fsx.exists(), f"a test created {fsx} on this machine: give it a temporary directory"

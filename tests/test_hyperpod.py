@@ -95,7 +95,8 @@ def test_lifecycle_gets_the_plans_layout_and_pinned_stack(hyperpod):
     assert f'"$HERE/{LAYOUT_FILE}" {LAYOUT_ON_NODE}' in script and f'bash "$HERE/{FRAMEWORK_SCRIPT}"' in script
     for example in ("train-gpu.sbatch", "train-trainium.sbatch"):
         sbatch = (LIFECYCLE / "examples" / example).read_text()
-        assert f"source {ML_VENV}/bin/activate" in sbatch and LAYOUT_ON_NODE in sbatch
+        assert f"ML_VENV=${{ML_VENV:-{ML_VENV}}}" in sbatch and 'source "$ML_VENV/bin/activate"' in sbatch
+        assert LAYOUT_ON_NODE in sbatch
 
 
 def test_execution_role_is_least_privilege(hyperpod):

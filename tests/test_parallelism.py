@@ -63,3 +63,57 @@ def test_the_memory_per_rank_matches_what_the_trainer_measured_on_an_h100(params
     estimate = gib_per_rank(params, layers, hidden, shards=1, tensor=1, pipeline=1, sharded=sharding == "full",
                             vocab=vocab)
     assert 0.97 * measured <= estimate <= 1.25 * measured, (estimate, measured)
+
+
+# A grid of decoder shapes for the property below: head counts that 2, 4, 8 and 16 do and do not divide, each with
+# grouped-query key/value heads among its divisors (one per head included), at sizes from 7B to 405B.
+_SIZES = ((7, 32, 4096), (13, 40, 5120), (34, 48, 8192), (70, 80, 8192), (175, 96, 12288), (405, 126, 16384))
+_HEADS = {20: (20, 4), 28: (28, 4, 2), 32: (32, 8), 40: (40, 8), 48: (48, 8), 52: (52, 4), 56: (56, 8), 64: (64, 8),
+          96: (96, 8), 112: (112, 16), 128: (128, 8, 1)}
+_NODES = (1, 2, 4, 8, 16, 64)
+
+
+def test_every_tensor_parallel_degree_the_planner_emits_divides_the_heads_and_kv_heads():
+    """Over every accelerated training type, shape and cluster size of the grid: a layout with tensor parallelism
+    holds whole query and key/value heads on each rank, stays inside a node and records the kv heads it was chosen
+    for. The grid reaches tensor parallel 2, 4 and 8, so the property is not vacuous."""
+    from workloads.catalog import devices
+
+    emitted = set()
+    types = [t for t in _types().values() if t.accelerator and t.accelerator.kind in ("nvidia-gpu", "trainium")]
+    for itype in types:
+        per_node, _ = devices(itype)
+        for (params, layers, hidden), (heads, kvs), nodes in (
+                (size, h, n) for size in _SIZES for h in _HEADS.items() for n in _NODES):
+            for kv in kvs:
+                spread = choose(parameters_billion=params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv,
+                                itype=itype, nodes=nodes)
+                if spread is None:
+                    continue
+                where = (itype.name, params, heads, kv, nodes, spread.tensor)
+                assert heads % spread.tensor == 0 and kv % spread.tensor == 0, where
+                assert per_node % spread.tensor == 0 and spread.kv_heads == kv, where
+                emitted.add(spread.tensor)
+    assert {1, 2, 4, 8} <= emitted, emitted
+
+
+@pytest.mark.parametrize("itype", ["p4d.24xlarge", "p5.48xlarge", "trn1.32xlarge", "trn2.48xlarge"])
+@pytest.mark.parametrize("heads", [None, "20", "28", "52", "56"])
+def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
+    """The layouts the planner derives from a config (its plan's, and each candidate's for its utilisation and
+    refusals) carry the model's grouped-query key/value heads and never split a head, whatever attention_heads the
+    config sets, from one node up."""
+    from workloads.plan_training import _choose_layout
+    from workloads.serving import attention_heads, model_shape
+
+    w = load("huge", {"training.instance_type": itype, **({"model.attention_heads": heads} if heads else {})})
+    (query, _), usual_kv = attention_heads(w), model_shape(w)[2]
+    tensor = set()
+    for nodes in (1, 2, 4, 16):
+        spread = _choose_layout(w, _types()[itype], nodes)
+        if spread is None:
+            continue
+        assert spread.heads == query and spread.kv_heads == (usual_kv if query % usual_kv == 0 else query)
+        assert query % spread.tensor == 0 and spread.kv_heads % spread.tensor == 0, (nodes, spread.tensor)
+        tensor.add(spread.tensor)
+    assert tensor, "no layout at any size: the check above never ran"

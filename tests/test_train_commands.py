@@ -63,14 +63,6 @@ def test_the_submit_output_prepares_the_data_and_trains_the_plans_steps(variant,
     assert f"--signal=TERM@{t.parallelism.signal_lead_s}" in submit
 
 
-@pytest.fixture(scope="session")
-def variant_synth_by_name(synth):
-    def _synth(name: str):
-        workload, overrides = VARIANTS[name]
-        return synth(workload, overrides)
-    return _synth
-
-
 def test_the_steps_train_the_plans_tokens():
     t = plan(load("huge")).training
     s = t.parallelism

@@ -65,8 +65,9 @@ def tokens(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("sharding", ["none", "full"])
 def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, tokens, sharding):
+    # The plan's layout names its export directory on /fsx: here it goes under the test's own directory.
     run = ["--steps", "6", "--checkpoint-every", "2", "--layout", str(layouts[sharding]), "--data", str(tokens),
-           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt")]
+           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(tmp_path / "export")]
     straight = _torchrun(tmp_path, *run)
     assert ("FSDP2" if sharding == "full" else "DDP") + ", cpu" in straight
     reference = _losses(straight)
@@ -84,6 +85,12 @@ def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, toke
     assert sorted(after) == [5]  # the same batch and the same weights as the uninterrupted run
     assert after[5] == pytest.approx(reference[5], rel=1e-5, abs=1e-6), (after, reference)
     assert (ckpt / "latest").read_text().strip() == "step-00000005"
+    # Resumed again, to the end: step 6 follows an update made with the restored AdamW moments, so it matches only
+    # when the checkpoint holds the optimizer state as well as the weights.
+    finished = _losses(_torchrun(tmp_path, *run))
+    assert sorted(finished) == [6] and finished[6] == pytest.approx(reference[6], rel=1e-5, abs=1e-6), (
+        finished, reference)
+    assert (tmp_path / "export" / "config.json").exists()
 
 
 def test_a_tensor_or_pipeline_layout_is_refused_with_its_reason(tmp_path):
@@ -107,7 +114,7 @@ def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):
     spec.loader.exec_module(train)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu"])
+    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu", "--export-dir", "unused"])
     args = train.parse()
     spread = json.loads(env[jobs.LAYOUT_ENV])
     assert (args.layers, args.hidden, args.heads, args.seq, args.vocab, args.sharding) == (

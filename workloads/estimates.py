@@ -12,7 +12,7 @@ from pathlib import Path
 
 import statistics
 
-from .catalog import InstanceType, Utilisation
+from .catalog import InstanceType, Price, Utilisation
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
 BYTES_PER_TOKEN = 4
@@ -173,15 +173,26 @@ class Monthly:
     sources: dict[str, str]  # key -> "title <url>, checked date"
 
 
+# What the stacks create whatever the workload, counted here for their monthly lines (tests/test_billed_resources.py
+# holds these counts to the synthesized templates): one NAT gateway (constructs_lib/network.py) with its public IPv4
+# address, and the customer managed KMS keys of the data, the network's logs and the jobs' logs.
+NAT_GATEWAYS = 1
+CUSTOMER_MANAGED_KEYS = ("data", "logs", "job logs")
+
+
 @cache
 def load_services() -> dict:
     from .packaged import read_packaged_yaml
     return read_packaged_yaml(Path(__file__).parent / "catalog" / "services.yaml")
 
 
-def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
-    """A month of the estate: storage, network, serving at minimum capacity, scheduled batch runs, notebook and
-    logs, priced from catalog/services.yaml; the headline adds one training run."""
+def monthly(w, training, inference: dict, notebook_price: Price | None = None,
+            standing: tuple[tuple[str, str, int, Price | None], ...] = ()) -> Monthly:
+    """A month of the estate: storage, network, serving at minimum capacity, scheduled batch runs, notebook, the
+    cluster's standing nodes and controller, keys, alarms and logs, priced from catalog/services.yaml; the headline
+    adds one training run. Instance prices are named with their region, and say so where the plan's region has none
+    recorded. `standing`: (what, instance type, count, price) of the nodes a cluster runs all month beside its
+    training nodes (cluster_nodes.standing_nodes)."""
     svc = load_services()
     hours = svc["hours_per_month"]
     assumed = svc["assumed"]
@@ -197,11 +208,14 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
             f"{f.per_unit_mb_s} MB/s/TiB", f"${rate}/GB-month (FSx list price)", svc["fsx_lustre"]["source"])
     nat = svc["nat_gateway"]
     gb = assumed["nat_gb_processed_per_month"]
-    add("NAT gateway hours", hours * nat["usd_per_hour"], f"1 gateway x {hours} h", f"${nat['usd_per_hour']}/h "
-        "(VPC list price)", nat["source"])
+    add("NAT gateway hours", NAT_GATEWAYS * hours * nat["usd_per_hour"], f"{NAT_GATEWAYS} gateway x {hours} h",
+        f"${nat['usd_per_hour']}/h (VPC list price)", nat["source"])
     add("NAT gateway data processed", gb * nat["usd_per_gb_processed"], f"{gb} GB (assumed: images, packages, AWS "
         "API calls; S3 goes through the gateway endpoint)", f"${nat['usd_per_gb_processed']}/GB (VPC list price)",
         nat["source"])
+    ipv4 = svc["public_ipv4"]
+    add("public IPv4 address", NAT_GATEWAYS * hours * ipv4["usd_per_hour"], f"{NAT_GATEWAYS} address x {hours} h "
+        "(the NAT gateway's Elastic IP)", f"${ipv4['usd_per_hour']}/h (VPC list price)", ipv4["source"])
     s3 = svc["s3_standard"]
     gb_data = w.data.dataset_size_gib * 2**30 / 1e9
     add("S3 storage of the dataset", gb_data * s3["usd_per_gb_month"], f"{gb_data:,.0f} GB (the dataset)",
@@ -217,18 +231,40 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
             r = ip.batch_run
             add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.2f} "
                 f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule})",
-                f"{ip.instance_type} at SageMaker on-demand", "catalog")
+                f"{ip.instance_type} at {ip.price_note}", "catalog")
         elif ip.kind == "serverless":
             add("serverless endpoint at minimum", 0.0, "scales to zero; billed per GB-second of requests",
                 f"${SERVERLESS_USD_PER_GB_SECOND}/GB-s (unconfirmed list price)", "catalog")
         else:
             add(f"{ip.kind} endpoint at minimum capacity", (ip.usd_per_hour_min or 0) * hours,
                 f"{ip.min_instances} x {ip.instance_type} x {hours} h", f"${(ip.usd_per_hour_min or 0):,.4g}/h at "
-                "minimum (SageMaker on-demand)", "catalog")
+                f"minimum ({ip.price_note})", "catalog")
+    for what, itype, count, price in standing:
+        if price is not None:
+            add(what, count * price.usd_per_hour * hours, f"{count} x {itype} x {hours} h (runs all month)",
+                f"${price.usd_per_hour}/h ({price.label})", "catalog")
+    if training.orchestrator == "slurm":
+        pcs = svc["pcs_controller"]
+        add("PCS cluster controller", (pcs["usd_per_hour"] or 0) * hours, f"1 Slurm controller x {hours} h",
+            "PCS list price by cluster size: not recorded, counted as $0", pcs["source"])
+        snap, gb = svc["ebs_snapshot"], assumed["node_image_snapshot_gb"]
+        add("node image snapshot", gb * snap["usd_per_gb_month"], f"{gb} GB (assumed: the baked image's written "
+            "blocks)", f"${snap['usd_per_gb_month']}/GB-month (EBS snapshot list price)", snap["source"])
+    kms = svc["kms_key"]
+    add("KMS keys", len(CUSTOMER_MANAGED_KEYS) * kms["usd_per_key_month"],
+        f"{len(CUSTOMER_MANAGED_KEYS)} customer managed keys ({', '.join(CUSTOMER_MANAGED_KEYS)})",
+        f"${kms['usd_per_key_month']:g}/key-month (KMS list price; each yearly rotation adds a backing key)",
+        kms["source"])
+    alarms = sum(1 for ip in inference.values() if ip.kind == "async")  # the step policy's wake-from-zero alarm
+    if alarms:
+        cw = svc["cloudwatch_alarms"]
+        add("CloudWatch alarms", alarms * cw["usd_per_alarm_month"], f"{alarms} alarm (the async endpoint's "
+            "scale-out from zero)", f"${cw['usd_per_alarm_month']}/alarm-month (CloudWatch list price)", cw["source"])
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
-        add("notebook", notebook_price * h, f"{h} h (assumed: stops itself after {w.notebook.idle_minutes} idle "
-            "minutes)", f"${notebook_price}/h (SageMaker on-demand)", "catalog")
+        add("notebook", notebook_price.usd_per_hour * h, f"{h} h (assumed: stops itself after "
+            f"{w.notebook.idle_minutes} idle minutes)", f"${notebook_price.usd_per_hour}/h ({notebook_price.label})",
+            "catalog")
     logs = svc["cloudwatch_logs"]
     gb_logs = assumed["log_gb_per_month"]
     add("CloudWatch logs", gb_logs * (logs["usd_per_gb_ingested"] + logs["usd_per_gb_month_stored"]),
@@ -237,6 +273,7 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
     month = round(sum(line.usd for line in lines), 2)
     run = training.estimate.usd_total
     region = "" if w.region == "us-east-1" else f"; service prices are us-east-1's ({w.region} may differ)"
+    region += "; the PCS controller's fee is not recorded" if training.orchestrator == "slurm" else ""
     return Monthly(tuple(lines), month, None if run is None else round(run, 2),
                    None if run is None else round(run + month, 2),
                    f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "

@@ -122,8 +122,10 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
 
 
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
-           nodes: int) -> Parallelism | None:
-    """The simplest layout that fits, or None when none does on this many nodes of this type."""
+           nodes: int, kv_heads: int | None = None) -> Parallelism | None:
+    """The simplest layout that fits, or None when none does on this many nodes of this type. `kv_heads`:
+    grouped-query attention's key/value heads (None: as many as `heads`)."""
+    kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
     budget = rank_gib * MEMORY_FRACTION
@@ -137,7 +139,8 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
                 return Parallelism(data=ranks // (tensor * pipeline), tensor=tensor, pipeline=pipeline,
                                    sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
                                    gib_per_rank=round(need, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
-                                   hidden=hidden, heads=heads, sequence=SEQUENCE, vocab=VOCAB, recompute=recompute,
+                                   hidden=hidden, heads=heads, kv_heads=kv_heads, sequence=SEQUENCE, vocab=VOCAB,
+                                   recompute=recompute,
                                    reason=reason + ("; activation checkpointing (recompute every block)"
                                                     if recompute else "; no activation checkpointing needed"))
         return None
@@ -146,8 +149,11 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
         or layout(1, 1, True, "the model state fits only sharded over every rank: FSDP2 full shard")
     if found:
         return found
-    # Tensor parallel stays inside a node (NVLink, NeuronLink); its degree must divide the heads.
-    degrees = [t for t in (2, 4, 8, 16, 32, 64) if t <= per_node and per_node % t == 0 and heads % t == 0]
+    # Tensor parallel stays inside a node (NVLink, NeuronLink); each rank holds whole heads, so the degree divides the
+    # query heads and the key/value heads alike (Megatron-LM megatron/core/transformer/attention.py divides both
+    # num_attention_heads and num_query_groups by the tensor-parallel size).
+    degrees = [t for t in (2, 4, 8, 16, 32, 64)
+               if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0]
     for t in degrees:
         found = layout(t, 1, True, f"activations need splitting: tensor parallel {t} inside each node, FSDP2 "
                                    "across")

@@ -84,6 +84,7 @@ class InferencePlan:
     candidates: tuple[ServingCandidate, ...] = ()  # what was compared, the winner marked
     price_kind: str = "SageMaker on-demand"
     batch_run: BatchRun | None = None  # batch: one scheduled run
+    price_note: str = ""  # the instance price's kind and region, with the fallback note off the recorded regions
 
 
 def _llm(w: Workload) -> bool:
@@ -340,7 +341,8 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         else:
             itype, reason, s, degree, table = _serving_type(kind, w, cat)
         serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency)
-        hourly = itype.price(w.region, sagemaker=True).usd_per_hour
+        price = itype.price(w.region, sagemaker=True)
+        hourly = price.usd_per_hour
         rps = s.requests_per_second
         needed = max(1, math.ceil(inf.requests_per_second / rps))
         transforms = run = None
@@ -376,7 +378,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             serving=serving,
             startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
             if kind in ("realtime", "async") else None,
-            candidates=table, batch_run=run,
+            candidates=table, batch_run=run, price_note=price.label,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))

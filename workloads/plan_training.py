@@ -193,11 +193,17 @@ def recompute_factor(w: Workload, itype: InstanceType, count: int) -> float:
     and the type's utilisation rows were measured without recomputation; 1 otherwise."""
     if not any(f"[{src}]" in utilisation(itype, w.model.parameters_billion).basis for src in MEASURED_WITHOUT_RECOMPUTE):
         return 1.0
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     return 1.0 if spread is not None and not spread.recompute else parallelism.RECOMPUTE_EFFICIENCY
+
+
+def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
+    """parallelism.choose for this workload's decoder: the config's heads (or the usual ones at its size) and the
+    usual decoder's grouped-query key/value heads where they divide the heads (else one per head)."""
+    layers, _, kv, hidden = model_shape(w)
+    heads, _ = attention_heads(w)
+    return parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
+                              heads=heads, kv_heads=kv if heads % kv == 0 else heads, itype=itype, nodes=count)
 
 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
@@ -235,10 +241,7 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
 def _trainer_refusal(w: Workload, itype: InstanceType, count: int) -> str | None:
     """A candidate whose layout the shipped trainer cannot run on its stack is no candidate: the plan refuses it here,
     not the trainer after a node image bake (parallelism.trainer_refusal)."""
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     stack = load_software().for_type(itype)
     if spread is None or isinstance(stack, str):
         return None  # no layout at all is refused later, with the fields that would change it
@@ -409,10 +412,7 @@ def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) 
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
-    layers, _, _, hidden = model_shape(w)
-    heads, _ = attention_heads(w)
-    spread = parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                                heads=heads, itype=itype, nodes=count)
+    spread = _choose_layout(w, itype, count)
     if spread is None:
         per_node, gib = devices(itype)
         field = "training.instance_count" if w.training.instance_count else "training.instance_type"
@@ -421,8 +421,7 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
                           reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
                                  f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
     decisions.append(f"layout: {spread.reason}")
-    kv = model_shape(w)[2]  # grouped-query attention as the usual decoder of this size (the KV cache sizing)
-    return replace(spread, kv_heads=kv if heads % kv == 0 else heads)
+    return spread
 
 
 def _run_length(spread: Parallelism, tokens_billion: float | None, decisions: list[str]) -> Parallelism:
@@ -471,7 +470,7 @@ def _nothing_ignored(w: Workload, orchestrator: str) -> None:
     """Values the chosen orchestrator would silently ignore are refused, each with the reason."""
     t, errors = w.training, []
     how = "set by the config" if t.orchestrator else "chosen by the planner"
-    if t.spot and orchestrator != "sagemaker-jobs":
+    if t.spot and not managed_spot(orchestrator):
         errors.append(ConfigError(
             "training.spot", True, "false, or training.orchestrator sagemaker-jobs (managed spot, checkpoints to S3)",
             reason=f"the {orchestrator} cluster ({how}) runs on-demand or reserved nodes; managed spot is a SageMaker "
@@ -521,8 +520,8 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     total = est.billed_hours(hrs, price.kind) * cluster_usd_h
     total_range = (est.billed_hours(low_h, price.kind) * cluster_usd_h,
                    est.billed_hours(high_h, price.kind) * cluster_usd_h)
-    spot = total * (1 - est.SPOT_SAVING) if orchestrator == "sagemaker-jobs" else None
-    note = f"{price.kind}, {price.region}" + (f" ({price.note})" if price.note else "")
+    spot = total * (1 - est.SPOT_SAVING) if managed_spot(orchestrator) else None
+    note = price.label
     if price.kind == "EC2 Capacity Block":
         note += "; bought in whole days up front, so the total is whole days of the block"
     if w.training.training_plan_arn:
@@ -533,7 +532,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     return TrainingEstimate(
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
-        spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, cat, w), basis=basis,
+        spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
     )
 
 
@@ -554,14 +553,21 @@ def _storage(w: Workload, orchestrator: str, tier: str, decisions: list[str]) ->
     return choice
 
 
-def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) -> tuple[str, ...]:
+def managed_spot(orchestrator: str) -> bool:
+    """Managed spot is a SageMaker training-job feature (EnableManagedSpotTraining): a Slurm or HyperPod cluster's
+    nodes are on-demand or reserved, so their plans quote no spot saving."""
+    return orchestrator == "sagemaker-jobs"
+
+
+def _assumptions(classic: bool, itype: InstanceType, w: Workload, orchestrator: str) -> tuple[str, ...]:
+    spot = (f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",) if managed_spot(orchestrator) else ()
     if classic:
         u = load_utilisation()
         return (f"classic ML time = float32 cells (dataset bytes / 4) x {u.classic_rounds} boosting rounds / "
                 "(XGBoost hist cell-rounds per vCPU-second x vCPUs); range over the published rates, likely = median",
                 "scikit-learn is assumed to train like a histogram booster (HistGradientBoosting); other estimators "
                 "differ",
-                f"XGBoost/scikit-learn hold about {XGBOOST_MEMORY_FACTOR:g}x the dataset in memory")
+                f"XGBoost/scikit-learn hold about {XGBOOST_MEMORY_FACTOR:g}x the dataset in memory", *spot)
     lines = [
         "FLOPs = 6 x parameters x tokens x epochs",
         ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
@@ -571,7 +577,7 @@ def _assumptions(classic: bool, itype: InstanceType, cat: Catalog, w: Workload) 
         "(median) and high give the range; the runs' own multi-node scaling is included",
         f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
         f"{est.TRAIN_BYTES_PER_PARAM} B/param in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
-        f"managed spot saves {est.SPOT_SAVING:.0%} (AWS: up to 90%)",
+        *spot,
         "a layout that recomputes activations (activation checkpointing, only where memory needs it) gets "
         f"{parallelism.RECOMPUTE_EFFICIENCY:.0%} of the utilisation measured without it (8N for 6N FLOPs per token)",
     ]

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass, field
 
 from . import layout
 from .artifacts import exported_key
-from .catalog import Catalog, load_catalog
+from .catalog import ML_PREFIX, Catalog, load_catalog
+from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
 from .errors import WARNING, Finding
 from .plan_serving import InferencePlan, plan_inference
@@ -60,13 +61,16 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
     inference = plan_inference(w, cat)
     notebook = cat.get(w.notebook.instance_type) if w.notebook else None
     price = notebook.price(w.region, sagemaker=True) if notebook else None
+    full = load_catalog()  # the cluster's own nodes, whatever families a team may choose
+    standing = tuple((what, name, count, full.get(name).price(w.region, sagemaker=name.startswith(ML_PREFIX)))
+                     for what, name, count in standing_nodes(training.orchestrator))
     return Plan(
         workload=w,
         training=training,
         inference=inference,
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
-        monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
+        monthly=monthly(w, training, inference, price, standing),
         findings=(*advice(w, cat), *training.findings),
         path=train_to_serve(training, inference),
     )

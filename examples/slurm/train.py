@@ -20,6 +20,8 @@ Data: --data is the prepare step's directory (examples/slurm/prepare.py: token s
 the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
 SageMaker job), each node tokenizes the text into --data first, its local ranks sharing the files. The export: the
 layout's export_dir on a cluster, else SM_MODEL_DIR on a SageMaker job (which uploads it), with the tokenizer's files.
+Where /fsx is not mounted (not a cluster node), the layout's /fsx paths are refused: --export-dir and --checkpoint-dir
+say where instead.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from torch.distributed.checkpoint.stateful import Stateful
 from torch.utils.checkpoint import checkpoint as recompute
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
+FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
 # Hugging Face tokenizer files copied into the export when --tokenizer names a directory holding them.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
 ROPE_THETA = 500000.0  # Llama 3's rotary base (params.json rope_theta)
@@ -69,9 +72,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--data", type=Path, help="the prepare step's shard directory (or one uint16 token file); "
                    "synthetic tokens when absent")
     p.add_argument("--text", type=Path, help="raw text to tokenize into --data first, on each node (prepare.py)")
-    p.add_argument("--checkpoint-dir", type=Path,
-                   default=Path(os.environ.get("CHECKPOINT_DIR", "/fsx/checkpoints/" +
-                                               os.environ.get("SLURM_JOB_NAME", "train"))))
+    p.add_argument("--checkpoint-dir", type=Path, help="default: CHECKPOINT_DIR, else /fsx/checkpoints/<job name>")
     p.add_argument("--checkpoint-every", type=int, default=100)
     p.add_argument("--keep", type=int, help="checkpoints kept (the plan sized FSx for this many; default 2)")
     p.add_argument("--export-dir", type=Path, help="the final model as a Hugging Face directory (default: the "
@@ -98,9 +99,15 @@ def parse() -> argparse.Namespace:
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
+    chosen = []  # paths this script picked itself, not told: on a cluster they are on FSx
+    if args.checkpoint_dir is None:
+        told = os.environ.get("CHECKPOINT_DIR")
+        args.checkpoint_dir = Path(told or f"{FSX}/checkpoints/" + os.environ.get("SLURM_JOB_NAME", "train"))
+        chosen += [] if told else [("--checkpoint-dir", args.checkpoint_dir)]
     if args.export_dir is None and (layout.get("export_dir") or os.environ.get("SM_MODEL_DIR")):
         # A cluster's FSx export directory, or a SageMaker job's model directory, which SageMaker uploads.
         args.export_dir = Path(layout.get("export_dir") or os.environ["SM_MODEL_DIR"])
+        chosen += [("--export-dir", args.export_dir)] if layout.get("export_dir") else []
     if args.text and not (args.data and args.tokenizer):
         p.error("--text needs --data (where its token shards go) and --tokenizer (what tokenizes it)")
     args.vocab_given = any(a == "--vocab" or a.startswith("--vocab=") for a in sys.argv[1:])
@@ -112,6 +119,12 @@ def parse() -> argparse.Namespace:
     if layout.get("tensor", 1) != 1 or layout.get("pipeline", 1) != 1:
         p.error(f"the layout asks for tensor {layout.get('tensor')} x pipeline {layout.get('pipeline')}: this example "
                 "trains data-parallel layouts (DDP, FSDP2); use a tensor/pipeline-parallel trainer for this plan")
+    for flag, path in chosen:
+        if path.is_relative_to(FSX) and not os.path.ismount(FSX):
+            # Off the cluster (a laptop, a test run, a GPU box) /fsx is no file system: creating it there writes
+            # the run's checkpoints or model onto the root disk, where nothing exports or keeps them.
+            p.error(f"{flag} defaults to {path}, on {FSX}, which is not mounted here (not a cluster node): give "
+                    f"{flag} a directory of this machine")
     return args
 
 
@@ -397,11 +410,20 @@ def save(state: Training, directory: Path, rank: int, keep: int) -> None:
     dcp.save({"training": state}, checkpoint_id=path)
     dist.barrier()  # every rank's shards are written
     if rank == 0:
-        tmp = directory / "latest.tmp"  # `latest` moves only once the new checkpoint is complete
-        tmp.write_text(path.name + "\n")
-        tmp.replace(directory / "latest")
+        publish(directory / "latest", path.name + "\n")  # `latest` moves only once the new checkpoint is complete
         prune(directory, keep)
     dist.barrier()
+
+
+def publish(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
+    previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
 
 
 def prune(directory: Path, keep: int) -> None:
@@ -473,9 +495,7 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
             raise SystemExit(f"{args.checkpoint_dir} holds another run's checkpoints (it differs in "
                              f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
     elif rank == 0:
-        tmp = path.with_name("run.json.tmp")
-        tmp.write_text(json.dumps(run, indent=2))
-        tmp.replace(path)
+        publish(path, json.dumps(run, indent=2))
 
 
 def main() -> None:

@@ -32,6 +32,11 @@ class Price:
     note: str = ""
     kind: str = "EC2 on-demand"  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
 
+    @property
+    def label(self) -> str:
+        """The kind and the region the figure is for, with the fallback note when that is not the plan's region."""
+        return f"{self.kind}, {self.region}" + (f" ({self.note})" if self.note else "")
+
 
 @dataclass(frozen=True)
 class InstanceType:
