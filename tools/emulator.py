@@ -63,6 +63,10 @@ def _patch_moto() -> None:
       artifact check is run instead: its handler's own function, in-process, against the emulated bucket; a missing
       artifact fails the stack's creation with the handler's reason, as CloudFormation does (ROLLBACK_COMPLETE).
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
+    - Deleting, it keeps what CloudFormation keeps: `Retain` and `RetainExceptOnCreate` resources when a stack is
+      deleted, only `Retain` ones when a failed create rolls back (moto knows `Retain` alone). It refuses, as
+      CloudFormation does, to delete a termination-protected stack (and serves UpdateTerminationProtection), and
+      fails the deletion of a stack whose exports another stack imports (DELETE_FAILED, the export and its user named).
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
@@ -153,7 +157,7 @@ def _patch_moto() -> None:
             # Left in the map, the failed resource was created, and failed, again on every DescribeStackResources:
             # a 500 the CDK CLI's failure investigation retried for 45 s.
             try:
-                self.resource_map.delete()
+                self.resource_map.delete(keep=ROLLBACK_KEEPS)
             except Exception:  # noqa: BLE001 - moto cannot delete every type; CloudFormation would report it too
                 pass
             self.resource_map._resource_json_map = {}
@@ -162,6 +166,7 @@ def _patch_moto() -> None:
             self._add_stack_event("ROLLBACK_COMPLETE")
 
     FakeStack.create_resources = create_resources_or_roll_back
+    _patch_deletion(parsing, FakeStack)
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
@@ -171,6 +176,72 @@ def _patch_moto() -> None:
 
     Key.create_from_cloudformation_json = classmethod(create)
     Key._tags_patched = True
+
+
+# DeletionPolicy values a deletion leaves in place (CloudFormation User Guide, "DeletionPolicy attribute"): deleting a
+# stack keeps both kinds; rolling back a failed create deletes RetainExceptOnCreate resources too.
+DELETE_KEEPS = ("Retain", "RetainExceptOnCreate")
+ROLLBACK_KEEPS = ("Retain",)
+
+
+def _patch_deletion(parsing, FakeStack) -> None:
+    """moto's ResourceMap.delete skips DeletionPolicy `Retain` only; stack deletion checks nothing. See _patch_moto."""
+    from moto.cloudformation.exceptions import ValidationError
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult
+
+    delete_resources = parsing.ResourceMap.delete
+
+    def delete_keeping(self, keep=DELETE_KEEPS):
+        saved = self._resource_json_map
+        self._resource_json_map = {lid: {**r, "DeletionPolicy": "Retain"} if r.get("DeletionPolicy") in keep else r
+                                   for lid, r in saved.items()}
+        try:
+            delete_resources(self)
+        finally:
+            self._resource_json_map = saved
+
+    parsing.ResourceMap.delete = delete_keeping
+
+    delete_stack = CloudFormationBackend.delete_stack
+
+    def delete_stack_as_cloudformation(self, name_or_stack_id):
+        stack = next((st for st in self.stacks.values() if name_or_stack_id in (st.stack_id, st.name)), None)
+        if stack is None:
+            return delete_stack(self, name_or_stack_id)
+        if stack.enable_termination_protection:
+            raise ValidationError(message=f"Stack [{stack.name}] cannot be deleted while TerminationProtection is "
+                                          "enabled")
+        ours = {export.name for export in stack.exports}
+        for other in self.stacks.values():
+            used = sorted(ours & imported(other.template_dict)) if other is not stack else []
+            if used:
+                stack._add_stack_event("DELETE_IN_PROGRESS", resource_status_reason="User Initiated")
+                stack._add_stack_event("DELETE_FAILED", resource_status_reason=(
+                    f"Export {used[0]} cannot be deleted as it is in use by {other.name}"))
+                stack.status = "DELETE_FAILED"
+                return None
+        return delete_stack(self, stack.stack_id)
+
+    CloudFormationBackend.delete_stack = delete_stack_as_cloudformation
+
+    def update_termination_protection(self):
+        stack = self.cloudformation_backend.get_stack(self._get_param("StackName"))
+        stack.enable_termination_protection = str(self._get_param("EnableTerminationProtection")).lower() == "true"
+        return ActionResult({"StackId": stack.stack_id})
+
+    CloudFormationResponse.update_termination_protection = update_termination_protection
+
+
+def imported(node) -> set[str]:
+    """The export names a template's Fn::ImportValue reads (CDK writes them as plain strings)."""
+    if isinstance(node, dict):
+        found = {node["Fn::ImportValue"]} if isinstance(node.get("Fn::ImportValue"), str) else set()
+        return found.union(*(imported(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(imported(v) for v in node))
+    return set()
 
 
 class CustomResourceFailed(Exception):
