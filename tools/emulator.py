@@ -55,7 +55,9 @@ def _free_port() -> int:
 def _patch_moto() -> None:
     """Two gaps of moto 5.2 that real AWS does not have; the templates stay exactly as deployed to AWS.
 
-    - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
+    - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}. Its KeyPolicy arrives as an
+      object, which moto keeps as is and then fails (500) to parse in DescribeKey; it is kept as the JSON text the
+      KMS API keeps.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
     - Lambda-backed custom resources (CDK's BucketDeployment, the default security group's restriction) would wait forever for a Lambda the
@@ -172,6 +174,8 @@ def _patch_moto() -> None:
         props = cloudformation_json.get("Properties", {})
         if props.get("Tags"):
             props["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in props["Tags"]]
+        if isinstance(props.get("KeyPolicy"), dict):
+            props["KeyPolicy"] = json.dumps(props["KeyPolicy"])
         return original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
 
     Key.create_from_cloudformation_json = classmethod(create)
@@ -204,6 +208,29 @@ def _patch_deletion(parsing, FakeStack) -> None:
 
     parsing.ResourceMap.delete = delete_keeping
 
+    delete_stack_resources = FakeStack.delete
+
+    def delete_and_forget(self):
+        delete_stack_resources(self)
+        # Left in the map, a deleted resource is created again by moto's lazy map the next time anyone lists the
+        # stack's resources (the CDK CLI does, while it waits), and its outputs are read from resources now gone.
+        self.resource_map._resource_json_map = {}
+        self.output_map._output_json_map, self.output_map._parsed_outputs = {}, {}
+
+    FakeStack.delete = delete_and_forget
+
+    delete_one = parsing.ResourceMap._delete_resource
+
+    def delete_one_as_ec2_does(self, parsed_resource, resource_json):
+        deleter = EC2_DELETERS.get(resource_json.get("Type"))
+        if deleter is None:
+            return delete_one(self, parsed_resource, resource_json)
+        from moto.ec2.models import ec2_backends
+
+        return deleter(ec2_backends[self._account_id][self._region_name], parsed_resource)
+
+    parsing.ResourceMap._delete_resource = delete_one_as_ec2_does
+
     delete_stack = CloudFormationBackend.delete_stack
 
     def delete_stack_as_cloudformation(self, name_or_stack_id):
@@ -232,6 +259,47 @@ def _patch_deletion(parsing, FakeStack) -> None:
         return ActionResult({"StackId": stack.stack_id})
 
     CloudFormationResponse.update_termination_protection = update_termination_protection
+
+
+def _disassociate(ec2, association) -> None:
+    for table in ec2.route_tables.values():
+        for association_id, subnet in list(table._associations.items()):
+            if table.id == association.route_table_id and subnet == association.subnet_id:
+                ec2.disassociate_route_table(association_id)
+
+
+def _delete_endpoint(ec2, endpoint) -> None:
+    # A gateway endpoint's deletion removes its routes from the route tables that are still there.
+    endpoint.route_table_ids = [t for t in endpoint.route_table_ids if t in ec2.route_tables]
+    ec2.delete_vpc_endpoints([endpoint.id])
+
+
+def _gone_counts_as_deleted(delete):
+    """moto deletes a stack's resources in no dependency order (a route table before its routes): a resource whose
+    parent went first is gone with it, as on AWS."""
+    def run(ec2, resource) -> None:
+        try:
+            delete(ec2, resource)
+        except Exception as error:  # noqa: BLE001 - moto's EC2 errors carry the AWS error code
+            if not str(getattr(error, "code", "")).endswith("NotFound"):
+                raise
+    return run
+
+
+# The EC2 types moto's CloudFormation creates but cannot delete (it skips them silently, and then the VPC, which they
+# still use, refuses): the calls CloudFormation makes, on moto's own EC2 backend. A NAT gateway's deletion also
+# deletes its network interface, as on AWS (moto only marks the gateway deleted).
+EC2_DELETERS = {kind: _gone_counts_as_deleted(delete) for kind, delete in {
+    "AWS::EC2::NatGateway": lambda ec2, r: (ec2.delete_nat_gateway(r.id), ec2.delete_network_interface(r._eni.id)),
+    "AWS::EC2::EIP": lambda ec2, r: ec2.release_address(allocation_id=r.allocation_id),
+    "AWS::EC2::FlowLog": lambda ec2, r: ec2.delete_flow_logs([r.id]),
+    "AWS::EC2::VPCGatewayAttachment": lambda ec2, r: ec2.detach_internet_gateway(r.gateway_id, r.vpc_id),
+    "AWS::EC2::InternetGateway": lambda ec2, r: ec2.delete_internet_gateway(r.id),
+    "AWS::EC2::Route": lambda ec2, r: ec2.delete_route(r.route_table.id, r.destination_cidr_block),
+    "AWS::EC2::RouteTable": lambda ec2, r: ec2.delete_route_table(r.id),
+    "AWS::EC2::SubnetRouteTableAssociation": _disassociate,
+    "AWS::EC2::VPCEndpoint": _delete_endpoint,
+}.items()}
 
 
 def imported(node) -> set[str]:
@@ -334,6 +402,10 @@ class Emulator:
     def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
         self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+
+    def destroy(self, *app_args: str, stacks: tuple[str, ...], quiet: bool = False) -> None:
+        """`cdk destroy STACK`: the stack and every stack that depends on it, dependents first (never interactive)."""
+        self.cdk("destroy", *stacks, "--force", *app_args, quiet=quiet)
 
     def deploy_estate(self, *app_args: str, plan, stage: str = "", quiet: bool = False,
                       say=lambda line: None) -> list[str]:
