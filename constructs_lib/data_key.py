@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_kms as kms
 from constructs import Construct
+
+from .lifecycle import KEPT
 
 
 class DataKey(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, description: str) -> None:
         super().__init__(scope, construct_id)
-        # Retained: data encrypted with it outlives any stack that is destroyed.
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True,
-                           removal_policy=RemovalPolicy.RETAIN)
+        # Kept: data encrypted with it outlives any stack that is destroyed (lifecycle.py).
+        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)

@@ -6,7 +6,9 @@ job before, and HyperPod's /aws/sagemaker/Clusters/NAME/ID is named by an ID tha
 does, by which time its nodes may have created it. So three CloudWatch Logs calls, in order, on create and on
 every update: CreateLogGroup with the key (an existing group is fine), AssociateKmsKey (for a group made by
 someone else; it encrypts what is ingested from then on) and PutRetentionPolicy. Deleting the stack leaves the
-group and its logs, like every other log group of the estate (RETAIN).
+group and its logs, like every other log group of the estate. CloudFormation never deletes such a group, not even
+when the create that made it rolls back; so a key of the same stack that encrypts it is kept then too
+(lifecycle.KEPT_EVEN_IF_CREATE_FAILS), or the group would be left with a key pending deletion.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from .lifecycle import KEPT_EVEN_IF_CREATE_FAILS
 from .logs_key import RETENTION_DAYS, kept_log_group
 from .nag import acknowledge_cdk_handler, acknowledge_wildcards
 
@@ -31,6 +34,8 @@ class EnsuredLogGroup(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.name = name
+        if isinstance(key, kms.Key) and Stack.of(key) is stack:  # one rollback could take the key and not the group
+            key.apply_removal_policy(KEPT_EVEN_IF_CREATE_FAILS)
         group = stack.format_arn(service="logs", resource="log-group", resource_name=name,
                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
         # One handler per stack, so one role per stack: each ensured group adds its own three actions to it.

@@ -15,6 +15,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .lifecycle import KEPT
+
 RETENTION = logs.RetentionDays.ONE_YEAR
 RETENTION_DAYS = 365  # RETENTION in days, for the API calls that take a number
 
@@ -23,9 +25,8 @@ class LogsKey(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, description: str) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        # Retained, like the log groups it encrypts: destroying a stack never makes its logs unreadable.
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True,
-                           removal_policy=RemovalPolicy.RETAIN)
+        # Kept, like the log groups it encrypts: destroying a stack never makes its logs unreadable (lifecycle.py).
+        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
         self.key.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchLogsOfThisAccount",
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
@@ -36,7 +37,9 @@ class LogsKey(Construct):
 
 
 def kept_log_group(scope: Construct, construct_id: str, *, key: kms.IKey, name: str | None = None,
-                   removal: RemovalPolicy = RemovalPolicy.RETAIN) -> logs.LogGroup:
-    """A log group with the estate's retention and key; `name` when the service writes to a fixed name."""
+                   removal: RemovalPolicy = KEPT) -> logs.LogGroup:
+    """A log group with the estate's retention and key, kept when its stack goes (lifecycle.py). `name` only when the
+    service writes to a name it chooses, and then one that a retry never meets: it holds a generated name or the
+    stack's ID (tests/test_lifecycle.py checks every template)."""
     return logs.LogGroup(scope, construct_id, log_group_name=name, retention=RETENTION, encryption_key=key,
                          removal_policy=removal)

@@ -1,4 +1,5 @@
-"""FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket prefix by prefix.
+"""FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket prefix by prefix; a cache of the
+bucket, deleted with its stack (the bucket is kept).
 
 One data repository association per prefix of `workloads.layout.FSX_LINKS`: /fsx/datasets imports the
 dataset of record and exports nothing, /fsx/checkpoints and /fsx/output are exported back to S3. The rest
@@ -43,8 +44,14 @@ class LustreFileSystem(Construct):
                 automatic_backup_retention_days=0,
             ),
         )
-        # Retained: destroying a stack never deletes a dataset.
-        self.file_system.apply_removal_policy(RemovalPolicy.RETAIN)
+        # Deleted with its stack, unlike the bucket (lifecycle.py). What it holds of value is in the bucket: the datasets
+        # it imports, and the checkpoints and outputs its links export. Backups "cannot be enabled on S3-linked file
+        # systems" (FSx API Reference, DeleteFileSystem: https://docs.aws.amazon.com/fsx/latest/APIReference/API_DeleteFileSystem.html),
+        # so the export is the copy that is kept. A retained file system would keep billing (43,200 GiB for huge) and,
+        # since its network interfaces live in NetworkStack's subnet and security group, would make deleting
+        # NetworkStack fail. It is only deleted once TrainStack, its only client, is gone (TrainStack imports it);
+        # docs/operations.md ("Tearing down") says to let the exports finish first.
+        self.file_system.apply_removal_policy(RemovalPolicy.DESTROY)
         D = fsx.CfnDataRepositoryAssociation
         self.links: dict[str, fsx.CfnDataRepositoryAssociation] = {}
         for path, prefix, imports, exports in FSX_LINKS:
@@ -54,7 +61,7 @@ class LustreFileSystem(Construct):
                      s3=D.S3Property(
                          auto_import_policy=D.AutoImportPolicyProperty(events=list(imports)) if imports else None,
                          auto_export_policy=D.AutoExportPolicyProperty(events=list(exports)) if exports else None))
-            link.apply_removal_policy(RemovalPolicy.RETAIN)
+            link.apply_removal_policy(RemovalPolicy.DESTROY)  # goes with its file system
             self.links[path] = link
         # FSx reads and writes the KMS-encrypted bucket as its S3 service-linked role, whose own policy
         # (AWSFSxS3AccessServiceRolePolicy) grants no KMS: the key policy itself must grant the role (FSx for

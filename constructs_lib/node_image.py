@@ -16,7 +16,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Stack
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -301,17 +301,22 @@ class NodeImage(Construct):
                 s3_logs=imagebuilder.CfnInfrastructureConfiguration.S3LogsProperty(
                     s3_bucket_name=logs.bucket_name, s3_key_prefix=BAKE_LOG_PREFIX.rstrip("/"))),
         )
+        # Image Builder also logs the build to CloudWatch Logs, under /aws/imagebuilder/<image name> unless the image
+        # names a group (AWS::ImageBuilder::Image ImageLoggingConfiguration): made first, with the estate's key and
+        # retention, so the service does not create it unencrypted and kept forever. Its name is not the image's,
+        # which a stack deleted and deployed again reuses and would find kept ("already exists"), but the build role's,
+        # which CloudFormation generates anew each time; it stays under /aws/imagebuilder/, where the build instance's
+        # and the service's managed policies may write (EC2InstanceProfileForImageBuilder, AWSServiceRoleForImageBuilder).
+        bake_logs = kept_log_group(self, "BakeLogGroup", key=logs_key,
+                                   name=Fn.join("", ["/aws/imagebuilder/", role.role_name]))
         self.image = imagebuilder.CfnImage(
             self, "Image", image_recipe_arn=recipe.attr_arn,
             infrastructure_configuration_arn=infrastructure.attr_arn,
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
+            logging_configuration=imagebuilder.CfnImage.ImageLoggingConfigurationProperty(
+                log_group_name=bake_logs.log_group_name),
         )
         self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
-        # Image Builder also logs the build to CloudWatch Logs under /aws/imagebuilder/<image name> (the recipe's;
-        # Image Builder User Guide, "Logging and monitoring in EC2 Image Builder"): made first, with the estate's
-        # key and retention, so the service does not create it unencrypted and kept forever.
-        self.image.node.add_dependency(kept_log_group(self, "BakeLogGroup", key=logs_key,
-                                                      name=f"/aws/imagebuilder/{name}"))
         self.image_id = self.image.attr_image_id
         self.parent_parameter = software.parent_image
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_efs as efs
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from .lifecycle import KEPT
 from .nag import acknowledge
 
 
@@ -19,7 +19,7 @@ class SharedHome(Construct):
             self, "FileSystem", vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
             security_group=security_group, encrypted=True, kms_key=key,
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE, throughput_mode=efs.ThroughputMode.ELASTIC,
-            enable_automatic_backups=True, removal_policy=RemovalPolicy.RETAIN,
+            enable_automatic_backups=True, removal_policy=KEPT,  # the users' homes outlive the stack
         )
         acknowledge(self.file_system, "NIST.800.53.R5-EFSInBackupPlan",
                     "Automatic backups are on: EFS puts the file system in AWS Backup's default plan "

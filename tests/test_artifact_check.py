@@ -184,6 +184,10 @@ def test_the_emulator_refuses_the_inference_stack_until_the_artifact_is_uploaded
         assert cf.describe_stacks(StackName=stack_name("small", INFERENCE))["Stacks"][0]["StackStatus"] == \
             "ROLLBACK_COMPLETE"
         assert not cf.describe_stack_resources(StackName=stack_name("small", INFERENCE))["StackResources"]
+        # The failed create left nothing (issue 31): its log groups went with the rollback (RetainExceptOnCreate), and
+        # the endpoints' groups, kept even then, wait for their configs, which wait for the check.
+        groups = [g["logGroupName"] for g in emu.client("logs").describe_log_groups()["logGroups"]]
+        assert groups and not [g for g in groups if INFERENCE in g], groups
         outputs = cf.describe_stacks(StackName=stack_name("small", "DataStack"))["Stacks"][0]["Outputs"]
         bucket = next(o["OutputValue"] for o in outputs if o["OutputKey"] == "DatasetBucketName")
         emu.client("s3").put_object(Bucket=bucket, Key=check.key, Body=b"placeholder")

@@ -42,16 +42,25 @@ def test_serverless_endpoint_config_is_encrypted_with_the_data_key(synth):
     assert evaluate(role, grant, world).allowed
 
 
-def test_s3_logging_uses_the_data_key_for_this_account_only(synth):
-    """The data key's grant to logging.s3.amazonaws.com holds for this account's buckets, not another's."""
+def test_s3_logging_uses_no_key_and_takes_logs_of_this_account_only(synth):
+    """S3 server access logging writes its SSE-S3 destination (the only default encryption S3 supports there; issue
+    31): the data key grants the logging service nothing, for any account; the destination takes logs of this
+    account's buckets only (S3 user guide, "Enabling Amazon S3 server access logging": aws:SourceAccount)."""
     world = world_of(synth("huge"))
     data_key = world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
+    access_logs = world.arn("DataStack/Datasets/AccessLogs/Resource", "AWS::S3::Bucket")
     s3_logging = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="logging.s3.amazonaws.com")
-    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
-        ours = Call(action, data_key, "S3 server access logging", context={"aws:SourceAccount": FAKE_ACCOUNT})
-        theirs = Call(action, data_key, "S3 server access logging", context={"aws:SourceAccount": OTHER_ACCOUNT})
-        assert evaluate(s3_logging, ours, world).allowed, action
-        assert not evaluate(s3_logging, theirs, world).allowed, action
+    for account in (FAKE_ACCOUNT, OTHER_ACCOUNT):
+        for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+            call = Call(action, data_key, "S3 server access logging", context={"aws:SourceAccount": account})
+            assert not evaluate(s3_logging, call, world).allowed, (action, account)
+    put = f"{access_logs}/dataset/2026-11-25-00-00-00-ABCDEF"
+    source = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+    ours = Call("s3:PutObject", put, "S3 server access logging",
+                context={"aws:SourceAccount": FAKE_ACCOUNT, "aws:SourceArn": source})
+    theirs = Call("s3:PutObject", put, "S3 server access logging",
+                  context={"aws:SourceAccount": OTHER_ACCOUNT, "aws:SourceArn": "arn:aws:s3:::someone-elses"})
+    assert evaluate(s3_logging, ours, world).allowed and not evaluate(s3_logging, theirs, world).allowed
 
 
 def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
@@ -124,15 +133,18 @@ def _lambda_groups(s):
 @pytest.mark.parametrize("variant", ["huge", "huge-hyperpod", "small-all-kinds"])
 def test_service_made_log_groups_are_created_ahead(synth, variant):
     """Every Lambda function logs to a group of ours (made ahead: kept and encrypted, as every group of the estate,
-    test_stacks), and so does Image Builder's bake (/aws/imagebuilder/<image name>, made before the image)."""
+    test_stacks), and so does Image Builder's bake: the image names its group (ImageLoggingConfiguration), under
+    /aws/imagebuilder/ where the service's and the build instance's managed policies write, and the group exists
+    first (the Ref orders it). Its name is the build role's, generated anew each time: issue 31, test_lifecycle."""
     s = synth(*VARIANTS[variant])
     missing = [k for k, ok in _lambda_groups(s).items() if not ok]
     assert not missing, missing
+    resources = s.templates["TrainStack"]["Resources"]
     for lid, image in s.resources("TrainStack", "AWS::ImageBuilder::Image").items():
-        recipe = s.templates["TrainStack"]["Resources"][image["Properties"]["ImageRecipeArn"]["Fn::GetAtt"][0]]
-        groups = {g: r for g, r in s.resources("TrainStack", "AWS::Logs::LogGroup").items()
-                  if r["Properties"].get("LogGroupName") == f"/aws/imagebuilder/{recipe['Properties']['Name']}"}
-        assert len(groups) == 1 and set(groups) <= set(image.get("DependsOn", [])), (lid, groups)
+        (group,) = re.findall(r'"Ref": "([^"]+)"', json.dumps(image["Properties"]["LoggingConfiguration"]))
+        name = resources[group]["Properties"]["LogGroupName"]
+        assert resources[group]["Type"] == "AWS::Logs::LogGroup", (lid, group)
+        assert name["Fn::Join"][1][0] == "/aws/imagebuilder/", (lid, name)
 
 
 def test_the_pcs_agent_is_pinned_and_verified_before_it_is_installed():

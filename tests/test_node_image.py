@@ -13,7 +13,7 @@ from workloads.catalog import load_catalog, load_software
 
 from .conftest import VARIANTS
 from .test_runtime_contract import world_of
-from .contract_policy import FAKE_ACCOUNT, Call, evaluate
+from .contract_policy import Call, evaluate
 
 BUILD_ROLE = "TrainStack/NodeImage/BuildRole/Resource"
 LOGS_BUCKET = "DataStack/Datasets/AccessLogs/Resource"
@@ -28,13 +28,10 @@ def test_a_failed_bake_leaves_its_logs_in_the_logs_bucket(synth):
     bucket = world.arn(LOGS_BUCKET, "AWS::S3::Bucket")
     assert logs == {"S3BucketName": bucket.split(":::")[1], "S3KeyPrefix": BAKE_LOG_PREFIX.rstrip("/")}
     role = world.role(BUILD_ROLE)
-    region = stack.region
-    key = world.arn("DataStack/DataKey/Key/Resource", "AWS::KMS::Key")
     log = f"{bucket}/{BAKE_LOG_PREFIX}node-neuron/1.0.0/1/TOE_2026-11-23/application.log"
-    via_s3 = {"kms:ViaService": f"s3.{region}.amazonaws.com", "kms:CallerAccount": FAKE_ACCOUNT}
-    for call in (Call("s3:PutObject", log, "S3Logs"), Call("kms:GenerateDataKey", key, "SSE-KMS", via_s3)):
-        decision = evaluate(role, call, world)
-        assert decision.allowed, (call, decision.reason)
+    # The logs bucket is SSE-S3 (the server access log destination; issue 31): the upload needs no key.
+    decision = evaluate(role, Call("s3:PutObject", log, "S3Logs"), world)
+    assert decision.allowed, decision.reason
     dataset = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
     for elsewhere in (f"{bucket}/dataset/2026-11-23-access-log", f"{dataset}/datasets/x", f"{dataset}/{BAKE_LOG_PREFIX}x"):
         assert not evaluate(role, Call("s3:PutObject", elsewhere, "nowhere else"), world).allowed, elsewhere

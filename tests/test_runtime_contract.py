@@ -220,9 +220,10 @@ def test_endpoint_scaling_runs_as_the_service_linked_role(synth, variant):
 
 
 def test_services_that_encrypt_our_logs_can_use_their_keys_and_nothing_more(synth):
-    """CloudWatch Logs encrypts a log group with the logs key (context aws:logs:arn of the group), and S3 server
-    access logging writes the access-log bucket with the data key (CloudWatch Logs user guide, "Encrypt log data
-    in CloudWatch Logs using AWS KMS"; S3 user guide, "Enabling Amazon S3 server access logging")."""
+    """CloudWatch Logs encrypts a log group with the logs key (context aws:logs:arn of the group) (CloudWatch Logs
+    user guide, "Encrypt log data in CloudWatch Logs using AWS KMS"). S3 server access logging writes its
+    destination SSE-S3, the only default encryption S3 supports there (S3 user guide, "Enabling Amazon S3 server
+    access logging"; issue 31): it needs, and has, no key of ours."""
     world = world_of(synth("huge"))
     region, account = load("huge").region, FAKE_ACCOUNT
     logs_key = world.arn("NetworkStack/LogsKey/Key/Resource", "AWS::KMS::Key")
@@ -237,10 +238,9 @@ def test_services_that_encrypt_our_logs_can_use_their_keys_and_nothing_more(synt
         assert evaluate(logs, Call(action, logs_key, "logs", context=group(account)), world).allowed
         assert not evaluate(logs, Call(action, logs_key, "logs", context=group("999999999999")), world).allowed
     assert not evaluate(logs, Call("kms:GenerateDataKey", data_key, "logs", context=group(account)), world).allowed
-    assert evaluate(s3_logging, Call("kms:GenerateDataKey", data_key, "s3 logging",
-                                     context={"aws:SourceAccount": account}), world).allowed
-    assert not evaluate(s3_logging, Call("kms:GenerateDataKey", logs_key, "s3 logging",
-                                         context={"aws:SourceAccount": account}), world).allowed
+    for key in (data_key, logs_key):
+        assert not evaluate(s3_logging, Call("kms:GenerateDataKey", key, "s3 logging",
+                                             context={"aws:SourceAccount": account}), world).allowed
 
 
 def test_s3_access_logs_come_from_this_account_only(synth):

@@ -55,7 +55,9 @@ def _free_port() -> int:
 def _patch_moto() -> None:
     """Two gaps of moto 5.2 that real AWS does not have; the templates stay exactly as deployed to AWS.
 
-    - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}.
+    - CloudFormation KMS key tags arrive as {Key, Value}; moto reads {TagKey, TagValue}. Its KeyPolicy arrives as an
+      object, which moto keeps as is and then fails (500) to parse in DescribeKey; it is kept as the JSON text the
+      KMS API keeps.
     - moto's SageMaker endpoint configs accept only 2020-era instance types (no inf2, g5, p4d ...);
       every SageMaker type in our catalog is accepted as AWS accepts it.
     - Lambda-backed custom resources (CDK's BucketDeployment, the default security group's restriction) would wait forever for a Lambda the
@@ -63,6 +65,10 @@ def _patch_moto() -> None:
       artifact check is run instead: its handler's own function, in-process, against the emulated bucket; a missing
       artifact fails the stack's creation with the handler's reason, as CloudFormation does (ROLLBACK_COMPLETE).
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
+    - Deleting, it keeps what CloudFormation keeps: `Retain` and `RetainExceptOnCreate` resources when a stack is
+      deleted, only `Retain` ones when a failed create rolls back (moto knows `Retain` alone). It refuses, as
+      CloudFormation does, to delete a termination-protected stack (and serves UpdateTerminationProtection), and
+      fails the deletion of a stack whose exports another stack imports (DELETE_FAILED, the export and its user named).
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
@@ -153,7 +159,7 @@ def _patch_moto() -> None:
             # Left in the map, the failed resource was created, and failed, again on every DescribeStackResources:
             # a 500 the CDK CLI's failure investigation retried for 45 s.
             try:
-                self.resource_map.delete()
+                self.resource_map.delete(keep=ROLLBACK_KEEPS)
             except Exception:  # noqa: BLE001 - moto cannot delete every type; CloudFormation would report it too
                 pass
             self.resource_map._resource_json_map = {}
@@ -162,15 +168,148 @@ def _patch_moto() -> None:
             self._add_stack_event("ROLLBACK_COMPLETE")
 
     FakeStack.create_resources = create_resources_or_roll_back
+    _patch_deletion(parsing, FakeStack)
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
         if props.get("Tags"):
             props["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t for t in props["Tags"]]
+        if isinstance(props.get("KeyPolicy"), dict):
+            props["KeyPolicy"] = json.dumps(props["KeyPolicy"])
         return original(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
 
     Key.create_from_cloudformation_json = classmethod(create)
     Key._tags_patched = True
+
+
+# DeletionPolicy values a deletion leaves in place (CloudFormation User Guide, "DeletionPolicy attribute"): deleting a
+# stack keeps both kinds; rolling back a failed create deletes RetainExceptOnCreate resources too.
+DELETE_KEEPS = ("Retain", "RetainExceptOnCreate")
+ROLLBACK_KEEPS = ("Retain",)
+
+
+def _patch_deletion(parsing, FakeStack) -> None:
+    """moto's ResourceMap.delete skips DeletionPolicy `Retain` only; stack deletion checks nothing. See _patch_moto."""
+    from moto.cloudformation.exceptions import ValidationError
+    from moto.cloudformation.models import CloudFormationBackend
+    from moto.cloudformation.responses import CloudFormationResponse
+    from moto.core.responses import ActionResult
+
+    delete_resources = parsing.ResourceMap.delete
+
+    def delete_keeping(self, keep=DELETE_KEEPS):
+        saved = self._resource_json_map
+        self._resource_json_map = {lid: {**r, "DeletionPolicy": "Retain"} if r.get("DeletionPolicy") in keep else r
+                                   for lid, r in saved.items()}
+        try:
+            delete_resources(self)
+        finally:
+            self._resource_json_map = saved
+
+    parsing.ResourceMap.delete = delete_keeping
+
+    delete_stack_resources = FakeStack.delete
+
+    def delete_and_forget(self):
+        delete_stack_resources(self)
+        # Left in the map, a deleted resource is created again by moto's lazy map the next time anyone lists the
+        # stack's resources (the CDK CLI does, while it waits), and its outputs are read from resources now gone.
+        self.resource_map._resource_json_map = {}
+        self.output_map._output_json_map, self.output_map._parsed_outputs = {}, {}
+
+    FakeStack.delete = delete_and_forget
+
+    delete_one = parsing.ResourceMap._delete_resource
+
+    def delete_one_as_ec2_does(self, parsed_resource, resource_json):
+        deleter = EC2_DELETERS.get(resource_json.get("Type"))
+        if deleter is None:
+            return delete_one(self, parsed_resource, resource_json)
+        from moto.ec2.models import ec2_backends
+
+        return deleter(ec2_backends[self._account_id][self._region_name], parsed_resource)
+
+    parsing.ResourceMap._delete_resource = delete_one_as_ec2_does
+
+    delete_stack = CloudFormationBackend.delete_stack
+
+    def delete_stack_as_cloudformation(self, name_or_stack_id):
+        stack = next((st for st in self.stacks.values() if name_or_stack_id in (st.stack_id, st.name)), None)
+        if stack is None:
+            return delete_stack(self, name_or_stack_id)
+        if stack.enable_termination_protection:
+            raise ValidationError(message=f"Stack [{stack.name}] cannot be deleted while TerminationProtection is "
+                                          "enabled")
+        ours = {export.name for export in stack.exports}
+        for other in self.stacks.values():
+            used = sorted(ours & imported(other.template_dict)) if other is not stack else []
+            if used:
+                stack._add_stack_event("DELETE_IN_PROGRESS", resource_status_reason="User Initiated")
+                stack._add_stack_event("DELETE_FAILED", resource_status_reason=(
+                    f"Export {used[0]} cannot be deleted as it is in use by {other.name}"))
+                stack.status = "DELETE_FAILED"
+                return None
+        return delete_stack(self, stack.stack_id)
+
+    CloudFormationBackend.delete_stack = delete_stack_as_cloudformation
+
+    def update_termination_protection(self):
+        stack = self.cloudformation_backend.get_stack(self._get_param("StackName"))
+        stack.enable_termination_protection = str(self._get_param("EnableTerminationProtection")).lower() == "true"
+        return ActionResult({"StackId": stack.stack_id})
+
+    CloudFormationResponse.update_termination_protection = update_termination_protection
+
+
+def _disassociate(ec2, association) -> None:
+    for table in ec2.route_tables.values():
+        for association_id, subnet in list(table._associations.items()):
+            if table.id == association.route_table_id and subnet == association.subnet_id:
+                ec2.disassociate_route_table(association_id)
+
+
+def _delete_endpoint(ec2, endpoint) -> None:
+    # A gateway endpoint's deletion removes its routes from the route tables that are still there.
+    endpoint.route_table_ids = [t for t in endpoint.route_table_ids if t in ec2.route_tables]
+    ec2.delete_vpc_endpoints([endpoint.id])
+
+
+def _gone_counts_as_deleted(delete):
+    """moto deletes a stack's resources in no dependency order (a route table before its routes): a resource whose
+    parent went first is gone with it, as on AWS."""
+    def run(ec2, resource) -> None:
+        try:
+            delete(ec2, resource)
+        except Exception as error:  # noqa: BLE001 - moto's EC2 errors carry the AWS error code
+            if not str(getattr(error, "code", "")).endswith("NotFound"):
+                raise
+    return run
+
+
+# The EC2 types moto's CloudFormation creates but cannot delete (it skips them silently, and then the VPC, which they
+# still use, refuses): the calls CloudFormation makes, on moto's own EC2 backend. A NAT gateway's deletion also
+# deletes its network interface, as on AWS (moto only marks the gateway deleted).
+EC2_DELETERS = {kind: _gone_counts_as_deleted(delete) for kind, delete in {
+    "AWS::EC2::NatGateway": lambda ec2, r: (ec2.delete_nat_gateway(r.id), ec2.delete_network_interface(r._eni.id)),
+    "AWS::EC2::EIP": lambda ec2, r: ec2.release_address(allocation_id=r.allocation_id),
+    "AWS::EC2::FlowLog": lambda ec2, r: ec2.delete_flow_logs([r.id]),
+    "AWS::EC2::VPCGatewayAttachment": lambda ec2, r: ec2.detach_internet_gateway(r.gateway_id, r.vpc_id),
+    "AWS::EC2::InternetGateway": lambda ec2, r: ec2.delete_internet_gateway(r.id),
+    "AWS::EC2::Route": lambda ec2, r: ec2.delete_route(r.route_table.id, r.destination_cidr_block),
+    "AWS::EC2::RouteTable": lambda ec2, r: ec2.delete_route_table(r.id),
+    "AWS::EC2::SubnetRouteTableAssociation": _disassociate,
+    "AWS::EC2::VPCEndpoint": _delete_endpoint,
+}.items()}
+
+
+def imported(node) -> set[str]:
+    """The export names a template's Fn::ImportValue reads (CDK writes them as plain strings)."""
+    if isinstance(node, dict):
+        found = {node["Fn::ImportValue"]} if isinstance(node.get("Fn::ImportValue"), str) else set()
+        return found.union(*(imported(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(imported(v) for v in node))
+    return set()
 
 
 class CustomResourceFailed(Exception):
@@ -263,6 +402,10 @@ class Emulator:
     def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
         # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
         self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+
+    def destroy(self, *app_args: str, stacks: tuple[str, ...], quiet: bool = False) -> None:
+        """`cdk destroy STACK`: the stack and every stack that depends on it, dependents first (never interactive)."""
+        self.cdk("destroy", *stacks, "--force", *app_args, quiet=quiet)
 
     def deploy_estate(self, *app_args: str, plan, stage: str = "", quiet: bool = False,
                       say=lambda line: None) -> list[str]:

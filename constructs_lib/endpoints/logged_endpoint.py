@@ -5,6 +5,9 @@ Developer Guide, "Log groups and streams that Amazon SageMaker AI sends to Amazo
 creating the group on first write when it does not exist. So the endpoint is named here, and its group
 made first. The name carries the stack's name and the first block of the stack's ID: two estates never
 collide, and a stack created again gets new names, so a retained group of the old one is never in the way.
+The group is kept even when the create fails (lifecycle.KEPT_EVEN_IF_CREATE_FAILS): an endpoint that does not start
+sends its user to these logs. It is made once the endpoint's config is, so a deploy refused earlier (the artifact
+check) leaves no empty group behind.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from ..lifecycle import KEPT_EVEN_IF_CREATE_FAILS
 from ..logs_key import kept_log_group
 
 MAX_NAME = 63  # EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
@@ -26,7 +30,9 @@ def logged_endpoint(scope: Construct, *, config: sagemaker.CfnEndpointConfig,
     prefix = f"{stack.stack_name}-{scope.node.id}"[:MAX_NAME - STACK_ID_BLOCK - 1]
     unique = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", stack.stack_id))))
     name = Fn.join("-", [prefix, unique])
-    logs = kept_log_group(scope, "Logs", key=logs_key, name=Fn.join("", ["/aws/sagemaker/Endpoints/", name]))
+    logs = kept_log_group(scope, "Logs", key=logs_key, name=Fn.join("", ["/aws/sagemaker/Endpoints/", name]),
+                          removal=KEPT_EVEN_IF_CREATE_FAILS)
+    logs.node.add_dependency(config)
     endpoint = sagemaker.CfnEndpoint(scope, "Endpoint", endpoint_name=name,
                                      endpoint_config_name=config.attr_endpoint_config_name)
     endpoint.node.add_dependency(logs)
