@@ -5,6 +5,7 @@ Loaded once, lazily; pure Python so the planner stays fast and CDK-free.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -132,6 +133,7 @@ class Catalog:
     sources: dict[str, Source]
     regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
     as_of: str
+    zone_id_prefixes: dict[str, str] = field(default_factory=dict)  # region -> its AZ IDs' prefix (use1)
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -142,6 +144,15 @@ class Catalog:
         """This catalog, with the planner's choices limited to `families` (its facts stay complete)."""
         return replace(self, allowed_families=frozenset(families) if families else None)
 
+    def zone_id_pattern(self, region: str) -> str:
+        """How the region's AZ IDs are written (use2-az<N>), for messages."""
+        return f"{self.zone_id_prefixes.get(region, '<prefix>')}-az<N>"
+
+    def is_zone_id_of(self, zone: str, region: str) -> bool:
+        """`zone` is written as an AZ ID of `region` (whether the account has that number, only it can say)."""
+        prefix = self.zone_id_prefixes.get(region)
+        return prefix is not None and re.fullmatch(rf"{re.escape(prefix)}-az[1-9][0-9]*", zone) is not None
+
     def get(self, name: str) -> InstanceType | None:
         """Look a type up by its EC2 name or its SageMaker `ml.` name."""
         return self.types.get(strip_ml(name))
@@ -150,6 +161,13 @@ class Catalog:
         if sagemaker:
             return [ML_PREFIX + t.name for t in self.types.values() if t.on_sagemaker]
         return list(self.types)
+
+
+ZONE_ID = re.compile(r"[a-z]+[0-9]+-az[0-9]+")  # an AZ ID (use2-az2), never a zone name (us-east-2b)
+
+
+def is_zone_id(zone: str) -> bool:
+    return ZONE_ID.fullmatch(zone) is not None
 
 
 def strip_ml(name: str) -> str:
@@ -207,7 +225,8 @@ def load_catalog() -> Catalog:
     types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
-    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]))
+    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]),
+                   zone_id_prefixes=dict(regions_data["zone_id_prefixes"]))
 
 
 @dataclass(frozen=True)
