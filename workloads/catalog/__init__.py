@@ -281,6 +281,28 @@ class SoftwareStack:
     # the documents that say so. Empty for current stacks.
     legacy: str = ""
     legacy_sources: tuple[str, ...] = ()
+    # Neuron: the parent DLAMI of `neuron_release`, for ec2:DescribeImages (owner, name pattern); its description
+    # names the release (`release_marker`).
+    parent_dlami_owner: str | None = None
+    parent_dlami_name: str | None = None
+
+    @property
+    def release_marker(self) -> str | None:
+        """What a DLAMI's description says of this Neuron release ("Neuron SDK 2.33.0"): a release line (2.28)
+        takes any of its patch releases, and its dot keeps 2.28 from matching 2.280."""
+        if not self.neuron_release:
+            return None
+        return f"Neuron SDK {self.neuron_release}" + ("." if self.neuron_release.count(".") == 1 else "")
+
+    def parent_dlami_query(self, *, by_description: bool = True) -> dict | None:
+        """DescribeImages' arguments for the parent DLAMIs of this release: owner, name and (the Neuron DLAMI guide's
+        filter) the release in the description. Without it, every release's DLAMI of that name answers, and the
+        caller matches `release_marker` in the descriptions itself."""
+        if not (self.parent_dlami_name and self.release_marker):
+            return None
+        by_release = [{"Name": "description", "Values": [f"*{self.release_marker}*"]}] if by_description else []
+        return {"Owners": [self.parent_dlami_owner or "amazon"],
+                "Filters": [{"Name": "name", "Values": [self.parent_dlami_name]}, *by_release]}
 
 
 @dataclass(frozen=True)
@@ -328,7 +350,9 @@ def load_software() -> Software:
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
-            legacy_sources=tuple(raw.get("legacy_sources") or ())))
+            legacy_sources=tuple(raw.get("legacy_sources") or ()),
+            parent_dlami_owner=(raw.get("parent_dlami") or {}).get("owner"),
+            parent_dlami_name=(raw.get("parent_dlami") or {}).get("name")))
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
     for name, driver in data["drivers"].items():
