@@ -23,7 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_catalog, load_software, strip_ml
-from workloads.launches import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE
+from workloads.cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE
 
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup
@@ -38,6 +38,7 @@ LIFECYCLE_SCRIPT = "on_init_complete.sh"
 LIFECYCLE_PREFIX = "lifecycle/hyperpod/"
 FRAMEWORK_SCRIPT = "install-framework.sh"  # beside the lifecycle script, generated from the plan
 LAYOUT_FILE = "layout.json"
+CONTROLLER_TYPE, LOGIN_TYPE = HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE  # priced in the monthly estimate
 PARTITION = "train"
 C = sagemaker.CfnCluster
 
@@ -103,8 +104,8 @@ class HyperPodCluster(Construct):
             orchestrator=C.OrchestratorProperty(slurm=C.ClusterOrchestratorSlurmConfigProperty(
                 slurm_config_strategy="Managed")),
             instance_groups=[
-                group("controller", HYPERPOD_CONTROLLER_TYPE, 1, "Controller"),
-                group("login", HYPERPOD_LOGIN_TYPE, 1, "Login"),
+                group("controller", CONTROLLER_TYPE, 1, "Controller"),
+                group("login", LOGIN_TYPE, 1, "Login"),
                 group("workers", instance_type, instance_count, "Compute", slurm={"partition_names": [PARTITION]},
                       instance_storage_configs=[*(storage or []), *worker_disk] or None,
                       on_start_deep_health_checks=health_checks(accelerator_kind=accelerator_kind, count=instance_count),

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from workloads.launches import SLURM_LOGIN_TYPE
+from workloads.cluster_nodes import SLURM_LOGIN_TYPE as LOGIN_INSTANCE_TYPE  # priced in the monthly estimate
 
 from .node_launch_template import NodeLaunchTemplate
 from .ssm_access import allow_ssm_sessions
@@ -53,7 +53,7 @@ class SlurmCluster(Construct):
                 subnet_ids=[subnet.subnet_id], purchase_option=purchase,
             )
 
-        self.login = node_group("Login", login_template, SLURM_LOGIN_TYPE, 1, "ONDEMAND")
+        self.login = node_group("Login", login_template, LOGIN_INSTANCE_TYPE, 1, "ONDEMAND")
         self.compute = node_group("Compute", compute_template, instance_type, node_count,
                                   "CAPACITY_BLOCK" if capacity_block else "ONDEMAND")
         # Nodes register with PCS as soon as they boot: the grant must exist before any node group starts one.

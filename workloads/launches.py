@@ -1,19 +1,17 @@
 """What an estate launches, instance type by instance type: the instances the plan names and the ones the stacks add
-around them (the Slurm login node, the node image's build instance, HyperPod's controller and login nodes). Pure
-Python: the constructs take their fixed types from here, and `python -m workloads preflight` counts quotas and zone
-offerings from the same list, so the two cannot drift apart."""
+around them (the Slurm login node and HyperPod's controller and login nodes, cluster_nodes.py; the node image's build
+instance). Pure Python: the constructs take those types from the same definitions, and `python -m workloads
+preflight` counts quotas and zone offerings from this list, so the two cannot drift apart."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .catalog import ML_PREFIX
+from .cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE, SLURM_LOGIN_TYPE
 from .planner import Plan
 
-SLURM_LOGIN_TYPE = "m5.xlarge"  # the Slurm cluster's one login node (constructs_lib/slurm_cluster.py)
 NODE_IMAGE_BUILD_TYPE = "m5.2xlarge"  # the Image Builder instance that bakes the node image, during the deploy
-HYPERPOD_CONTROLLER_TYPE = "ml.m5.xlarge"  # HyperPod's Slurm controller and login nodes (hyperpod_cluster.py)
-HYPERPOD_LOGIN_TYPE = "ml.m5.xlarge"
 
 EC2 = "ec2"  # launched by EC2 in the account (PCS node groups, Image Builder): EC2 quotas and zone offerings apply
 # SageMaker usages: each has a quota per instance type, "<ml type> for <usage> usage" (Service Quotas, SageMaker).
