@@ -3,6 +3,7 @@
     python -m workloads plan huge
     python -m workloads plan my.yaml -c training.instance_type=p5.48xlarge --json
     python -m workloads catalog
+    python -m workloads preflight huge          # the account checked against the plan, before cdk deploy
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def zones_exist(plan: Plan, account: Account) -> list[Finding]:
 
 @rule("Amazon EC2 API Reference, DescribeInstanceTypeOfferings",
       "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html",
-      "ec2:DescribeInstanceTypeOfferings")
+      "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeAvailabilityZones")
 def types_offered_in_zone(plan: Plan, account: Account) -> list[Finding]:
     """Every EC2 instance the estate launches in the cluster's zone is offered there (by AZ ID: the same physical zone
     whatever this account calls it)."""
@@ -295,7 +295,7 @@ def _hours_until(when: datetime, now: datetime) -> float:
 
 @rule("Amazon EC2 API Reference, DescribeCapacityReservations",
       "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeCapacityReservations.html",
-      "ec2:DescribeCapacityReservations")
+      "ec2:DescribeCapacityReservations", "ec2:DescribeAvailabilityZones")
 def capacity_reservation(plan: Plan, account: Account) -> list[Finding]:
     """The named capacity reservation or Capacity Block exists, is in the cluster's zone, of the planned type and
     kind, holds the nodes, and (a block) its window is open or still to come."""
