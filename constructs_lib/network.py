@@ -15,6 +15,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from workloads.catalog import is_zone_id
+
 from .logs_key import kept_log_group
 from .nag import acknowledge, ignore_cfn_lint
 
@@ -64,6 +66,21 @@ class EstateNetwork(Construct):
             acknowledge(public.node.find_child("DefaultRoute"), "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
                         "The public subnets' route to the internet gateway is the NAT gateway's way out; they hold "
                         "nothing else, assign no public IPs, and the private subnets reach the internet only through NAT.")
+        for subnet in (*self.vpc.public_subnets, *self.vpc.private_subnets):
+            by_zone_id(subnet)
         self.private_subnet: ec2.ISubnet = next(s for s in self.vpc.private_subnets
                                                 if s.availability_zone == availability_zone)
         self.hosting_subnets: list[ec2.ISubnet] = list(self.vpc.private_subnets)
+
+
+def by_zone_id(subnet: ec2.ISubnet) -> None:
+    """A zone given as an AZ ID (use2-az2) is placed by ID: AWS::EC2::Subnet takes AvailabilityZoneId instead of
+    AvailabilityZone (CloudFormation template reference, AWS::EC2::Subnet; the two exclude each other), so the subnet
+    lands in the same physical zone in every account with no lookup at synthesis. ec2.Vpc writes whatever zone string
+    it is given into AvailabilityZone; this moves an AZ ID to the property that takes it. Zone names stay as they are."""
+    if not is_zone_id(subnet.availability_zone):
+        return
+    cfn = subnet.node.default_child
+    assert isinstance(cfn, ec2.CfnSubnet)
+    cfn.add_property_deletion_override("AvailabilityZone")
+    cfn.add_property_override("AvailabilityZoneId", subnet.availability_zone)

@@ -25,6 +25,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_software
+from workloads.launches import NODE_IMAGE_BUILD_TYPE
 from workloads.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
 from .logs_key import kept_log_group
@@ -108,8 +109,7 @@ def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:
     neuron-dlami-ssm), so the bake reads its own AMI's description and refuses another release's parent."""
     if not software.neuron_release:
         return []
-    # A release line (2.28) takes any of its patch releases; the dot keeps 2.28 from matching 2.280.
-    wanted = f"Neuron SDK {software.neuron_release}" + ("." if software.neuron_release.count(".") == 1 else "")
+    wanted = software.release_marker
     return [BakeStep("CheckParentRelease", f"""
 TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
 AMI=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/ami-id)
@@ -244,7 +244,7 @@ class NodeImage(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, software: SoftwareStack, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, logs: s3.IBucket, logs_key: kms.IKey, root_volume_gib: int,
-                 build_instance_type: str = "m5.2xlarge") -> None:
+                 build_instance_type: str = NODE_IMAGE_BUILD_TYPE) -> None:
         """`logs`: the estate's logs bucket; the bake's logs go under BAKE_LOG_PREFIX, kept when a bake fails.
         `root_volume_gib`: the nodes' root volume (workloads.catalog Software.root_volume_gib): the image's snapshot
         is that size, so every node launched from it gets at least as much."""

@@ -149,6 +149,8 @@ VARIANTS = {
     # whole state fits a 16 GiB NeuronCore; on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
     "huge-trn1": ("huge", TRN1),
     "huge-hyperpod-trn1": ("huge", {**HYPERPOD, **TRN1}),
+    # Zones named by AZ ID (the same physical zone in every account): the subnets are placed by AvailabilityZoneId.
+    "small-zone-ids": ("small", {"availability_zone": "use1-az4", "second_availability_zone": "use1-az6"}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }

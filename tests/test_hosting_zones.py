@@ -20,8 +20,10 @@ from .conftest import ROOT, VARIANTS
 
 
 def _subnet_zones(network: dict) -> dict[str, str]:
-    """Subnet logical ID -> its zone, in a NetworkStack template."""
-    return {lid: r["Properties"]["AvailabilityZone"] for lid, r in network["Resources"].items()
+    """Subnet logical ID -> its zone (a name, or an AZ ID where the config names zones by ID), in a NetworkStack
+    template."""
+    return {lid: r["Properties"].get("AvailabilityZone") or r["Properties"]["AvailabilityZoneId"]
+            for lid, r in network["Resources"].items()
             if r["Type"] == "AWS::EC2::Subnet"}
 
 

@@ -3,6 +3,7 @@
     python -m workloads plan huge
     python -m workloads plan my.yaml -c training.instance_type=p5.48xlarge --json
     python -m workloads catalog
+    python -m workloads preflight huge          # the account checked against the plan, before cdk deploy
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
     sub.add_parser("catalog", help="list the instance catalog with sources")
+    fp = sub.add_parser("preflight", help="check the account before cdk deploy: zones, offerings, quotas, capacity, "
+                        "artifacts, CDK bootstrap, cost allocation tags, images (read-only, your AWS credentials)")
+    fp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    fp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config field; -c teams=FILE -c team=NAME checks that team's estate")
 
     def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
         jp = sub.add_parser(name, help=help_text)
@@ -82,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             print_catalog(load_catalog())
             return 0
         overrides = parse_overrides(args.context)
+        if args.command == "preflight":
+            return _preflight(args, overrides)
         if args.command == "plan" and ({"teams", "team"} & set(overrides)):
             result, budget = _team_plan(overrides)
             if getattr(args, "strict", False):
@@ -198,6 +206,30 @@ def _against_aws(call) -> int:
         print(f"error: {aws_failure(exc)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _preflight(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    """The plan's checks against the account: every finding in one table, one line each for errors and warnings on
+    stderr; exit 2 when any is an ERROR."""
+    from .errors import ERROR, report_findings
+
+    if {"teams", "team"} & set(overrides):
+        result, team = _team_plan(overrides)[0], overrides["team"]  # a team's stacks are named after its stage
+    else:
+        result, team = plan(load(args.workload, overrides)), ""
+    findings: list = []
+
+    def run() -> None:
+        from .preflight import Account, preflight
+        from .report import print_preflight
+
+        findings.extend(preflight(result, Account(result.workload.region, stage=team)))
+        print_preflight(result, findings, stage=team)
+    status = _against_aws(run)
+    if status:
+        return status
+    report_findings(findings, errors=True)
+    return EXIT_BAD_INPUT if any(f.level == ERROR for f in findings) else 0
 
 
 def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 # Severity levels, as ParallelCluster's validators have them: an ERROR refuses (ConfigError, exit 2), a WARNING is
-# shown and the build goes on (or refused with --strict / -c strict=true), an INFO explains a choice.
-WARNING, INFO = "WARNING", "INFO"
+# shown and the build goes on (or refused with --strict / -c strict=true), an INFO explains a choice. Offline, an
+# ERROR is a ConfigError; `python -m workloads preflight` reports what the account says as Findings of all three.
+ERROR, WARNING, INFO = "ERROR", "WARNING", "INFO"
 
 
 class ConfigError(Exception):
@@ -62,7 +63,7 @@ def report(exc: ConfigError, file: TextIO | None = None) -> None:
 class Finding:
     """Advice about a workload that can be built: what it concerns, what to know, and the document that says so."""
 
-    level: str  # WARNING or INFO
+    level: str  # WARNING or INFO (ERROR: preflight's, about the account)
     field: str
     value: object
     message: str
@@ -80,11 +81,12 @@ class Finding:
                            reason=f"a warning, refused under strict: {self.message}")
 
 
-def report_findings(findings: Iterable[Finding], file: TextIO | None = None) -> None:
-    """`warning: FIELD = VALUE: message (source: ...)`, one line each (INFO lines are left to the plan)."""
+def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False) -> None:
+    """`warning: FIELD = VALUE: message (source: ...)`, one line each (INFO lines are left to the plan); with
+    `errors`, `error: ...` lines for ERROR findings too (preflight's)."""
     for f in findings:
-        if f.level == WARNING:
-            print(f"warning: {f}", file=file or sys.stderr)
+        if f.level == WARNING or (errors and f.level == ERROR):
+            print(f"{f.level.lower()}: {f}", file=file or sys.stderr)
 
 
 def strict(findings: Iterable[Finding]) -> None:

@@ -209,6 +209,23 @@ def _print_findings(p: Plan, console: Console) -> None:
     console.print()
 
 
+def print_preflight(p: Plan, findings: list, *, stage: str = "", console: Console | None = None) -> None:
+    """Every preflight finding in one table: errors, then warnings, then what was found."""
+    console = console or _console()
+    counts = {level: sum(f.level == level for f in findings) for level in ("ERROR", "WARNING", "INFO")}
+    who = f"team {stage}'s " if stage else ""
+    console.print(f"[bold]Preflight for {who}{p.workload.name}[/bold] in {p.workload.region}: {counts['ERROR']} "
+                  f"errors, {counts['WARNING']} warnings, {counts['INFO']} notes")
+    table = Table(title_justify="left")
+    for col in ("level", "field", "value", "finding", "source"):
+        table.add_column(col)
+    styles = {"ERROR": "bold red", "WARNING": "bold yellow"}
+    for f in findings:
+        table.add_row(f.level, escape(f.field), escape("-" if f.value is None else str(f.value)), escape(f.message),
+                      escape(f.source) or "-", style=styles.get(f.level, ""))
+    console.print(table)
+
+
 def _rate(rps: float) -> str:
     return f"{rps:,.0f}" if rps >= 100 else f"{rps:.3g}"
 

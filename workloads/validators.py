@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import estimates as est
-from .catalog import ML_PREFIX, Catalog, InstanceType, load_catalog
+from .catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
 from .errors import WARNING, ConfigError, Finding, raise_all
 from .schema import CLASSIC_ML, Workload
 
@@ -20,24 +20,43 @@ def region_is_known(w: Workload, cat: Catalog) -> None:
         raise ConfigError("region", w.region, ", ".join(cat.regions), reason="not a region the catalog covers")
 
 
+def _zones_allowed(w: Workload, cat: Catalog, *, other_than: str | None = None) -> str:
+    names = ", ".join(w.region + letter for letter in cat.regions[w.region] if w.region + letter != other_than)
+    return f"{names}, or an AZ ID such as {cat.zone_id_pattern(w.region)} (the same physical zone in every account)"
+
+
 def zone_is_in_region(w: Workload, cat: Catalog) -> None:
     if w.region not in cat.regions:  # region_is_known reports it; the zones cannot be known
         return
-    letters = cat.regions[w.region]
-    suffix = w.availability_zone.removeprefix(w.region)
-    if not w.availability_zone.startswith(w.region) or suffix not in letters:
-        zones = ", ".join(w.region + letter for letter in letters)
-        raise ConfigError("availability_zone", w.availability_zone, zones, reason=f"not a zone of region {w.region}")
+    zone = w.availability_zone
+    named = zone.startswith(w.region) and zone.removeprefix(w.region) in cat.regions[w.region]
+    if not (named or cat.is_zone_id_of(zone, w.region)):
+        raise ConfigError("availability_zone", zone, _zones_allowed(w, cat), reason=f"not a zone of region {w.region}")
 
 
 def second_zone_is_another_zone_of_the_region(w: Workload, cat: Catalog) -> None:
-    second = w.second_availability_zone
-    if second is None or w.region not in cat.regions:  # region_is_known reports an unknown region
+    """A zone name and an AZ ID cannot be compared offline (names map to zones per account): both zones are written
+    the same way. With an AZ ID the second zone is named too: the catalog knows zone letters, not which AZ IDs exist."""
+    first, second = w.availability_zone, w.second_availability_zone
+    if w.region not in cat.regions:  # region_is_known reports an unknown region
         return
-    others = [w.region + letter for letter in cat.regions[w.region] if w.region + letter != w.availability_zone]
-    if second not in others:
-        why = "the same zone as availability_zone" if second == w.availability_zone else f"not a zone of region {w.region}"
-        raise ConfigError("second_availability_zone", second, ", ".join(others),
+    by_id = is_zone_id(first)
+    if second is None:
+        if by_id:
+            raise ConfigError("second_availability_zone", None, f"another AZ ID of {w.region}, e.g. "
+                              f"{cat.zone_id_pattern(w.region)}", reason="required when availability_zone is an AZ ID "
+                              "(synthesis makes no lookups, so it cannot choose the hosted endpoints' second zone)")
+        return
+    if is_zone_id(second) != by_id:
+        raise ConfigError("second_availability_zone", second, f"an {'AZ ID' if by_id else 'zone name'} like "
+                          f"availability_zone {first}", reason="one zone is a name and the other an AZ ID: names map "
+                          "to zones per account, so synthesis cannot tell whether they are two zones")
+    others = [w.region + letter for letter in cat.regions[w.region] if w.region + letter != first]
+    valid = cat.is_zone_id_of(second, w.region) if by_id else second in others
+    if second == first or not valid:
+        why = "the same zone as availability_zone" if second == first else f"not a zone of region {w.region}"
+        allowed = f"another AZ ID of {w.region}, e.g. {cat.zone_id_pattern(w.region)}" if by_id else ", ".join(others)
+        raise ConfigError("second_availability_zone", second, allowed,
                           reason=f"{why}; hosted endpoints need subnets in two zones of the region")
 
 
@@ -47,7 +66,8 @@ def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
     if w.second_availability_zone:
         return w.availability_zone, w.second_availability_zone
     letters = cat.regions.get(w.region, ())
-    other = next((w.region + l for l in letters if w.region + l != w.availability_zone), None)
+    other = None if is_zone_id(w.availability_zone) else \
+        next((w.region + l for l in letters if w.region + l != w.availability_zone), None)
     if other is None:
         raise ConfigError("second_availability_zone", None, "another zone of the region",
                           reason=f"the catalog lists no second zone for {w.region}")
@@ -140,6 +160,8 @@ def capacity_reservation_is_complete(w: Workload, cat: Catalog) -> None:
 
 def capacity_reservation_in_cluster_az(w: Workload, cat: Catalog) -> None:
     az = w.training.capacity_reservation_az
+    if az and is_zone_id(az) != is_zone_id(w.availability_zone):
+        return  # a name and an AZ ID: only the account maps one to the other (preflight compares the reservation's)
     if w.training.capacity_reservation_id and az != w.availability_zone:
         raise ConfigError("training.capacity_reservation_az", az, w.availability_zone,
                           reason="the reservation must be in the cluster's AZ (cluster, FSx and reservation share one AZ)")

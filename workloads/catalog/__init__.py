@@ -5,6 +5,7 @@ Loaded once, lazily; pure Python so the planner stays fast and CDK-free.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -137,6 +138,7 @@ class Catalog:
     sources: dict[str, Source]
     regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
     as_of: str
+    zone_id_prefixes: dict[str, str] = field(default_factory=dict)  # region -> its AZ IDs' prefix (use1)
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -147,6 +149,15 @@ class Catalog:
         """This catalog, with the planner's choices limited to `families` (its facts stay complete)."""
         return replace(self, allowed_families=frozenset(families) if families else None)
 
+    def zone_id_pattern(self, region: str) -> str:
+        """How the region's AZ IDs are written (use2-az<N>), for messages."""
+        return f"{self.zone_id_prefixes.get(region, '<prefix>')}-az<N>"
+
+    def is_zone_id_of(self, zone: str, region: str) -> bool:
+        """`zone` is written as an AZ ID of `region` (whether the account has that number, only it can say)."""
+        prefix = self.zone_id_prefixes.get(region)
+        return prefix is not None and re.fullmatch(rf"{re.escape(prefix)}-az[1-9][0-9]*", zone) is not None
+
     def get(self, name: str) -> InstanceType | None:
         """Look a type up by its EC2 name or its SageMaker `ml.` name."""
         return self.types.get(strip_ml(name))
@@ -155,6 +166,13 @@ class Catalog:
         if sagemaker:
             return [ML_PREFIX + t.name for t in self.types.values() if t.on_sagemaker]
         return list(self.types)
+
+
+ZONE_ID = re.compile(r"[a-z]+[0-9]+-az[0-9]+")  # an AZ ID (use2-az2), never a zone name (us-east-2b)
+
+
+def is_zone_id(zone: str) -> bool:
+    return ZONE_ID.fullmatch(zone) is not None
 
 
 def strip_ml(name: str) -> str:
@@ -212,7 +230,8 @@ def load_catalog() -> Catalog:
     types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
-    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]))
+    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]),
+                   zone_id_prefixes=dict(regions_data["zone_id_prefixes"]))
 
 
 @dataclass(frozen=True)
@@ -267,6 +286,28 @@ class SoftwareStack:
     # the documents that say so. Empty for current stacks.
     legacy: str = ""
     legacy_sources: tuple[str, ...] = ()
+    # Neuron: the parent DLAMI of `neuron_release`, for ec2:DescribeImages (owner, name pattern); its description
+    # names the release (`release_marker`).
+    parent_dlami_owner: str | None = None
+    parent_dlami_name: str | None = None
+
+    @property
+    def release_marker(self) -> str | None:
+        """What a DLAMI's description says of this Neuron release ("Neuron SDK 2.33.0"): a release line (2.28)
+        takes any of its patch releases, and its dot keeps 2.28 from matching 2.280."""
+        if not self.neuron_release:
+            return None
+        return f"Neuron SDK {self.neuron_release}" + ("." if self.neuron_release.count(".") == 1 else "")
+
+    def parent_dlami_query(self, *, by_description: bool = True) -> dict | None:
+        """DescribeImages' arguments for the parent DLAMIs of this release: owner, name and (the Neuron DLAMI guide's
+        filter) the release in the description. Without it, every release's DLAMI of that name answers, and the
+        caller matches `release_marker` in the descriptions itself."""
+        if not (self.parent_dlami_name and self.release_marker):
+            return None
+        by_release = [{"Name": "description", "Values": [f"*{self.release_marker}*"]}] if by_description else []
+        return {"Owners": [self.parent_dlami_owner or "amazon"],
+                "Filters": [{"Name": "name", "Values": [self.parent_dlami_name]}, *by_release]}
 
 
 @dataclass(frozen=True)
@@ -314,7 +355,9 @@ def load_software() -> Software:
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
-            legacy_sources=tuple(raw.get("legacy_sources") or ())))
+            legacy_sources=tuple(raw.get("legacy_sources") or ()),
+            parent_dlami_owner=(raw.get("parent_dlami") or {}).get("owner"),
+            parent_dlami_name=(raw.get("parent_dlami") or {}).get("name")))
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
     for name, driver in data["drivers"].items():
