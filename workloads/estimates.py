@@ -12,7 +12,8 @@ from pathlib import Path
 
 import statistics
 
-from .catalog import InstanceType, Utilisation
+from .catalog import InstanceType, Utilisation, load_catalog
+from .clusters import HYPERPOD_HEAD_TYPES, SLURM_LOGIN_TYPE
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
 BYTES_PER_TOKEN = 4
@@ -225,6 +226,8 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
             add(f"{ip.kind} endpoint at minimum capacity", (ip.usd_per_hour_min or 0) * hours,
                 f"{ip.min_instances} x {ip.instance_type} x {hours} h", f"${(ip.usd_per_hour_min or 0):,.4g}/h at "
                 "minimum (SageMaker on-demand)", "catalog")
+    for line in cluster_lines(w, training, hours):
+        lines.append(line)
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
         add("notebook", notebook_price * h, f"{h} h (assumed: stops itself after {w.notebook.idle_minutes} idle "
@@ -240,5 +243,53 @@ def monthly(w, training, inference: dict, notebook_price=None) -> Monthly:
     return Monthly(tuple(lines), month, None if run is None else round(run, 2),
                    None if run is None else round(run + month, 2),
                    f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "
-                   f"network and logs{region}",
+                   f"network, the cluster's always-on nodes and logs{region}; compute nodes that run only for jobs "
+                   "are in the training run",
                    {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()})
+
+
+def cluster_lines(w, training, hours: float) -> list[MonthlyLine]:
+    """What the training cluster bills in a month beside its training run: the nodes that are always on (a Slurm
+    login node; HyperPod's controller, login and workers), paid capacity outside the run, and, for on-demand Slurm
+    compute, nothing: dynamic nodes run only for jobs. `hours`: a month's hours."""
+    t, cat = training, load_catalog()
+    each = t.estimate.usd_per_hour / t.instance_count  # one compute node at the run's price
+    outside = max(0.0, hours - (t.estimate.hours or 0.0))  # a month's hours the training run does not use
+    nodes = f"{t.instance_count} x {t.instance_type}"
+    kind = t.estimate.price_note.split(",")[0]
+    lines = []
+    if t.orchestrator == "slurm":
+        login = cat.types[SLURM_LOGIN_TYPE].price(w.region, sagemaker=False)
+        assert login is not None
+        lines.append(MonthlyLine("Slurm login node", round(login.usd_per_hour * hours, 2),
+                                 f"1 x {SLURM_LOGIN_TYPE} x {hours} h (always on)",
+                                 f"${login.usd_per_hour}/h ({login.kind})", "catalog"))
+        if t.compute_min_nodes == 0:
+            lines.append(MonthlyLine(
+                "Slurm compute nodes when idle", 0.0, f"0 of {nodes}: dynamic nodes, started for queued jobs and ended "
+                f"after {t.scale_down_idle_s} s idle (ScaleDownIdleTimeInSeconds); they bill while jobs run, which "
+                "the training run counts", f"${each:,.4g}/h a node ({kind})", "catalog"))
+        elif t.capacity_block:
+            lines.append(MonthlyLine(
+                "Capacity Block outside the training run", 0.0, f"{nodes}, static: the block is bought up front for "
+                "whole days, which the training run counts; nothing bills once it ends", f"${each:,.4g}/h a node "
+                f"({kind})", "catalog"))
+        else:
+            lines.append(MonthlyLine(
+                "capacity reservation outside the training run", round(each * t.instance_count * outside, 2),
+                f"{nodes} x {outside:,.0f} h: static nodes on the reservation, which bills whether they run or not "
+                "(a month assumed; its term is yours)", f"${each:,.4g}/h a node ({kind})", "catalog"))
+    elif t.orchestrator == "hyperpod":
+        for group, itype in HYPERPOD_HEAD_TYPES.items():
+            price = cat.types[itype.removeprefix("ml.")].price(w.region, sagemaker=True)
+            assert price is not None
+            lines.append(MonthlyLine(f"HyperPod {group} node", round(price.usd_per_hour * hours, 2),
+                                     f"1 x {itype} x {hours} h (always on)", f"${price.usd_per_hour}/h ({price.kind})",
+                                     "catalog"))
+        if t.estimate.usd_total is not None:  # a training plan's capacity is bought at its own, unrecorded price
+            lines.append(MonthlyLine(
+                "HyperPod workers outside the training run", round(each * t.instance_count * outside, 2),
+                f"{nodes} x {outside:,.0f} h: always on (a Slurm-orchestrated HyperPod cluster does not scale its "
+                "workers; autoscaling is for EKS-orchestrated clusters): set the group's InstanceCount to 0 with "
+                "update-cluster while idle", f"${each:,.4g}/h a node ({kind})", "catalog"))
+    return lines
