@@ -23,6 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_catalog, load_software, strip_ml
+from workloads.clusters import HYPERPOD_HEAD_TYPES
 
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup
@@ -37,8 +38,6 @@ LIFECYCLE_SCRIPT = "on_init_complete.sh"
 LIFECYCLE_PREFIX = "lifecycle/hyperpod/"
 FRAMEWORK_SCRIPT = "install-framework.sh"  # beside the lifecycle script, generated from the plan
 LAYOUT_FILE = "layout.json"
-CONTROLLER_TYPE = "ml.m5.xlarge"
-LOGIN_TYPE = "ml.m5.xlarge"
 PARTITION = "train"
 C = sagemaker.CfnCluster
 
@@ -104,8 +103,8 @@ class HyperPodCluster(Construct):
             orchestrator=C.OrchestratorProperty(slurm=C.ClusterOrchestratorSlurmConfigProperty(
                 slurm_config_strategy="Managed")),
             instance_groups=[
-                group("controller", CONTROLLER_TYPE, 1, "Controller"),
-                group("login", LOGIN_TYPE, 1, "Login"),
+                group("controller", HYPERPOD_HEAD_TYPES["controller"], 1, "Controller"),
+                group("login", HYPERPOD_HEAD_TYPES["login"], 1, "Login"),
                 group("workers", instance_type, instance_count, "Compute", slurm={"partition_names": [PARTITION]},
                       instance_storage_configs=[*(storage or []), *worker_disk] or None,
                       on_start_deep_health_checks=health_checks(accelerator_kind=accelerator_kind, count=instance_count),
