@@ -4,19 +4,26 @@ The interfaces come from `workloads.catalog.network_interfaces` (the EC2 guide's
 ENA primary, EFA-only interfaces on the cards that carry EFA), all in the cluster's private subnet and
 security group. No public IP: the private subnet assigns none, and EC2 refuses AssociatePublicIpAddress
 on multi-interface launches. IMDSv2 only; encrypted root.
+
+The instances, their volumes and their network interfaces carry the tags applied to the stack (`workload`; a team's
+stage adds `team`, `cost-center` and `stage`): cdk.Tags reaches the template's own resources, not what EC2 launches
+from it, so the construct is taggable itself and its launch template's TagSpecifications carry what Tags.of(...).add
+gave it, rendered after the Tags aspects ran. A budget that filters on the `team` tag then sees the nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnTag
+import jsii
+from aws_cdk import IResolvable, IResolveContext, ITaggable, TagManager, TagType
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from workloads.catalog import NetworkInterface
 
 
+@jsii.implements(ITaggable)
 class NodeLaunchTemplate(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, interfaces: Sequence[NetworkInterface], user_data: str,
@@ -24,6 +31,9 @@ class NodeLaunchTemplate(Construct):
                  capacity_block_instance_type: str | None = None, name_tag: str, root_volume_gib: int) -> None:
         """`root_volume_gib`: at least the node image's snapshot (NodeImage's root_volume_gib)."""
         super().__init__(scope, construct_id)
+        # What the Tags aspects give this construct: the launched instances' tags (filters by resource type treat
+        # them as instances').
+        self._tags = TagManager(TagType.KEY_VALUE, "AWS::EC2::Instance")
         L = ec2.CfnLaunchTemplate
         data = L.LaunchTemplateDataProperty(
             network_interfaces=[L.NetworkInterfaceProperty(
@@ -50,9 +60,40 @@ class NodeLaunchTemplate(Construct):
             instance_market_options=L.InstanceMarketOptionsProperty(market_type="capacity-block")
             if capacity_block_instance_type else None,
             instance_type=capacity_block_instance_type,
-            tag_specifications=[L.TagSpecificationProperty(resource_type="instance",
-                                                           tags=[CfnTag(key="Name", value=name_tag)])],
         )
         self.template = L(self, "Template", launch_template_data=data)
+        # Resolved with the template, after the Tags aspects (an override: the L1's own property mapper would not pass
+        # a token through, and jsii cannot hand Lazy.any's producer its context).
+        self.template.add_property_override("LaunchTemplateData.TagSpecifications", _LaunchedTags(self._tags, name_tag))
         self.template_id = self.template.ref
         self.version = self.template.attr_latest_version_number
+
+    @property
+    def tags(self) -> TagManager:
+        return self._tags
+
+
+# What EC2 tags at launch from a launch template's TagSpecifications (AWS::EC2::LaunchTemplate TagSpecification
+# ResourceType: instance | volume | network-interface | spot-instances-request).
+LAUNCHED_RESOURCES = ("instance", "volume", "network-interface")
+
+
+@jsii.implements(IResolvable)
+class _LaunchedTags:
+    """The TagSpecifications of a node's launch: its Name and the tags the Tags aspects applied, resolved at synthesis
+    (after the aspects ran), in key order."""
+
+    def __init__(self, tags: TagManager, name: str) -> None:
+        self._tags, self._name = tags, name
+
+    @property
+    def creation_stack(self) -> list[str]:
+        return []
+
+    def to_string(self) -> str:
+        return f"TagSpecifications of {self._name}"
+
+    def resolve(self, context: IResolveContext) -> list:
+        tags = {**self._tags.tag_values(), "Name": self._name}
+        return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": tags[k]} for k in sorted(tags)]}
+                for kind in LAUNCHED_RESOURCES]

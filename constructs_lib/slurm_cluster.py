@@ -1,7 +1,10 @@
 """Slurm on AWS Parallel Computing Service: cluster, login node group, compute node group, queue.
 
-The compute group is static (min = max = the plan's node count) on the EFA launch template;
-the login group is one small node reached through SSM Session Manager (no SSH, no public IP).
+The compute group runs the EFA launch template with the plan's scaling: dynamic nodes (minimum 0) that PCS starts for
+queued jobs and ends after the cluster's ScaleDownIdleTimeInSeconds, or static nodes (minimum = maximum) where the
+capacity is paid anyway. With a Capacity Block the group's purchase option is CAPACITY_BLOCK and its launch template
+names the block (PCS User Guide, "Configure an AWS PCS compute node group to use a Capacity Block"). The login group
+is one small node reached through SSM Session Manager (no SSH, no public IP).
 """
 
 from __future__ import annotations
@@ -29,11 +32,17 @@ class SlurmCluster(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, node_role: iam.Role, image_id: str,
                  compute_template: NodeLaunchTemplate, login_template: NodeLaunchTemplate,
-                 instance_type: str, node_count: int, capacity_block: bool) -> None:
+                 instance_type: str, node_count: int, min_nodes: int, scale_down_idle_s: int,
+                 capacity_block: bool) -> None:
+        """`min_nodes`: 0 for dynamic compute nodes, `node_count` for static ones; `scale_down_idle_s`: how long a
+        dynamic node may sit idle before PCS ends it."""
         super().__init__(scope, construct_id)
         self.cluster = pcs.CfnCluster(
             self, "Cluster",
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=SLURM_VERSION),
+            # AWS::PCS::Cluster SlurmConfiguration ScaleDownIdleTimeInSeconds (CloudFormation reference).
+            slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
+                scale_down_idle_time_in_seconds=scale_down_idle_s),
             size=cluster_size(node_count + 1),
             networking=pcs.CfnCluster.NetworkingProperty(subnet_ids=[subnet.subnet_id],
                                                          security_group_ids=[security_group.security_group_id]),
@@ -41,7 +50,7 @@ class SlurmCluster(Construct):
         _allow_pcs_node(node_role, self.cluster)
         profile = iam.CfnInstanceProfile(self, "NodeProfile", roles=[node_role.role_name], path="/aws-pcs/")
 
-        def node_group(name: str, template: NodeLaunchTemplate, itype: str, count: int, purchase: str):
+        def node_group(name: str, template: NodeLaunchTemplate, itype: str, low: int, high: int, purchase: str):
             return pcs.CfnComputeNodeGroup(
                 self, name, cluster_id=self.cluster.attr_id, ami_id=image_id,
                 custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
@@ -49,12 +58,13 @@ class SlurmCluster(Construct):
                 iam_instance_profile_arn=profile.attr_arn,
                 instance_configs=[pcs.CfnComputeNodeGroup.InstanceConfigProperty(instance_type=itype)],
                 scaling_configuration=pcs.CfnComputeNodeGroup.ScalingConfigurationProperty(
-                    min_instance_count=count, max_instance_count=count),
+                    min_instance_count=low, max_instance_count=high),
                 subnet_ids=[subnet.subnet_id], purchase_option=purchase,
             )
 
-        self.login = node_group("Login", login_template, LOGIN_INSTANCE_TYPE, 1, "ONDEMAND")
-        self.compute = node_group("Compute", compute_template, instance_type, node_count,
+        self.login = node_group("Login", login_template, LOGIN_INSTANCE_TYPE, 1, 1, "ONDEMAND")
+        # A Capacity Block's group may not ask for more nodes than the block holds (PCS user guide): the plan's count.
+        self.compute = node_group("Compute", compute_template, instance_type, min_nodes, node_count,
                                   "CAPACITY_BLOCK" if capacity_block else "ONDEMAND")
         # Nodes register with PCS as soon as they boot: the grant must exist before any node group starts one.
         for group in (self.login, self.compute):

@@ -81,6 +81,7 @@ class TrainStack(EstateStack):
     def _slurm(self, t: TrainingPlan, subnet: ec2.ISubnet, security: ClusterSecurityGroups,
                lustre: LustreFileSystem | None, home: SharedHome | None, logs: s3.IBucket, logs_key: kms.IKey) -> None:
         assert t.software is not None  # Slurm clusters train on accelerators, each with its pinned stack
+        assert t.compute_min_nodes is not None  # the plan sets it for every Slurm cluster
         # Root volumes: the default, or what the accelerator's vendor asks for (workloads/catalog/software.yaml).
         root_gib = load_software().root_volume_gib(load_catalog().get(t.instance_type))
         image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
@@ -103,6 +104,7 @@ class TrainStack(EstateStack):
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
+                               min_nodes=t.compute_min_nodes, scale_down_idle_s=t.scale_down_idle_s,
                                capacity_block=t.capacity_block)
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,

@@ -131,6 +131,14 @@ P6_B300 = {"training.instance_type": "p6-b300.48xlarge", "region": "us-west-2", 
 HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30", "training.instance_type": "p5.48xlarge"}
 # The largest model Trn1's data-parallel layout holds is about 0.6B parameters (16 GiB per NeuronCore).
 TRN1 = {"training.instance_type": "trn1.32xlarge", "model.parameters_billion": "0.5"}
+# A reservation in huge's zone (the ID's form only: synthesis makes no lookups).
+RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
+               "training.capacity_reservation_az": "us-east-2b"}
+# EC2 sells Trn2 in us-east-2 only as Capacity Blocks, and AWS PCS runs no Trn2 block (catalog `sold`,
+# pcs_capacity_block_families): a Trn2 Slurm cluster runs on an On-Demand Capacity Reservation the user holds.
+TRN2 = {"training.instance_type": "trn2.48xlarge", **RESERVATION}
+# A Capacity Block of a family PCS runs in blocks, sold as blocks in us-east-2.
+CAPACITY_BLOCK = {"training.instance_type": "p5.48xlarge", "training.capacity_block": "true", **RESERVATION}
 # Every variant the quality checks (cfn-lint, cdk-nag) cover: the presets and the cluster types.
 VARIANTS = {
     "small": ("small", None),
@@ -140,9 +148,9 @@ VARIANTS = {
     "huge-p5": ("huge", {"training.instance_type": "p5.48xlarge"}),
     # p6-b300: card 0 carries no EFA (ENA only); offered in us-west-2, not in huge's us-east-2.
     "huge-p6-b300": ("huge", P6_B300),
-    "huge-capacity-block": ("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                                     "training.capacity_reservation_az": "us-east-2b",
-                                     "training.capacity_block": "true"}),
+    "huge-capacity-block": ("huge", CAPACITY_BLOCK),
+    # Neuron 2.33's TorchNeuron stack on Trn2, on a reservation (static nodes, on-demand purchase option).
+    "huge-trn2-reservation": ("huge", TRN2),
     "huge-shared-home": ("huge", {"data.shared_home": "true"}),
     "huge-hyperpod": ("huge", HYPERPOD),
     # Trn1 trains on Neuron 2.28's legacy XLA stack, data-parallel only (the shipped trainer there): a model whose

@@ -14,7 +14,7 @@ from workloads import estimates as est
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 
-from .conftest import ROOT
+from .conftest import ROOT, TRN2
 
 CAT = load_catalog()
 U = load_utilisation()
@@ -50,7 +50,7 @@ def test_the_seeds_bert_calibration_is_one_of_the_trainium_figures():
 
 
 def test_huge_on_trainium_is_a_range_around_the_70b_measurement():
-    e = plan(load("huge")).training.estimate
+    e = plan(load("huge", TRN2)).training.estimate
     assert e.utilisation == pytest.approx(0.2679)
     low, high = e.hours_range
     assert low < e.hours < high and e.usd_total_range[0] < e.usd_total < e.usd_total_range[1]

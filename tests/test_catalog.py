@@ -7,6 +7,7 @@ import re
 import pytest
 
 from workloads.catalog import PRICED_REGIONS, NetworkInterface, load_catalog, network_interfaces
+from workloads.plan_training import TRAINING_CANDIDATES
 
 CAT = load_catalog()
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -102,3 +103,36 @@ def test_ml_names_resolve_to_the_same_facts():
 def test_price_outside_recorded_regions_falls_back_and_says_so():
     price = CAT.types["m5.xlarge"].price("eu-west-1", sagemaker=False)
     assert price.region == "us-east-1" and "no eu-west-1 price" in price.note
+
+
+# ------------------------------------------------------------------ capacity as it is sold (issue 31)
+
+@pytest.mark.parametrize("name", TRAINING_CANDIDATES["large-dl"])
+def test_how_each_cluster_type_is_sold_is_recorded_with_its_sources(name):
+    """Every type the planner weighs for a cluster records where EC2 sells it on-demand and as Capacity Blocks,
+    with its sources; an on-demand offering in a priced region has its price, and a type sold on-demand nowhere has
+    no on-demand price at all (its recorded rate is another kind)."""
+    t = CAT.types[name]
+    assert t.on_demand_regions is not None and t.sold_sources
+    assert all(s in CAT.sources for s in t.sold_sources) and set(t.on_demand_regions) <= set(t.regions)
+    for region in set(t.on_demand_regions) & {*PRICED_REGIONS, "us-east-2"}:
+        assert t.ec2_prices.get(region), f"{name}: sold on-demand in {region} without a price"
+    if not t.on_demand_regions:
+        assert not any(t.ec2_prices.values())
+
+
+def test_trn2_is_sold_in_ohio_only_as_capacity_blocks_which_pcs_does_not_run():
+    """EC2 User Guide (Capacity Blocks for ML): trn2.48xlarge blocks in US East (Ohio); no on-demand offering in the
+    Price List copy read (vantage 2026-08). PCS User Guide (Capacity Blocks limitations): P6-B300, P6-B200, P5en, P5e,
+    P5 and P4d only."""
+    trn2 = CAT.types["trn2.48xlarge"]
+    assert (trn2.on_demand_regions, trn2.capacity_block_regions) == ((), ("us-east-2",))
+    assert not trn2.sold_on_demand("us-east-2") and CAT.types["p5.48xlarge"].sold_on_demand("us-east-2")
+    assert CAT.pcs_capacity_block_families == {"p4d", "p5", "p5e", "p5en", "p6-b200", "p6-b300"}
+    assert CAT.sources[CAT.pcs_capacity_block_source].url == \
+        "https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks.html"
+
+
+def test_a_type_without_a_sold_record_is_sold_on_demand_where_it_is_offered():
+    m5 = CAT.types["m5.xlarge"]
+    assert m5.on_demand_regions is None and m5.sold_on_demand("us-east-1") and not m5.sold_on_demand("mars-1")

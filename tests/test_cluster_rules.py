@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import TRN1
+from .conftest import CAPACITY_BLOCK, RESERVATION, TRN1, TRN2
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog, load_software
 
 CAT = load_catalog()
 from workloads.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
-
-RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-               "training.capacity_reservation_az": "us-east-2b"}
 
 
 @pytest.mark.parametrize("itype, efa, gbps", [
@@ -22,7 +19,9 @@ RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
 def test_efa_bandwidth_per_node_is_the_types_maximum(itype, efa, gbps):
     region = {} if "us-east-2" in CAT.types[itype].regions else {"region": "us-west-2",
                                                                  "availability_zone": "us-west-2d"}
-    t = plan(load("huge", {"training.instance_type": itype, **region})).training
+    # A type EC2 does not sell on-demand there (trn2) plans on a reservation of it.
+    held = {} if CAT.types[itype].sold_on_demand(region.get("region", "us-east-2")) else RESERVATION
+    t = plan(load("huge", {"training.instance_type": itype, **region, **held})).training
     assert (t.efa_interfaces, t.efa_max_interfaces, t.efa_gbps, t.network_gbps) == (efa, efa, gbps, gbps)
     assert t.placement_group
 
@@ -53,7 +52,7 @@ def test_no_fsx_plan_without_fsx():
 
 
 def test_capacity_block_skips_the_placement_group():
-    t = plan(load("huge", {**RESERVATION, "training.capacity_block": "true"})).training
+    t = plan(load("huge", CAPACITY_BLOCK)).training
     assert not t.placement_group and t.capacity_block
     assert any("Capacity Block" in d for d in t.decisions)
 
@@ -135,15 +134,17 @@ def test_trn1_is_refused_at_plan_time_for_a_model_that_needs_sharding(itype):
     assert "FSDP2" in str(err) and "PyTorch/XLA" in str(err) and "p5.48xlarge" in str(err)
 
 
-def test_the_planner_still_prefers_trn2_when_no_type_is_named():
-    """Trn2 is sold as Capacity Blocks (its recorded price is that kind, issue 24), so the planner weighs it where
-    candidates are compared at Capacity Block prices; there, with no type named, it picks Trn2, never the legacy
-    Trn1, and with no warning."""
-    block = {"training.instance_type": None, "training.capacity_block": "true",
-             "training.capacity_reservation_id": "cr-0123456789abcdef0", "training.capacity_reservation_az": "us-east-2b"}
-    p = plan(load("huge", block))
-    assert p.training.instance_type == "trn2.48xlarge" and not p.warnings
-    assert not any(c.instance_type.startswith("trn1") for c in p.training.candidates)
+def test_with_a_block_and_no_type_the_planner_picks_a_family_pcs_runs_in_blocks():
+    """Before: the planner picked trn2.48xlarge for a Capacity Block, a block AWS PCS does not run (PCS user guide,
+    Capacity Blocks limitations). Now it compares the families PCS takes, at Capacity Block prices, and says why
+    Trn2 is not among them; never the legacy Trn1, and with no warning."""
+    p = plan(load("huge", {**CAPACITY_BLOCK, "training.instance_type": None}))
+    t = p.training
+    assert CAT.types[t.instance_type].family in CAT.pcs_capacity_block_families and not p.warnings
+    assert {c.price_kind for c in t.candidates} == {"EC2 Capacity Block"}
+    assert not any(c.instance_type.startswith(("trn1", "trn2")) for c in t.candidates)
+    assert any("trn2.48xlarge: AWS PCS runs Capacity Blocks of" in d for d in t.decisions)
+    assert t.compute_min_nodes == t.instance_count  # the block is paid: static nodes
 
 
 def test_volta_gpus_are_refused_for_training():
@@ -154,11 +155,11 @@ def test_volta_gpus_are_refused_for_training():
 def test_sagemaker_jobs_on_trainium_are_refused():
     """No ml.trn2 price is recorded, and no TorchNeuron SageMaker training image is known offline either."""
     with pytest.raises(ConfigError, match="training.orchestrator = 'sagemaker-jobs'"):
-        plan(load("huge", {"training.orchestrator": "sagemaker-jobs"}))
+        plan(load("huge", {"training.orchestrator": "sagemaker-jobs", "training.instance_type": "trn2.48xlarge"}))
 
 
 def test_every_planned_accelerator_has_a_pinned_stack():
-    t = plan(load("huge")).training
+    t = plan(load("huge", TRN2)).training
     assert t.software is not None and t.software.device == "neuron" and "Neuron 2.33.0" in t.software.name
     gpu = plan(load("huge", {"training.instance_type": "p5.48xlarge"})).training.software
     assert gpu is not None and gpu.device == "cuda" and gpu.pip == ("torch==2.15.0",)

@@ -1,6 +1,8 @@
 """Issue 3: the EFA cluster on Slurm (AWS PCS), FSx for Lustre and the network rules around them,
-for trn2.48xlarge (preset huge) and every GPU EFA family via overrides; issue 11: interfaces from the catalog's
-network-card facts, and the pinned software stack in the node image."""
+for the preset huge and every EFA family via overrides; issue 11: interfaces from the catalog's
+network-card facts, and the pinned software stack in the node image; issue 31: capacity as it is
+sold (on-demand, a Capacity Block, a reservation), dynamic nodes that cost nothing idle, and the
+cost tags on what the nodes launch."""
 
 from __future__ import annotations
 
@@ -14,14 +16,15 @@ import pytest
 import yaml
 
 from constructs_lib.node_image import SLURM_VERSION
+from workloads import load, plan
 from workloads.catalog import load_catalog, load_software, network_interfaces
 
-from .conftest import P6_B300, ROOT, TRN1
+from .conftest import CAPACITY_BLOCK, P6_B300, RESERVATION, ROOT, TRN1, TRN2, VARIANTS
 
 CAT = load_catalog()
 # Each network-card layout the planner trains on, synthesized: trn2 (16 cards), p4d (4), p5 (32), p6-b200 (8) and
 # p6-b300 (17, card 0 without EFA). p5en's 16-card layout is trn2's; tests/test_catalog.py derives every EFA type.
-TYPES = {"trn2.48xlarge": None, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
+TYPES = {"trn2.48xlarge": TRN2, "p4d.24xlarge": {"training.instance_type": "p4d.24xlarge"},
          "p5.48xlarge": {"training.instance_type": "p5.48xlarge"},
          "p6-b200.48xlarge": {"training.instance_type": "p6-b200.48xlarge"}, "p6-b300.48xlarge": P6_B300,
          # Trn1 (8 cards) and Trn1n (16) on Neuron 2.28's legacy XLA stack (software.yaml `legacy`), data-parallel
@@ -120,13 +123,15 @@ def test_cluster_placement_group_in_the_template(cluster):
     assert data["Placement"]["GroupName"] == {"Ref": "PlacementGroup"}
 
 
-def test_pcs_cluster_static_compute_group_login_and_queue(cluster):
+def test_pcs_cluster_compute_group_login_and_queue(cluster):
     itype, s = cluster
     pcs = s.one("TrainStack", "AWS::PCS::Cluster")["Properties"]
     assert pcs["Scheduler"] == {"Type": "SLURM", "Version": SLURM_VERSION} and pcs["Size"] == "SMALL"
     compute = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute")
     assert compute["InstanceConfigs"] == [{"InstanceType": itype}]
-    assert compute["ScalingConfiguration"] == {"MinInstanceCount": 16, "MaxInstanceCount": 16}
+    # Dynamic on-demand nodes; static ones on a reservation (trn2 here), which bills whether they run or not.
+    static = "training.capacity_reservation_id" in (TYPES[itype] or {})
+    assert compute["ScalingConfiguration"] == {"MinInstanceCount": 16 if static else 0, "MaxInstanceCount": 16}
     assert compute["PurchaseOption"] == "ONDEMAND"
     assert "ComputeTemplate" in json.dumps(compute["CustomLaunchTemplate"])
     assert "NodeImage" in json.dumps(compute["AmiId"])
@@ -244,26 +249,94 @@ def test_stateful_logical_ids_do_not_move_with_the_training_type(synth):
             "LustreLinkCheckpointsD44243DB", "LustreLinkOutputD6D3E02B"} <= ids[0]
 
 
+def _compute(s) -> tuple[dict, dict]:
+    """The compute node group's properties and its launch template's data."""
+    return (_by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute"),
+            _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"])
+
+
+def test_on_demand_compute_nodes_scale_to_zero_when_idle(synth):
+    """Before: MinInstanceCount = MaxInstanceCount, so 16 idle nodes billed around the clock. Now the on-demand group
+    is dynamic (PCS API ScalingConfiguration, minimum 0) and the cluster ends idle nodes after
+    ScaleDownIdleTimeInSeconds (CloudFormation, AWS::PCS::Cluster SlurmConfiguration)."""
+    s = synth("huge")
+    group, data = _compute(s)
+    t = plan(load("huge")).training
+    assert group["ScalingConfiguration"] == {"MinInstanceCount": 0, "MaxInstanceCount": t.instance_count}
+    assert group["PurchaseOption"] == "ONDEMAND" and group["InstanceConfigs"] == [{"InstanceType": t.instance_type}]
+    assert CAT.types[t.instance_type].sold_on_demand(load("huge").region)
+    cluster = s.one("TrainStack", "AWS::PCS::Cluster")["Properties"]
+    assert cluster["SlurmConfiguration"] == {"ScaleDownIdleTimeInSeconds": t.scale_down_idle_s} \
+        and t.scale_down_idle_s == 600
+    assert not {"InstanceMarketOptions", "CapacityReservationSpecification", "InstanceType"} & set(data)
+    login = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmLogin")
+    assert login["ScalingConfiguration"] == {"MinInstanceCount": 1, "MaxInstanceCount": 1}  # where users log in
+
+
 def test_capacity_block_template(synth):
-    s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                       "training.capacity_reservation_az": "us-east-2b", "training.capacity_block": "true"})
-    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    """PCS user guide, "Configure an AWS PCS compute node group to use a Capacity Block": the launch template's
+    InstanceMarketOptions MarketType capacity-block, a CapacityReservationSpecification with the block's ID and the
+    block's InstanceType; the group's purchaseOption CAPACITY_BLOCK and a maxInstanceCount within the block. The
+    block is paid whether its nodes run or not: static nodes. No placement group (AWS places a block)."""
+    s = synth("huge", CAPACITY_BLOCK)
+    group, data = _compute(s)
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
-    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
-        "CapacityReservationId": "cr-0123456789abcdef0"}
-    assert data["InstanceType"] == "trn2.48xlarge" and "Placement" not in data
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": RESERVATION["training.capacity_reservation_id"]}}
+    assert data["InstanceType"] == CAPACITY_BLOCK["training.instance_type"] and "Placement" not in data
     assert not s.resources("TrainStack", "AWS::EC2::PlacementGroup")
-    compute = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmCompute")
-    assert compute["PurchaseOption"] == "CAPACITY_BLOCK"
+    assert group["PurchaseOption"] == "CAPACITY_BLOCK"
+    assert group["ScalingConfiguration"] == {"MinInstanceCount": 16, "MaxInstanceCount": 16}
+    assert group["InstanceConfigs"] == [{"InstanceType": data["InstanceType"]}]
 
 
 def test_on_demand_reservation_template(synth):
-    s = synth("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                       "training.capacity_reservation_az": "us-east-2b"})
-    data = _by_prefix(s, "TrainStack", "AWS::EC2::LaunchTemplate", "ComputeTemplate")["LaunchTemplateData"]
+    """An On-Demand Capacity Reservation (PCS user guide, "Using ODCRs with AWS PCS"): the launch template targets it,
+    the group keeps the on-demand purchase option, and its nodes are static, since the reservation bills anyway.
+    Trn2, which EC2 sells in us-east-2 only as blocks PCS does not run, builds this way."""
+    s = synth("huge", TRN2)
+    group, data = _compute(s)
     assert data["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == \
-        "cr-0123456789abcdef0"
+        RESERVATION["training.capacity_reservation_id"]
     assert "InstanceMarketOptions" not in data and "Placement" in data
+    assert group["PurchaseOption"] == "ONDEMAND"
+    assert group["InstanceConfigs"] == [{"InstanceType": "trn2.48xlarge"}]
+    assert group["ScalingConfiguration"] == {"MinInstanceCount": 16, "MaxInstanceCount": 16}
+
+
+def _launched_tags(template: dict) -> dict[str, dict[str, str]]:
+    """Each launch template's tags by what EC2 launches from it: {template id: {resource type: {key: value}}}."""
+    return {lid: {spec["ResourceType"]: {t["Key"]: t["Value"] for t in spec["Tags"]}
+                  for spec in r["Properties"]["LaunchTemplateData"].get("TagSpecifications", [])}
+            for lid, r in template["Resources"].items() if r["Type"] == "AWS::EC2::LaunchTemplate"}
+
+
+def test_instances_volumes_and_interfaces_carry_the_workload_tag(variant_synth):
+    """Before: instances were launched with Name only, so nothing they billed carried a cost tag. Every launch
+    template of every variant tags the instance, its volumes and its network interfaces with the stack's tags."""
+    name, s = variant_synth
+    preset, overrides = VARIANTS[name]
+    templates = _launched_tags(s.templates["TrainStack"])
+    if load(preset, overrides).training.orchestrator == "slurm":
+        assert set(templates) == {lid for lid in templates if lid.startswith(("ComputeTemplate", "LoginTemplate"))}
+        assert len(templates) == 2
+    for lid, by_kind in templates.items():
+        assert set(by_kind) == {"instance", "volume", "network-interface"}, lid
+        for tags in by_kind.values():
+            assert tags["workload"] == load(preset, overrides).name and tags["Name"].endswith(("-compute", "-login"))
+
+
+def test_a_teams_nodes_carry_its_cost_tags(teams_synth):
+    """A team's budget filters on `team`: its nodes, their volumes and interfaces carry it (with cost-center, stage
+    and workload), as every taggable resource of the team's stacks does."""
+    for team, stacks in teams_synth.templates.items():
+        tagged = _launched_tags(stacks["TrainStack"])
+        stack_tags = {t["Key"]: t["Value"] for r in stacks["TrainStack"]["Resources"].values()
+                      if r["Type"] == "AWS::IAM::Role" for t in r["Properties"].get("Tags", [])}
+        for by_kind in tagged.values():
+            for tags in by_kind.values():
+                assert tags["team"] == team and {k: tags[k] for k in ("team", "cost-center", "stage", "workload")} \
+                    == {k: stack_tags[k] for k in ("team", "cost-center", "stage", "workload")}
 
 
 def test_sagemaker_jobs_plan_records_the_s3_input_mode(synth):

@@ -75,7 +75,7 @@ def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
     assert not evaluate(scheduler, theirs, world).allowed
 
 
-@pytest.mark.parametrize("variant", ["huge", "huge-p5", "huge-capacity-block"])
+@pytest.mark.parametrize("variant", ["huge", "huge-p5", "huge-capacity-block", "huge-trn2-reservation"])
 def test_cluster_launch_templates_keep_node_credentials_from_containers(synth, variant):
     """IMDSv2 with hop limit 1 on every launch template: node software runs on the host, and a container behind a
     bridge (one more hop) cannot reach the node role's credentials (EC2 User Guide, "Configure the instance metadata

@@ -53,7 +53,7 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert reports["DataStack"].outputs["DatasetBucketName"]
     assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == "ml.inf2.48xlarge"
-    assert reports["TrainStack"].outputs["Cluster"] == "16 x trn2.48xlarge (slurm)"
+    assert reports["TrainStack"].outputs["Cluster"] == f"16 x {plan(load('huge')).training.instance_type} (slurm)"
     skipped = {t for r in reports.values() for t in r.skipped.values()}
     assert skipped <= KNOWN_SKIPPED, skipped - KNOWN_SKIPPED
     assert "AWS::SageMaker::Endpoint" in {t for r in reports.values() for t in r.created.values()}

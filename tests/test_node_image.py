@@ -11,7 +11,7 @@ from constructs_lib.node_image import BAKE_LOG_PREFIX, bake_steps, framework_scr
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_software
 
-from .conftest import VARIANTS
+from .conftest import TRN2, VARIANTS
 from .test_runtime_contract import world_of
 from .contract_policy import Call, evaluate
 
@@ -117,7 +117,7 @@ def test_the_neuron_bake_refuses_a_parent_of_another_release(stack, tmp_path):
 
 
 def test_the_build_role_may_read_its_parents_description(synth):
-    world = world_of(synth("huge"))
+    world = world_of(synth("huge", TRN2))  # the Neuron bake checks its parent's release
     role = world.role(BUILD_ROLE)
     assert evaluate(role, Call("ec2:DescribeImages", "*", "CheckParentRelease"), world).allowed
 

@@ -9,14 +9,17 @@ from workloads import load, plan
 from workloads.catalog import load_catalog
 from workloads.parallelism import choose, gib_per_rank
 
+from .conftest import TRN2
+
 
 def _types():
     return load_catalog().types
 
 
-@pytest.mark.parametrize("preset, sharding, ranks", [("intermediate", "none", 8), ("huge", "full", 16 * 64)])
-def test_presets_get_the_simplest_layout_that_fits(preset, sharding, ranks):
-    spread = plan(load(preset)).training.parallelism
+@pytest.mark.parametrize("preset, overrides, sharding, ranks", [
+    ("intermediate", None, "none", 8), ("huge", TRN2, "full", 16 * 64), ("huge", None, "full", 16 * 8)])
+def test_presets_get_the_simplest_layout_that_fits(preset, overrides, sharding, ranks):
+    spread = plan(load(preset, overrides)).training.parallelism
     assert spread.sharding == sharding and spread.ranks == ranks
     assert spread.data * spread.tensor * spread.pipeline == spread.ranks
     assert spread.gib_per_rank <= 0.85 * spread.rank_memory_gib

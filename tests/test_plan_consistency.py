@@ -11,7 +11,7 @@ import pytest
 from workloads import ConfigError, load, plan
 from workloads.teams import load_teams
 
-from .conftest import TEAMS_FILE
+from .conftest import CAPACITY_BLOCK, TEAMS_FILE
 
 NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "inference.batch": "null"}
 
@@ -55,11 +55,10 @@ def test_the_seeds_p4d_price_is_labelled_as_the_price_of_its_time():
 
 
 def test_a_capacity_block_is_not_priced_as_on_demand():
-    e = plan(load("huge", {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                           "training.capacity_reservation_az": "us-east-2b",
-                           "training.capacity_block": "true"})).training.estimate
-    # Priced at the block's own rate (trn2.48xlarge $35.76/h, ec2-capacity-blocks-guide), in whole days.
-    assert e.usd_per_hour == pytest.approx(35.76 * 16)
+    e = plan(load("huge", CAPACITY_BLOCK)).training.estimate
+    # Priced at the block's own rate (p5.48xlarge $39.33/h in US East (Ohio), ec2-capacity-blocks-pricing), in
+    # whole days.
+    assert e.usd_per_hour == pytest.approx(39.33 * 16)
     assert e.usd_total == pytest.approx(math.ceil(e.hours / 24) * 24 * e.usd_per_hour)
     assert "EC2 Capacity Block" in e.price_note and "whole days" in e.price_note
 

@@ -17,7 +17,7 @@ from workloads.catalog import load_catalog
 from workloads.estimates import billed_hours, load_services
 from workloads.plan_serving import runs_per_month
 
-from .conftest import ROOT
+from .conftest import CAPACITY_BLOCK, ROOT, TRN2
 
 CAT = load_catalog()
 NO_KINDS = {"inference.realtime": "null", "inference.serverless": "null", "inference.batch": "null"}
@@ -102,9 +102,10 @@ def test_the_default_schedule_is_shown_as_a_default():
 # --------------------------------------------------------------- prices like for like, the estate a month
 
 def test_trn2_and_p5_are_compared_at_one_kind_of_price():
-    """35.76 $/h is trn2.48xlarge's Capacity Block rate (ec2-capacity-blocks-guide: trn2 Capacity Blocks in Ohio);
-    p5.48xlarge's Capacity Block rate is 39.33 (ec2-capacity-blocks-pricing). Both sides at Capacity Block prices."""
-    t = plan(load("huge")).training
+    """35.76 $/h is trn2.48xlarge's Capacity Block rate (ec2-capacity-blocks-guide: trn2 Capacity Blocks in Ohio), the
+    only price recorded for it: on a reservation of it, the candidates are compared at Capacity Block prices, p5's
+    39.33 (ec2-capacity-blocks-pricing) included. Both sides at one kind of price."""
+    t = plan(load("huge", TRN2)).training
     kinds = {c.instance_type: c.price_kind for c in t.candidates}
     assert kinds["trn2.48xlarge"] == kinds["p5.48xlarge"] == "EC2 Capacity Block"
     p5 = next(c for c in t.candidates if c.instance_type == "p5.48xlarge")
@@ -119,7 +120,7 @@ def test_capacity_blocks_are_bought_in_whole_days(hours, billed):
 
 
 def test_the_training_total_is_whole_days_of_the_block():
-    e = plan(load("huge")).training.estimate
+    e = plan(load("huge", CAPACITY_BLOCK)).training.estimate
     days = math.ceil(e.hours / 24)
     assert e.usd_total == pytest.approx(days * 24 * e.usd_per_hour)
 

@@ -69,25 +69,29 @@ def test_intermediate_chooses_the_cheapest_total_and_shows_the_others():
     assert p.training.orchestrator == "sagemaker-jobs" and p.training.storage == "s3-fastfile"
 
 
-def test_huge_is_a_trainium_efa_cluster_on_fsx():
+def test_huge_deploys_as_shipped_on_a_type_sold_on_demand():
+    """Before: huge pinned trn2.48xlarge, sold in us-east-2 only as Capacity Blocks, and deployed a cluster whose
+    on-demand nodes never launch. Now the planner chooses among the types EC2 sells on-demand there (catalog `sold`),
+    all compared at EC2 on-demand prices, and the plan says why Trn2 is not among them."""
     p = plan(load("huge"))
     t = p.training
     assert tier_of(p.workload) == "large-dl"
-    assert (t.instance_type, t.instance_count, t.orchestrator, t.storage) == ("trn2.48xlarge", 16, "slurm", "fsx-lustre")
-    assert t.efa_interfaces == 16 and t.placement_group
-    # Compared like for like (all at Capacity Block rates, issue 24): the plan notes a cheaper type exactly when one is.
-    mine = next(c for c in t.candidates if c.instance_type == t.instance_type)
-    assert {c.price_kind for c in t.candidates} == {"EC2 Capacity Block"}
-    cheaper = sorted((c for c in t.candidates if c.feasible and c.usd_total < mine.usd_total * 0.95),
-                     key=lambda c: c.usd_total)[:1]
-    notes = [f.message for f in p.findings if f.level == "INFO" and "less" in f.message]
-    assert len(notes) == len(cheaper) and all(c.instance_type in notes[0] for c in cheaper), (notes, cheaper)
+    assert (t.instance_count, t.orchestrator, t.storage) == (16, "slurm", "fsx-lustre")
+    itype = CAT.types[t.instance_type]
+    assert itype.sold_on_demand("us-east-2") and not t.capacity_reservation_id and not t.capacity_block
+    assert t.efa_interfaces == itype.efa_max_interfaces and t.placement_group
+    assert {c.price_kind for c in t.candidates} == {"EC2 on-demand"}
+    assert all(CAT.types[c.instance_type].sold_on_demand("us-east-2") for c in t.candidates)
+    chosen = next(c for c in t.candidates if c.chosen)
+    assert chosen.usd_total == min(c.usd_total for c in t.candidates if c.feasible)
+    assert any("trn2.48xlarge: EC2 sells trn2.48xlarge in us-east-2 only as EC2 Capacity Blocks" in d
+               for d in t.decisions)
+    assert not p.warnings
 
 
 def test_huge_left_open_picks_an_efa_cluster_type():
     p = plan(load("huge", {"training.instance_type": "null"}))
-    assert p.training.instance_type in ("trn2.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge",
-                                        "p6-b200.48xlarge")
+    assert p.training.instance_type in ("p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge")
     assert CAT.types[p.training.instance_type].efa_max_interfaces >= 4
 
 
@@ -121,3 +125,50 @@ def test_xgboost_compares_r5_and_m5_and_prefers_one_node_that_holds_the_data():
     for c in t.candidates:
         if c.count > 1:
             assert not c.feasible and "single larger node" in c.why
+
+
+# ------------------------------------------------------------------ what the cluster bills in a month (issue 31)
+
+def _month(p) -> dict:
+    return {line.item: line for line in p.monthly.lines}
+
+
+def test_an_idle_on_demand_slurm_cluster_bills_no_compute():
+    """Before: the compute group was static, so 16 x p5en.48xlarge billed about $739k a month with no jobs, and the
+    monthly estimate did not show it. Now the nodes are dynamic and the month says what stays on: the login node."""
+    p = plan(load("huge"))
+    t, lines = p.training, _month(p)
+    assert t.compute_min_nodes == 0 and t.scale_down_idle_s == 600
+    idle = lines["Slurm compute nodes when idle"]
+    assert idle.usd == 0 and f"0 of 16 x {t.instance_type}" in idle.quantity and "600 s" in idle.quantity
+    login = lines["Slurm login node"]
+    assert login.usd == pytest.approx(CAT.types["m5.xlarge"].price("us-east-2", sagemaker=False).usd_per_hour * 730)
+    assert "always-on nodes" in p.monthly.note
+
+
+def test_paid_capacity_bills_outside_the_run_and_a_block_does_not():
+    """A reservation bills whether its nodes run or not: a month of it beyond the run's hours. A Capacity Block is
+    bought up front for whole days, which the training run already counts."""
+    from .conftest import CAPACITY_BLOCK, TRN2
+
+    held = plan(load("huge", TRN2))
+    t = held.training
+    line = _month(held)["capacity reservation outside the training run"]
+    assert t.compute_min_nodes == 16
+    assert line.usd == pytest.approx(t.estimate.usd_per_hour * (730 - t.estimate.hours), rel=1e-4)
+    block = plan(load("huge", CAPACITY_BLOCK))
+    assert _month(block)["Capacity Block outside the training run"].usd == 0
+    assert block.training.compute_min_nodes == 16
+
+
+def test_hyperpod_workers_bill_while_idle_and_the_month_says_so():
+    """A Slurm-orchestrated HyperPod cluster keeps its workers (SageMaker's managed autoscaling is for EKS-orchestrated
+    clusters): the month counts them outside the run, with the controller and login nodes."""
+    from .conftest import HYPERPOD
+
+    p = plan(load("huge", HYPERPOD))
+    t, lines = p.training, _month(p)
+    workers = lines["HyperPod workers outside the training run"]
+    assert workers.usd == pytest.approx(t.estimate.usd_per_hour * (730 - t.estimate.hours), rel=1e-4)
+    assert "InstanceCount to 0" in workers.quantity
+    assert {"HyperPod controller node", "HyperPod login node"} <= set(lines)

@@ -12,7 +12,13 @@ from workloads.cli import main
 from workloads.context import read_context
 from workloads.errors import INFO, WARNING
 
+from workloads.catalog import load_catalog
+from workloads.plan_training import TRAINING_CANDIDATES
+
+from .conftest import RESERVATION, TRN2
 from .conftest import TRN1 as TRN1_OVERRIDES
+
+CAT = load_catalog()
 
 # Trn1 takes huge's pipeline only for a model the XLA trainer runs data parallel (conftest.TRN1).
 TRN1 = ["huge", *(arg for k, v in TRN1_OVERRIDES.items() for arg in ("-c", f"{k}={v}"))]
@@ -46,16 +52,41 @@ def test_strict_passes_a_plan_without_warnings(capsys):
     assert main(["plan", "intermediate", "--strict", "--json"]) == 0
 
 
-def test_a_type_sold_as_capacity_blocks_warns_until_a_block_is_named(capsys):
-    """huge plans trn2.48xlarge at its Capacity Block rate (the only kind recorded); without a block the node groups
-    would launch on-demand, so the plan warns (and --strict refuses), until the block is named."""
-    (warning,) = plan(load("huge")).warnings
-    assert warning.field == "training.capacity_block" and "Capacity Blocks" in warning.message
-    assert "docs.aws.amazon.com" in warning.source
-    assert main(["plan", "huge", "--strict"]) == 2
-    block = {"training.capacity_block": "true", "training.capacity_reservation_id": "cr-0123456789abcdef0",
-             "training.capacity_reservation_az": "us-east-2b"}
-    assert not plan(load("huge", block)).warnings
+def test_a_slurm_type_not_sold_on_demand_is_an_error_until_capacity_is_named(capsys):
+    """Before: a WARNING, and `cdk deploy TrainStack` built a cluster whose on-demand nodes never launch. EC2 sells
+    trn2.48xlarge in us-east-2 only as Capacity Blocks (catalog `sold`), so a Slurm cluster of it without capacity is
+    an ERROR naming the field, the value and what to set; and since AWS PCS runs no Trn2 block, the fix it names is
+    a type sold on-demand there or an On-Demand Capacity Reservation, never a block."""
+    argv = ["huge", "-c", "training.instance_type=trn2.48xlarge"]
+    assert main(["plan", *argv]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: training.instance_type = 'trn2.48xlarge': EC2 sells trn2.48xlarge in us-east-2 "
+                           "only as EC2 Capacity Blocks for ML") and "Traceback" not in line
+    sold_there = [n for n in TRAINING_CANDIDATES["large-dl"] if CAT.types[n].sold_on_demand("us-east-2")]
+    assert sold_there and all(n in line for n in sold_there) and "trn2.48xlarge," not in line.split("allowed:")[1]
+    assert "-c training.capacity_reservation_id=cr-... -c training.capacity_reservation_az=us-east-2b" in line
+    assert "training.capacity_block=true" not in line and "docs.aws.amazon.com" in line
+    assert main(["plan", *argv, *(a for k, v in RESERVATION.items() for a in ("-c", f"{k}={v}"))]) == 0
+
+
+def test_a_type_sold_only_as_blocks_names_the_block_fields_when_pcs_runs_its_blocks():
+    """p5e.48xlarge: Capacity Blocks only (us-east-2), a family PCS runs in blocks: the fix is the block's fields."""
+    with pytest.raises(ConfigError) as refused:
+        plan(load("huge", {"training.instance_type": "p5e.48xlarge"}))
+    err = refused.value
+    assert (err.field, err.value) == ("training.instance_type", "p5e.48xlarge")
+    assert ("-c training.capacity_block=true -c training.capacity_reservation_id=cr-... -c "
+            "training.capacity_reservation_az=us-east-2b") in err.allowed and "p5.48xlarge" in err.allowed
+
+
+def test_a_capacity_block_of_a_family_pcs_does_not_run_is_an_error():
+    """PCS user guide, Capacity Blocks limitations: P6-B300, P6-B200, P5en, P5e, P5 and P4d only."""
+    with pytest.raises(ConfigError) as refused:
+        plan(load("huge", {**TRN2, "training.capacity_block": "true"}))
+    err = refused.value
+    assert (err.field, err.value) == ("training.capacity_block", True)
+    assert "not of trn2" in err.reason and "pcs/latest/userguide/capacity-blocks" in err.reason
+    assert "On-Demand Capacity Reservation of trn2.48xlarge" in err.allowed
 
 
 def test_a_burstable_type_trains_with_a_warning_not_an_error():

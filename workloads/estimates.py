@@ -260,6 +260,7 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         cw = svc["cloudwatch_alarms"]
         add("CloudWatch alarms", alarms * cw["usd_per_alarm_month"], f"{alarms} alarm (the async endpoint's "
             "scale-out from zero)", f"${cw['usd_per_alarm_month']}/alarm-month (CloudWatch list price)", cw["source"])
+    lines.extend(cluster_lines(training, hours))
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
         add("notebook", notebook_price.usd_per_hour * h, f"{h} h (assumed: stops itself after "
@@ -277,5 +278,42 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
     return Monthly(tuple(lines), month, None if run is None else round(run, 2),
                    None if run is None else round(run + month, 2),
                    f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "
-                   f"network and logs{region}",
+                   f"network, the cluster's always-on nodes and logs{region}; compute nodes that run only for jobs "
+                   "are in the training run",
                    {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()})
+
+
+def cluster_lines(training, hours: float) -> list[MonthlyLine]:
+    """What the training cluster's compute bills in a month beside its training run (its always-on login and
+    controller nodes are the `standing` lines): paid capacity outside the run, HyperPod's workers, and, for on-demand
+    Slurm compute, nothing: dynamic nodes run only for jobs. `hours`: a month's hours."""
+    t = training
+    each = t.estimate.usd_per_hour / t.instance_count  # one compute node at the run's price
+    outside = max(0.0, hours - (t.estimate.hours or 0.0))  # a month's hours the training run does not use
+    nodes = f"{t.instance_count} x {t.instance_type}"
+    kind = t.estimate.price_note.split(";")[0]
+    lines = []
+    if t.orchestrator == "slurm":
+        if t.compute_min_nodes == 0:
+            lines.append(MonthlyLine(
+                "Slurm compute nodes when idle", 0.0, f"0 of {nodes}: dynamic nodes, started for queued jobs and ended "
+                f"after {t.scale_down_idle_s} s idle (ScaleDownIdleTimeInSeconds); they bill while jobs run, which "
+                "the training run counts", f"${each:,.4g}/h a node ({kind})", "catalog"))
+        elif t.capacity_block:
+            lines.append(MonthlyLine(
+                "Capacity Block outside the training run", 0.0, f"{nodes}, static: the block is bought up front for "
+                "whole days, which the training run counts; nothing bills once it ends", f"${each:,.4g}/h a node "
+                f"({kind})", "catalog"))
+        else:
+            lines.append(MonthlyLine(
+                "capacity reservation outside the training run", round(each * t.instance_count * outside, 2),
+                f"{nodes} x {outside:,.0f} h: static nodes on the reservation, which bills whether they run or not "
+                "(a month assumed; its term is yours)", f"${each:,.4g}/h a node ({kind})", "catalog"))
+    elif t.orchestrator == "hyperpod" and t.estimate.usd_total is not None:
+        # a training plan's capacity is bought at its own, unrecorded price
+        lines.append(MonthlyLine(
+            "HyperPod workers outside the training run", round(each * t.instance_count * outside, 2),
+            f"{nodes} x {outside:,.0f} h: always on (a Slurm-orchestrated HyperPod cluster does not scale its "
+            "workers; autoscaling is for EKS-orchestrated clusters): set the group's InstanceCount to 0 with "
+            "update-cluster while idle", f"${each:,.4g}/h a node ({kind})", "catalog"))
+    return lines

@@ -14,6 +14,7 @@ from . import estimates as est
 from . import parallelism
 from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
                       load_utilisation, network_interfaces)
+from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
@@ -120,6 +121,10 @@ class TrainingPlan:
     parallelism: Parallelism | None = None  # deep learning on accelerators: how the model is spread
     software: SoftwareStack | None = None  # accelerators: the pinned stack the nodes run (catalog/software.yaml)
     findings: tuple[Finding, ...] = ()  # WARNING and INFO about this plan (errors refuse instead)
+    # Slurm compute nodes: 0 = dynamic (started for queued jobs, ended after scale_down_idle_s idle), instance_count =
+    # static (capacity paid whether it runs or not: a Capacity Block or reservation); None: not a Slurm cluster.
+    compute_min_nodes: int | None = None
+    scale_down_idle_s: int = SCALE_DOWN_IDLE_S
 
 
 
@@ -144,13 +149,58 @@ def _default_orchestrator(tier: str) -> str:
 
 
 def capacity_block_pricing(w: Workload, cat: Catalog) -> bool:
-    """Price every candidate as a Capacity Block when the config says so, or when its type is sold only that way
-    (trn2.48xlarge): candidates are compared on one kind of price, never on-demand against Capacity Block."""
+    """Price every candidate as a Capacity Block when the config says so, or when its type is not sold on-demand in
+    the region but a block price is recorded (trn2.48xlarge on a reservation): candidates are compared on one kind of
+    price, never on-demand against Capacity Block."""
     if w.training.capacity_block:
         return True
     wanted = cat.get(w.training.instance_type) if w.training.instance_type else None
-    return bool(wanted and wanted.price(w.region, sagemaker=False) is None
+    return bool(wanted and not wanted.sold_on_demand(w.region)
                 and wanted.price(w.region, sagemaker=False, capacity_block=True) is not None)
+
+
+def slurm_capacity_refusal(itype: InstanceType, w: Workload, cat: Catalog) -> str:
+    """Why a Slurm (AWS PCS) cluster of `itype` would never start its nodes in the config's capacity, or "": PCS runs
+    Capacity Blocks of some families only, and on-demand nodes need an on-demand offering (catalog `sold`)."""
+    t = w.training
+    if t.capacity_block and itype.family not in cat.pcs_capacity_block_families:
+        families = ", ".join(sorted(cat.pcs_capacity_block_families))
+        return f"AWS PCS runs Capacity Blocks of {families} only, not of {itype.family}"
+    if not t.capacity_reservation_id and not itype.sold_on_demand(w.region):
+        how = "only as EC2 Capacity Blocks for ML" if w.region in (itype.capacity_block_regions or ()) else \
+            "without an on-demand offering"
+        return f"EC2 sells {itype.name} in {w.region} {how}, so on-demand nodes would never launch"
+    return ""
+
+
+def _capacity_as_sold(w: Workload, cat: Catalog, tier: str) -> None:
+    """A Slurm cluster of the config's type is refused when its nodes could never start: the type is not sold
+    on-demand in the region and no capacity is named, or it is named as a Capacity Block PCS does not run. The error
+    says what to set instead."""
+    t = w.training
+    itype = cat.get(t.instance_type) if t.instance_type else None
+    if itype is None or not (why := slurm_capacity_refusal(itype, w, cat)):
+        return
+    sold = [n for n in TRAINING_CANDIDATES[tier] if (x := cat.get(n)) and x.sold_on_demand(w.region) and cat.allows(n)]
+    on_demand = f"a type sold on-demand in {w.region}: {', '.join(sold)}" if sold else \
+        "a region where a type of this tier is sold on-demand"
+    source = cat.sources[cat.pcs_capacity_block_source if t.capacity_block else
+                         (itype.sold_sources or ("ec2-capacity-blocks-guide",))[0]]
+    cited = f" ({source.title} <{source.url}>, checked {source.checked})"
+    reservation = (f"an On-Demand Capacity Reservation of {itype.name} in {w.availability_zone}: "
+                   f"-c training.capacity_reservation_id=cr-... -c training.capacity_reservation_az={w.availability_zone}")
+    if t.capacity_block:
+        raise ConfigError("training.capacity_block", True, f"{reservation} (with training.capacity_block=false); or "
+                          f"{on_demand}", reason=why + cited)
+    if itype.family in cat.pcs_capacity_block_families and w.region in (itype.capacity_block_regions or ()):
+        block = (f"buy a Capacity Block of {itype.name} in {w.availability_zone}, then name it: -c "
+                 f"training.capacity_block=true -c training.capacity_reservation_id=cr-... -c "
+                 f"training.capacity_reservation_az={w.availability_zone}")
+        raise ConfigError("training.instance_type", itype.name, f"{block}; or {on_demand}", reason=why + cited)
+    pcs = "" if itype.family in cat.pcs_capacity_block_families else \
+        f"; AWS PCS does not run {itype.family} Capacity Blocks"
+    raise ConfigError("training.instance_type", itype.name, f"{on_demand}; or {reservation}",
+                      reason=why + pcs + cited)
 
 
 def _price(itype: InstanceType, w: Workload, orchestrator: str, cat: Catalog | None = None):
@@ -176,6 +226,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
             return None, "no SageMaker training image with TorchNeuron is known: train on Trainium with slurm or hyperpod"
     if itype.accelerator and isinstance(stack := load_software().for_type(itype), str):
         return None, stack
+    if orchestrator == "slurm" and (refusal := slurm_capacity_refusal(itype, w, cat)):
+        return None, refusal
     if _price(itype, w, orchestrator, cat) is None:
         kind = "Capacity Block" if orchestrator == "slurm" and capacity_block_pricing(w, cat) else \
             "EC2 on-demand" if orchestrator == "slurm" else "SageMaker"
@@ -346,6 +398,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
     flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
 
+    if orchestrator == "slurm":
+        _capacity_as_sold(w, cat, tier)
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
     findings: list[Finding] = []
     chosen = _choose(w, cands, skipped, decisions, findings)
@@ -381,14 +435,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
-    if orchestrator == "slurm" and not w.training.capacity_block and capacity_block_pricing(w, cat):
-        # Priced as what it is sold as, but the node groups would launch on-demand: say so before a deploy that
-        # starts no node.
-        findings.append(Finding(WARNING, "training.capacity_block", False, (
-            f"{itype.name} is sold as EC2 Capacity Blocks (the only price recorded for it in {w.region}), but the "
-            "cluster launches on-demand: buy a block, then set training.capacity_reservation_id, "
-            "capacity_reservation_az and capacity_block: true"),
-            f"{cat.sources['ec2-capacity-blocks-guide'].title} {cat.sources['ec2-capacity-blocks-guide'].url}"))
+    min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
@@ -399,7 +446,23 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
+        compute_min_nodes=min_nodes,
     )
+
+
+def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list[str]) -> int | None:
+    """The Slurm compute group's minimum: static nodes only where the capacity is paid whether they run or not (a
+    Capacity Block, or a reservation); dynamic nodes otherwise, so an idle on-demand cluster bills no compute."""
+    if orchestrator != "slurm":
+        return None
+    if w.training.capacity_reservation_id:
+        paid = "Capacity Block, bought up front for its days" if w.training.capacity_block else \
+            "capacity reservation, billed whether its instances run or not"
+        decisions.append(f"static compute nodes ({count} of {count}): the {paid}")
+        return count
+    decisions.append(f"dynamic compute nodes (0 to {count}): PCS starts them for queued jobs and ends them after "
+                     f"{SCALE_DOWN_IDLE_S} s idle (ScaleDownIdleTimeInSeconds), so an idle cluster bills no compute")
+    return 0
 
 
 def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
@@ -522,8 +585,11 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
                    est.billed_hours(high_h, price.kind) * cluster_usd_h)
     spot = total * (1 - est.SPOT_SAVING) if managed_spot(orchestrator) else None
     note = price.label
-    if price.kind == "EC2 Capacity Block":
+    if price.kind == "EC2 Capacity Block" and w.training.capacity_block:
         note += "; bought in whole days up front, so the total is whole days of the block"
+    elif price.kind == "EC2 Capacity Block":
+        note += (f"; {itype.name} is not sold on-demand in {w.region}, so the named reservation is priced at the "
+                 "type's Capacity Block rate in whole days (the reservation's own rate is not recorded)")
     if w.training.training_plan_arn:
         # A training plan is bought up front at its own price, not at on-demand rates.
         total = spot = total_range = None

@@ -78,8 +78,12 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     reservation = ""
     if t.capacity_reservation_id:
         reservation = f", {'Capacity Block' if t.capacity_block else 'capacity reservation'} {t.capacity_reservation_id}"
+    nodes = ""
+    if t.orchestrator == "slurm":
+        nodes = f", compute nodes {t.compute_min_nodes}-{t.instance_count} " + \
+            ("(dynamic: none when idle)" if t.compute_min_nodes == 0 else "(static: capacity paid anyway)")
     console.print(f"  orchestrator {t.orchestrator}, storage {t.storage}, "
-                  f"placement group {'yes' if t.placement_group else 'no'}{reservation}")
+                  f"placement group {'yes' if t.placement_group else 'no'}{reservation}{nodes}")
     if t.parallelism:
         lay = t.parallelism
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "

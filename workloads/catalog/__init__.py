@@ -60,10 +60,19 @@ class InstanceType:
     sources: tuple[str, ...]
     as_of: str
     note: str = ""
+    # How EC2 sells it (instances.yaml `sold`): the regions with an on-demand offering (None: every region of
+    # `regions`) and those with Capacity Blocks for ML (None: not recorded).
+    on_demand_regions: tuple[str, ...] | None = None
+    capacity_block_regions: tuple[str, ...] | None = None
+    sold_sources: tuple[str, ...] = ()
 
     @property
     def accelerated(self) -> bool:
         return self.accelerator is not None
+
+    def sold_on_demand(self, region: str) -> bool:
+        """Whether EC2 sells it on-demand in `region` (a node group that launches on-demand can start it there)."""
+        return region in (self.regions if self.on_demand_regions is None else self.on_demand_regions)
 
     @property
     def on_sagemaker(self) -> bool:
@@ -139,6 +148,9 @@ class Catalog:
     regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
     as_of: str
     zone_id_prefixes: dict[str, str] = field(default_factory=dict)  # region -> its AZ IDs' prefix (use1)
+    # The families AWS PCS runs in an EC2 Capacity Block, and the source that says so.
+    pcs_capacity_block_families: frozenset[str] = frozenset()
+    pcs_capacity_block_source: str = ""
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -197,6 +209,9 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
     efa_cards = int(raw.get("network_cards") or 1) - (0 if raw.get("efa_on_card0", True) else 1)
     if int(raw["efa_max_interfaces"]) > efa_cards:
         raise ValueError(f"catalog entry {raw['type']}: {raw['efa_max_interfaces']} EFA devices on {efa_cards} cards")
+    sold = raw.get("sold")
+    if sold is not None:
+        _cited(f"catalog entry {raw['type']} sold", sold["sources"], known_sources)
     return InstanceType(
         name=raw["type"],
         family=raw["family"],
@@ -217,6 +232,9 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         sources=tuple(raw["sources"]),
         as_of=str(raw["as_of"]),
         note=raw.get("note") or "",
+        on_demand_regions=tuple(sold["on_demand"]) if sold else None,
+        capacity_block_regions=tuple(sold["capacity_block"]) if sold and sold["capacity_block"] is not None else None,
+        sold_sources=tuple(sold["sources"]) if sold else (),
     )
 
 
@@ -230,8 +248,11 @@ def load_catalog() -> Catalog:
     types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
+    pcs = data["pcs_capacity_block_families"]
+    _cited("pcs_capacity_block_families", [pcs["source"]], sources)
     return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]),
-                   zone_id_prefixes=dict(regions_data["zone_id_prefixes"]))
+                   zone_id_prefixes=dict(regions_data["zone_id_prefixes"]),
+                   pcs_capacity_block_families=frozenset(pcs["families"]), pcs_capacity_block_source=pcs["source"])
 
 
 @dataclass(frozen=True)
