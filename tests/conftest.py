@@ -149,9 +149,15 @@ VARIANTS = {
     # whole state fits a 16 GiB NeuronCore; on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
     "huge-trn1": ("huge", TRN1),
     "huge-hyperpod-trn1": ("huge", {**HYPERPOD, **TRN1}),
+    # Training only (issue 32): no InferenceStack.
+    "huge-training-only": ("huge", {"inference": "none"}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }
+
+
+# The variants with an InferenceStack (the tests of endpoints walk these).
+SERVING_VARIANTS = [name for name in VARIANTS if name != "huge-training-only"]
 
 
 @pytest.fixture(scope="session", params=list(VARIANTS))

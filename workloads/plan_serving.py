@@ -211,7 +211,9 @@ KINDS = ("realtime", "serverless", "async", "batch")
 def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     """The kinds to deploy: those the config lists, or the seeds' choice from the traffic."""
     inf = w.inference
-    listed = {k: s for k, s in zip(KINDS, (inf.realtime, inf.serverless, inf.async_, inf.batch)) if s is not None}
+    if not inf.serve:
+        return {}
+    listed = inf.listed()
     if listed:
         return {k: (s, "listed in the config") for k, s in listed.items()}
     if inf.traffic == "periodic":
@@ -228,6 +230,11 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     if inf.traffic == "rare":
         return {"async": (Async(), "rare requests: asynchronous scales to zero between them (SageMaker Developer Guide, 'Inference options')")}
     return {"realtime": (Realtime(), _why_realtime(w, memory, cold_starts_ok, cpu_servable))}
+
+
+# The plan's one line (train -> serve) when it serves nothing.
+TRAINING_ONLY = ("not served: training only: no inference section (or inference: none, or inference.serve: false), so no "
+                 "endpoint is planned or deployed and there is no InferenceStack; add an inference section to serve")
 
 
 def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_servable: bool) -> str:

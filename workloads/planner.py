@@ -12,7 +12,7 @@ from .artifacts import exported_key
 from .catalog import Catalog, load_catalog
 from .estimates import Monthly, monthly
 from .errors import WARNING, Finding
-from .plan_serving import InferencePlan, plan_inference
+from .plan_serving import TRAINING_ONLY, InferencePlan, plan_inference
 from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
 from .validators import advice, hosting_zones
@@ -87,7 +87,8 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
                 f"uncompressed to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/model/") if directory else \
             (f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/"
              "model.tar.gz")
-        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the keys below")
+        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the "
+                     + ("keys below" if inference else "serving key once the workload has an inference section"))
     for kind, ip in inference.items():
         if ip.serving is None:
             continue
@@ -96,4 +97,6 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
             else ""
         lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
+    if not inference:
+        lines.append(TRAINING_ONLY)
     return tuple(lines)

@@ -140,7 +140,8 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
             why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
-    console.print(table)
+    if p.inference:  # else the train -> serve path says: training only
+        console.print(table)
     _print_serving_candidates(p, console)
     for ip in p.inference.values():
         if ip.throughput_basis:

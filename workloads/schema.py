@@ -186,6 +186,11 @@ class Generation(_Frozen):
 
 
 class Inference(_Frozen):
+    # False: training only, no endpoints planned or deployed (kinds listed too are not deployed: a WARNING says so).
+    # A workload without an inference section, or with `inference: none` (or null), is read as {serve: false}; the
+    # other fields keep their defaults, so what reads them for training (the exported artifact's format and key)
+    # works unchanged. `-c inference.serve=false` keeps a preset's artifact settings; `-c inference=none` drops them.
+    serve: bool = True
     artifact: Artifact = Artifact()
     generation: Generation = Generation()
     # What the traffic looks like; the planner picks the kinds from it when no kind is listed.
@@ -201,6 +206,15 @@ class Inference(_Frozen):
     serverless: Serverless | None = None
     async_: Async | None = Field(default=None, alias="async")
     batch: Batch | None = None
+
+    def listed(self) -> dict[str, Realtime | Serverless | Async | Batch]:
+        """The kinds the config lists, by name."""
+        return {k: v for k, v in (("realtime", self.realtime), ("serverless", self.serverless),
+                                  ("async", self.async_), ("batch", self.batch)) if v is not None}
+
+
+# What `inference:` may say for a training-only workload (YAML `none`, or `null` / `~`, or no section at all).
+NO_INFERENCE = (None, "none")
 
 
 class Notebook(_Frozen):
@@ -220,5 +234,13 @@ class Workload(_Frozen):
     model: Model
     data: Data
     training: Training = Training()
-    inference: Inference = Inference()
+    inference: Inference = Inference(serve=False)  # absent: training only
     notebook: Notebook | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _training_only(cls, data: object) -> object:
+        """No inference section, or `inference: none`: training only (Inference.serve false)."""
+        if isinstance(data, dict) and data.get("inference", None) in NO_INFERENCE:
+            return {**data, "inference": {"serve": False}}
+        return data

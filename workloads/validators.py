@@ -117,6 +117,15 @@ def burstable_types_do_not_train_well(w: Workload, cat: Catalog) -> list[Finding
                     "<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/burstable-performance-instances.html>")]
 
 
+def listed_kinds_are_not_served(w: Workload, cat: Catalog) -> list[Finding]:
+    """inference.serve false with kinds listed (a preset's, `-c inference.serve=false`): training only wins."""
+    listed = w.inference.listed()
+    if w.inference.serve or not listed:
+        return []
+    return [Finding(WARNING, "inference.serve", False, f"training only: the listed {', '.join(listed)} "
+                    "is not planned or deployed; remove inference.serve: false to serve it")]
+
+
 def cluster_networking_needs_efa(w: Workload, cat: Catalog) -> None:
     t = w.training
     itype = cat.get(t.instance_type) if t.instance_type else None
@@ -272,6 +281,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
 
 ADVICE: tuple[Callable[[Workload, Catalog], list[Finding]], ...] = (
     burstable_types_do_not_train_well,
+    listed_kinds_are_not_served,
 )
 
 
