@@ -353,7 +353,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         transforms = run = None
         invocations = getattr(section, "invocations_per_instance", None)
         if kind == "realtime":
-            lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
+            lo, hi, reason = _realtime_range(w, section, needed, rps, reason)
             if "invocations_per_instance" not in section.model_fields_set:
                 invocations = speed.scaling_target(load_serving(), rps)
                 reason += f"; scales out at {invocations} invocations a minute per instance (half its throughput, " \
@@ -415,9 +415,44 @@ def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_e
                        reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
 
 
-def _realtime_range(section: Realtime, needed: int, rps: float, peak: float, reason: str) -> tuple[int, int, str]:
-    """Min from the config; max from the peak, or the config's if it carries the peak (else refused)."""
-    lo = section.min_instances
+# SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services", section "Deploy
+# Multiple Instances Across Availability Zones": "If an outage occurs or an instance fails, SageMaker automatically
+# attempts to distribute your instances across Availability Zones. For this reason, we strongly recommended that you
+# deploy multiple instances for each production endpoint." (checked 2026-11-25 in awsdocs/amazon-sagemaker-developer-
+# guide, doc_source/deployment-best-practices.md)
+AVAILABILITY_SOURCE = ("SageMaker Developer Guide, 'Best practices for deploying models on SageMaker Hosting Services: "
+                       "Deploy Multiple Instances Across Availability Zones' <https://docs.aws.amazon.com/sagemaker/"
+                       "latest/dg/deployment-best-practices.html#deployment-best-practices-availability-zones>")
+AVAILABLE_INSTANCES = 2  # one in each of the endpoint's two subnets' zones (Plan.hosting_zones)
+
+
+def _has_latency_target(w: Workload) -> bool:
+    inf = w.inference
+    return any(t is not None for t in (inf.latency_ms, inf.time_to_first_token_ms, inf.time_per_output_token_ms))
+
+
+def _availability_floor(w: Workload, section: Realtime) -> tuple[int, str]:
+    """The real-time minimum: the config's when set; else two instances (one per hosting zone) when a latency target
+    says the endpoint is in production, so one instance or zone failing leaves it serving."""
+    if "min_instances" in section.model_fields_set or not _has_latency_target(w):
+        return section.min_instances, ""
+    if "max_instances" in section.model_fields_set and section.max_instances < AVAILABLE_INSTANCES:
+        return section.max_instances, (f"min {section.max_instances}: inference.realtime.max_instances allows no "
+                                       "second instance, so an instance or zone failing stops the endpoint "
+                                       f"({AVAILABILITY_SOURCE})")
+    return AVAILABLE_INSTANCES, (
+        f"min {AVAILABLE_INSTANCES}: a latency target means a production endpoint, and SageMaker attempts to "
+        "distribute an endpoint's instances across its subnets' zones (the two hosting zones), so an instance or zone "
+        f"failing leaves it serving ({AVAILABILITY_SOURCE}); set inference.realtime.min_instances: 1 to accept one")
+
+
+def _realtime_range(w: Workload, section: Realtime, needed: int, rps: float, reason: str) -> tuple[int, int, str]:
+    """Min from the config, or the availability floor; max from the peak, or the config's if it carries the peak
+    (else refused)."""
+    peak = w.inference.requests_per_second
+    lo, why_min = _availability_floor(w, section)
+    if why_min:
+        reason = f"{reason}; {why_min}"
     if "max_instances" not in section.model_fields_set:
         hi = max(lo, needed)
         return lo, hi, f"{reason}; max {hi} sized from the peak ({peak:g} req/s at {rps:.3g} req/s per instance)"
