@@ -15,6 +15,7 @@ from .errors import WARNING, Finding
 from .plan_serving import TRAINING_ONLY, InferencePlan, plan_inference
 from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
+from .serving import model_lines
 from .validators import advice, hosting_zones
 
 
@@ -31,6 +32,8 @@ class Plan:
     findings: tuple[Finding, ...] = field(default=())
     # The model's way from training to serving, one line a step (train_to_serve).
     path: tuple[str, ...] = field(default=())
+    # The model's architecture (set or inferred, and why) and a decoder's shape as sized (serving.model_lines).
+    model: tuple[str, ...] = field(default=())
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
@@ -46,6 +49,7 @@ class Plan:
             "warnings": [f.as_dict() for f in self.warnings],
             "info": [f.as_dict() for f in self.findings if f.level != WARNING],
             "path": list(self.path),
+            "model": list(self.model),
         }
         out["estimates"] = out["training"].pop("estimate")
         out["estimates"]["monthly"] = asdict(self.monthly) if self.monthly else None
@@ -69,6 +73,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         monthly=monthly(w, training, inference, price.usd_per_hour if price else None),
         findings=(*advice(w, cat), *training.findings),
         path=train_to_serve(training, inference),
+        model=model_lines(w),
     )
 
 

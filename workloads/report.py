@@ -58,6 +58,8 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    for line in p.model:
+        console.print(f"  {escape(line)}")
     console.print()
     _print_findings(p, console)
     if p.path:

@@ -11,6 +11,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
+# What the network is: a decoder (an LLM, served by an LLM container and sized by its KV cache), an encoder (BERT-class,
+# one forward pass a request), a vision model, or a tabular model.
+Architecture = Literal["decoder", "encoder", "vision", "tabular"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
 Traffic = Literal["steady", "spiky", "rare", "periodic"]
@@ -33,6 +36,15 @@ class Model(_Frozen):
     neuron_supported: bool = True
     # Attention heads: a tensor-parallel degree must divide them. Absent: assumed from the size (the plan says so).
     attention_heads: int | None = Field(default=None, ge=1, le=1024)
+    # Absent: inferred from the framework, the artifact format and the size (serving.architecture; the plan says so).
+    architecture: Architecture | None = None
+    # A decoder's shape (config.json's num_hidden_layers, hidden_size, num_key_value_heads, vocab_size), read by the
+    # serving sizing (weights, KV cache) and by training's layout. Absent: the usual decoder at this size
+    # (serving.model_shape) and a 32,000-entry vocabulary (Llama 2's); the plan says which are assumed.
+    layers: int | None = Field(default=None, ge=1, le=1000)
+    hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=1024)
+    vocab_size: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
 class Data(_Frozen):
