@@ -23,6 +23,10 @@ INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
 GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
                "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge")
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
+# CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
+# prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
+CPU_MODEL_SERVING = ("c6i.xlarge", "c6i.2xlarge", "c6i.4xlarge", "c6i.8xlarge", "m5.xlarge", "m5.2xlarge",
+                     "m5.4xlarge")
 # The field each missed target names.
 TARGET_FIELDS = {"time to first token": "inference.time_to_first_token_ms",
                  "time per output token": "inference.time_per_output_token_ms",
@@ -193,6 +197,11 @@ def _serving_type(kind: str, w: Workload, cat: Catalog
         cands = _compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM)
         why = {"realtime": "GPU or Inferentia2 for throughput and latency", "async": "GPU for large payloads and long "
                "inferences", "batch": "GPU that holds the model, for periodic large datasets"}[kind]
+        if not llm:  # a small model may serve on CPU for less (the seeds: CPU for low, steady traffic)
+            cands += _compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM)
+            why = {"realtime": "GPU for throughput and latency, CPU for low traffic", "async": "GPU or CPU for large "
+                   "payloads and long inferences", "batch": "GPU or CPU that holds the model, for periodic large "
+                   "datasets"}[kind]
     table, best = _ranked(kind, cands)
     if best is None:
         if cands:
@@ -324,10 +333,12 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     out: dict[str, InferencePlan] = {}
     for kind, (section, why_kind) in choose_kinds(w).items():
         if kind == "serverless":
-            per_million = est.serverless_usd_per_million(section.memory_mb, inf.processing_seconds)
+            seconds, basis = _serverless_seconds(w)
+            per_million = est.serverless_usd_per_million(section.memory_mb, seconds)
             out[kind] = InferencePlan(
                 kind, None, 0, section.max_concurrency, 0.0, None,
                 "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
+                latency_ms=round(seconds * 1e3, 1), throughput_basis=basis,
                 max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
                 provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None),
                 price_kind="SageMaker serverless")
@@ -387,6 +398,15 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _serverless_seconds(w: Workload) -> tuple[float, str]:
+    """Seconds a serverless request is billed: inference.processing_seconds when set, else the model's own time on
+    one vCPU (not the schema's 0.5 s default)."""
+    if "processing_seconds" in w.inference.model_fields_set:
+        return w.inference.processing_seconds, "billed at inference.processing_seconds (set by the config)"
+    seconds, basis = speed.cpu_request_seconds(w)
+    return seconds, f"billed at the model's own time: {basis}; set inference.processing_seconds to override"
 
 
 def _transforms(section: Batch, s: speed.Speed, serving: ServingPlan, reason: str) -> tuple[int, str]:

@@ -127,7 +127,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     for ip in p.inference.values():
         why = f"{ip.why_kind}; {ip.reason}"
         if ip.kind == "serverless":
-            per_million = f"{money(ip.usd_per_million)} at {p.workload.inference.processing_seconds:g} s/request"
+            per_million = f"{money(ip.usd_per_million)} at {ip.latency_ms / 1e3:.3g} s/request"
             table.add_row(ip.kind, f"{ip.memory_mb} MB", f"0-{ip.max_concurrency} concurrent", "$0", "per GB-second",
                           per_million, why)
             continue
