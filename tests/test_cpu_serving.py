@@ -38,3 +38,14 @@ def test_serverless_is_billed_at_the_models_own_time():
 def test_a_stated_processing_time_is_what_serverless_bills():
     s = plan(load("small", {"inference.processing_seconds": "0.5"})).inference["serverless"]
     assert s.usd_per_million == pytest.approx(2 * 0.5 * SERVERLESS_USD_PER_GB_SECOND * 1e6)
+
+
+def test_bert_base_at_5_per_second_costs_less_than_a_g4dn_xlarge_on_cpu():
+    """Without a latency target the CPU types win: at peak, less than one ml.g4dn.xlarge ($0.7364/h SageMaker
+    on-demand in us-west-2, catalog/instances.yaml)."""
+    overrides = {**BERT_BASE, "inference.async": "null", "inference.realtime": "{}"}
+    rt = plan(load("intermediate", overrides)).inference["realtime"]
+    chosen = next(c for c in rt.candidates if c.chosen)
+    g4dn = next(c for c in rt.candidates if c.instance_type == "ml.g4dn.xlarge")
+    assert rt.instance_type.startswith(("ml.c6i", "ml.m5")) and chosen.usd_per_hour_at_peak < 0.7364
+    assert chosen.usd_per_hour_at_peak < g4dn.usd_per_hour_at_peak
