@@ -159,9 +159,15 @@ VARIANTS = {
     "huge-hyperpod-trn1": ("huge", {**HYPERPOD, **TRN1}),
     # Zones named by AZ ID (the same physical zone in every account): the subnets are placed by AvailabilityZoneId.
     "small-zone-ids": ("small", {"availability_zone": "use1-az4", "second_availability_zone": "use1-az6"}),
+    # Training only (issue 32): no InferenceStack.
+    "huge-training-only": ("huge", {"inference": "none"}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),
 }
+
+
+# The variants with an InferenceStack (the tests of endpoints walk these).
+SERVING_VARIANTS = [name for name in VARIANTS if name != "huge-training-only"]
 
 
 @pytest.fixture(scope="session", params=list(VARIANTS))

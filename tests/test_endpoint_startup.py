@@ -20,7 +20,7 @@ from workloads import ConfigError, load, plan
 from workloads import estimates as est
 from workloads.catalog import load_catalog
 
-from .conftest import VARIANTS
+from .conftest import SERVING_VARIANTS, VARIANTS
 
 FIELDS = {"VolumeSizeInGB": "ProductionVariantVolumeSizeInGB",
           "ModelDataDownloadTimeoutInSeconds": "ProductionVariantModelDataDownloadTimeoutInSeconds",
@@ -42,7 +42,7 @@ def _variants(template: dict) -> list[dict]:
             for v in r["Properties"]["ProductionVariants"] if "InstanceType" in v]
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", SERVING_VARIANTS)
 def test_every_instance_variant_has_timeouts_and_a_volume_in_range(synth, variant):
     workload, overrides = VARIANTS[variant]
     cat = load_catalog()

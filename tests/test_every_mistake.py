@@ -26,7 +26,7 @@ CORPUS = """\
 name: corpus
 region: us-west-2
 availability_zone: us-west-2z
-model: {parameter_billion: 7, framework: pytorch}
+model: {parameter_billion: 1, framework: pytorch}   # an encoder: a decoder would add a tenth (no LLM on serverless)
 data: {dataset_size_gib: true, storage: nfs}
 training: {instance_count: 0, orchestrater: slurm, spot: maybe}
 inference:

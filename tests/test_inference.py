@@ -9,7 +9,7 @@ import pytest
 
 from workloads import load, plan
 
-from .conftest import VARIANTS
+from .conftest import SERVING_VARIANTS, VARIANTS
 
 
 def _props(s, rtype, prefix):
@@ -79,7 +79,7 @@ def test_batch_transform_runs_on_a_schedule_with_unique_job_names(synth):
     assert not any("ManagedPolicyArns" in r["Properties"] for r in roles.values())  # no SageMakerFullAccess
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", SERVING_VARIANTS)
 def test_real_time_scaling_tracks_the_plans_invocations_per_instance(synth, variant):
     workload, overrides = VARIANTS[variant]
     realtime = plan(load(workload, overrides)).inference.get("realtime")

@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from .conftest import VARIANTS
+from .conftest import SERVING_VARIANTS, VARIANTS
 from .test_runtime_contract import world_of
 from .contract_calls import TABLE
 from .contract_policy import PARTITION, Call, Stack, World, evaluate
@@ -30,7 +30,7 @@ ROLES_DOC = "SageMaker Developer Guide, How to use SageMaker AI execution roles,
 KMS_DOC = "SageMaker API permissions reference (CreateTransformJob); API Reference RecommendationJobInputConfig"
 
 
-@pytest.fixture(scope="module", params=list(VARIANTS))
+@pytest.fixture(scope="module", params=SERVING_VARIANTS)
 def inference_world(request, synth) -> tuple[World, Stack]:
     workload, overrides = VARIANTS[request.param]
     world = world_of(synth(workload, overrides))

@@ -178,7 +178,8 @@ def test_every_template_image_is_a_checked_case(variant, synth):
     found = template_images(synth(workload, overrides).templates)
     unplanned = {uri: sorted(where) for uri, where in found.items() if uri not in planned_images(p)}
     assert not unplanned, f"{variant}: images no case checks: {unplanned}"
-    assert any(uri for uri in found), f"{variant}: no image found in its templates"
+    # A training-only estate on a cluster (Slurm, HyperPod) names no image: its nodes run the node image.
+    assert set(found) == planned_images(p), f"{variant}: planned images missing from its templates"
 
 
 def test_every_team_template_image_is_a_checked_case(teams_synth):

@@ -25,9 +25,10 @@ from workloads.parallelism import trainer_refusal
 from workloads.serving import REQUESTS
 from workloads.train_commands import job_hyperparameters
 
-from .conftest import ROOT, VARIANTS
+from .conftest import ROOT, SERVING_VARIANTS, VARIANTS
 
-CLUSTERS = [name for name, (w, o) in VARIANTS.items() if plan(load(w, o)).training.orchestrator != "sagemaker-jobs"]
+# The path from training to serving: the variants that serve.
+CLUSTERS = [name for name in SERVING_VARIANTS if plan(load(*VARIANTS[name])).training.orchestrator != "sagemaker-jobs"]
 
 
 def _arguments(submit: str, script: str) -> list[str]:

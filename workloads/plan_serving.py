@@ -23,6 +23,10 @@ INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
 GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
                "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge")
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
+# CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
+# prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
+CPU_MODEL_SERVING = ("c6i.xlarge", "c6i.2xlarge", "c6i.4xlarge", "c6i.8xlarge", "m5.xlarge", "m5.2xlarge",
+                     "m5.4xlarge")
 # The field each missed target names.
 TARGET_FIELDS = {"time to first token": "inference.time_to_first_token_ms",
                  "time per output token": "inference.time_per_output_token_ms",
@@ -194,6 +198,11 @@ def _serving_type(kind: str, w: Workload, cat: Catalog
         cands = _compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM)
         why = {"realtime": "GPU or Inferentia2 for throughput and latency", "async": "GPU for large payloads and long "
                "inferences", "batch": "GPU that holds the model, for periodic large datasets"}[kind]
+        if not llm:  # a small model may serve on CPU for less (the seeds: CPU for low, steady traffic)
+            cands += _compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM)
+            why = {"realtime": "GPU for throughput and latency, CPU for low traffic", "async": "GPU or CPU for large "
+                   "payloads and long inferences", "batch": "GPU or CPU that holds the model, for periodic large "
+                   "datasets"}[kind]
     table, best = _ranked(kind, cands)
     if best is None:
         if cands:
@@ -212,7 +221,9 @@ KINDS = ("realtime", "serverless", "async", "batch")
 def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     """The kinds to deploy: those the config lists, or the seeds' choice from the traffic."""
     inf = w.inference
-    listed = {k: s for k, s in zip(KINDS, (inf.realtime, inf.serverless, inf.async_, inf.batch)) if s is not None}
+    if not inf.serve:
+        return {}
+    listed = inf.listed()
     if listed:
         return {k: (s, "listed in the config") for k, s in listed.items()}
     if inf.traffic == "periodic":
@@ -229,6 +240,11 @@ def choose_kinds(w: Workload) -> dict[str, tuple[object, str]]:
     if inf.traffic == "rare":
         return {"async": (Async(), "rare requests: asynchronous scales to zero between them (SageMaker Developer Guide, 'Inference options')")}
     return {"realtime": (Realtime(), _why_realtime(w, memory, cold_starts_ok, cpu_servable))}
+
+
+# The plan's one line (train -> serve) when it serves nothing.
+TRAINING_ONLY = ("not served: training only: no inference section (or inference: none, or inference.serve: false), so no "
+                 "endpoint is planned or deployed and there is no InferenceStack; add an inference section to serve")
 
 
 def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_servable: bool) -> str:
@@ -318,10 +334,12 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     out: dict[str, InferencePlan] = {}
     for kind, (section, why_kind) in choose_kinds(w).items():
         if kind == "serverless":
-            per_million = est.serverless_usd_per_million(section.memory_mb, inf.processing_seconds)
+            seconds, basis = _serverless_seconds(w)
+            per_million = est.serverless_usd_per_million(section.memory_mb, seconds)
             out[kind] = InferencePlan(
                 kind, None, 0, section.max_concurrency, 0.0, None,
                 "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
+                latency_ms=round(seconds * 1e3, 1), throughput_basis=basis,
                 max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
                 provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None),
                 price_kind="SageMaker serverless")
@@ -348,7 +366,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         transforms = run = None
         invocations = getattr(section, "invocations_per_instance", None)
         if kind == "realtime":
-            lo, hi, reason = _realtime_range(section, needed, rps, inf.requests_per_second, reason)
+            lo, hi, reason = _realtime_range(w, section, needed, rps, reason)
             if "invocations_per_instance" not in section.model_fields_set:
                 invocations = speed.scaling_target(load_serving(), rps)
                 reason += f"; scales out at {invocations} invocations a minute per instance (half its throughput, " \
@@ -384,6 +402,15 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
 
 
+def _serverless_seconds(w: Workload) -> tuple[float, str]:
+    """Seconds a serverless request is billed: inference.processing_seconds when set, else the model's own time on
+    one vCPU (not the schema's 0.5 s default)."""
+    if "processing_seconds" in w.inference.model_fields_set:
+        return w.inference.processing_seconds, "billed at inference.processing_seconds (set by the config)"
+    seconds, basis = speed.cpu_request_seconds(w)
+    return seconds, f"billed at the model's own time: {basis}; set inference.processing_seconds to override"
+
+
 def _transforms(section: Batch, s: speed.Speed, serving: ServingPlan, reason: str) -> tuple[int, str]:
     """MaxConcurrentTransforms: the configured value, or as many requests as the container serves at once (the
     concurrency the job is priced at)."""
@@ -410,9 +437,44 @@ def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_e
                        reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
 
 
-def _realtime_range(section: Realtime, needed: int, rps: float, peak: float, reason: str) -> tuple[int, int, str]:
-    """Min from the config; max from the peak, or the config's if it carries the peak (else refused)."""
-    lo = section.min_instances
+# SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services", section "Deploy
+# Multiple Instances Across Availability Zones": "If an outage occurs or an instance fails, SageMaker automatically
+# attempts to distribute your instances across Availability Zones. For this reason, we strongly recommended that you
+# deploy multiple instances for each production endpoint." (checked 2026-11-25 in awsdocs/amazon-sagemaker-developer-
+# guide, doc_source/deployment-best-practices.md)
+AVAILABILITY_SOURCE = ("SageMaker Developer Guide, 'Best practices for deploying models on SageMaker Hosting Services: "
+                       "Deploy Multiple Instances Across Availability Zones' <https://docs.aws.amazon.com/sagemaker/"
+                       "latest/dg/deployment-best-practices.html#deployment-best-practices-availability-zones>")
+AVAILABLE_INSTANCES = 2  # one in each of the endpoint's two subnets' zones (Plan.hosting_zones)
+
+
+def _has_latency_target(w: Workload) -> bool:
+    inf = w.inference
+    return any(t is not None for t in (inf.latency_ms, inf.time_to_first_token_ms, inf.time_per_output_token_ms))
+
+
+def _availability_floor(w: Workload, section: Realtime) -> tuple[int, str]:
+    """The real-time minimum: the config's when set; else two instances (one per hosting zone) when a latency target
+    says the endpoint is in production, so one instance or zone failing leaves it serving."""
+    if "min_instances" in section.model_fields_set or not _has_latency_target(w):
+        return section.min_instances, ""
+    if "max_instances" in section.model_fields_set and section.max_instances < AVAILABLE_INSTANCES:
+        return section.max_instances, (f"min {section.max_instances}: inference.realtime.max_instances allows no "
+                                       "second instance, so an instance or zone failing stops the endpoint "
+                                       f"({AVAILABILITY_SOURCE})")
+    return AVAILABLE_INSTANCES, (
+        f"min {AVAILABLE_INSTANCES}: a latency target means a production endpoint, and SageMaker attempts to "
+        "distribute an endpoint's instances across its subnets' zones (the two hosting zones), so an instance or zone "
+        f"failing leaves it serving ({AVAILABILITY_SOURCE}); set inference.realtime.min_instances: 1 to accept one")
+
+
+def _realtime_range(w: Workload, section: Realtime, needed: int, rps: float, reason: str) -> tuple[int, int, str]:
+    """Min from the config, or the availability floor; max from the peak, or the config's if it carries the peak
+    (else refused)."""
+    peak = w.inference.requests_per_second
+    lo, why_min = _availability_floor(w, section)
+    if why_min:
+        reason = f"{reason}; {why_min}"
     if "max_instances" not in section.model_fields_set:
         hi = max(lo, needed)
         return lo, hi, f"{reason}; max {hi} sized from the peak ({peak:g} req/s at {rps:.3g} req/s per instance)"

@@ -13,9 +13,10 @@ from .catalog import ML_PREFIX, Catalog, load_catalog
 from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
 from .errors import WARNING, Finding
-from .plan_serving import InferencePlan, plan_inference
+from .plan_serving import TRAINING_ONLY, InferencePlan, plan_inference
 from .plan_training import TrainingPlan, calibration_lines, plan_training
 from .schema import Workload
+from .serving import model_lines
 from .validators import advice, hosting_zones
 
 
@@ -32,6 +33,8 @@ class Plan:
     findings: tuple[Finding, ...] = field(default=())
     # The model's way from training to serving, one line a step (train_to_serve).
     path: tuple[str, ...] = field(default=())
+    # The model's architecture (set or inferred, and why) and a decoder's shape as sized (serving.model_lines).
+    model: tuple[str, ...] = field(default=())
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
@@ -47,6 +50,7 @@ class Plan:
             "warnings": [f.as_dict() for f in self.warnings],
             "info": [f.as_dict() for f in self.findings if f.level != WARNING],
             "path": list(self.path),
+            "model": list(self.model),
         }
         out["estimates"] = out["training"].pop("estimate")
         out["estimates"]["monthly"] = asdict(self.monthly) if self.monthly else None
@@ -73,6 +77,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         monthly=monthly(w, training, inference, price, standing),
         findings=(*advice(w, cat), *training.findings),
         path=train_to_serve(training, inference),
+        model=model_lines(w),
     )
 
 
@@ -91,7 +96,8 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
                 f"uncompressed to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/model/") if directory else \
             (f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/"
              "model.tar.gz")
-        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the keys below")
+        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the "
+                     + ("keys below" if inference else "serving key once the workload has an inference section"))
     for kind, ip in inference.items():
         if ip.serving is None:
             continue
@@ -100,4 +106,6 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
             else ""
         lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
+    if not inference:
+        lines.append(TRAINING_ONLY)
     return tuple(lines)

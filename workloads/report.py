@@ -58,6 +58,8 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    for line in p.model:
+        console.print(f"  {escape(line)}")
     console.print()
     _print_findings(p, console)
     if p.path:
@@ -129,7 +131,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
     for ip in p.inference.values():
         why = f"{ip.why_kind}; {ip.reason}"
         if ip.kind == "serverless":
-            per_million = f"{money(ip.usd_per_million)} at {p.workload.inference.processing_seconds:g} s/request"
+            per_million = f"{money(ip.usd_per_million)} at {ip.latency_ms / 1e3:.3g} s/request"
             table.add_row(ip.kind, f"{ip.memory_mb} MB", f"0-{ip.max_concurrency} concurrent", "$0", "per GB-second",
                           per_million, why)
             continue
@@ -144,7 +146,8 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
             why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
-    console.print(table)
+    if p.inference:  # else the train -> serve path says: training only
+        console.print(table)
     _print_serving_candidates(p, console)
     for ip in p.inference.values():
         if ip.throughput_basis:

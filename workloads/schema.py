@@ -11,6 +11,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Framework = Literal["pytorch", "tensorflow", "xgboost", "scikit-learn"]
+# What the network is: a decoder (an LLM, served by an LLM container and sized by its KV cache), an encoder (BERT-class,
+# one forward pass a request), a vision model, or a tabular model.
+Architecture = Literal["decoder", "encoder", "vision", "tabular"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
 Traffic = Literal["steady", "spiky", "rare", "periodic"]
@@ -33,6 +36,15 @@ class Model(_Frozen):
     neuron_supported: bool = True
     # Attention heads: a tensor-parallel degree must divide them. Absent: assumed from the size (the plan says so).
     attention_heads: int | None = Field(default=None, ge=1, le=1024)
+    # Absent: inferred from the framework, the artifact format and the size (serving.architecture; the plan says so).
+    architecture: Architecture | None = None
+    # A decoder's shape (config.json's num_hidden_layers, hidden_size, num_key_value_heads, vocab_size), read by the
+    # serving sizing (weights, KV cache) and by training's layout. Absent: the usual decoder at this size
+    # (serving.model_shape) and a 32,000-entry vocabulary (Llama 2's); the plan says which are assumed.
+    layers: int | None = Field(default=None, ge=1, le=1000)
+    hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=1024)
+    vocab_size: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
 class Data(_Frozen):
@@ -186,6 +198,11 @@ class Generation(_Frozen):
 
 
 class Inference(_Frozen):
+    # False: training only, no endpoints planned or deployed (kinds listed too are not deployed: a WARNING says so).
+    # A workload without an inference section, or with `inference: none` (or null), is read as {serve: false}; the
+    # other fields keep their defaults, so what reads them for training (the exported artifact's format and key)
+    # works unchanged. `-c inference.serve=false` keeps a preset's artifact settings; `-c inference=none` drops them.
+    serve: bool = True
     artifact: Artifact = Artifact()
     generation: Generation = Generation()
     # What the traffic looks like; the planner picks the kinds from it when no kind is listed.
@@ -201,6 +218,15 @@ class Inference(_Frozen):
     serverless: Serverless | None = None
     async_: Async | None = Field(default=None, alias="async")
     batch: Batch | None = None
+
+    def listed(self) -> dict[str, Realtime | Serverless | Async | Batch]:
+        """The kinds the config lists, by name."""
+        return {k: v for k, v in (("realtime", self.realtime), ("serverless", self.serverless),
+                                  ("async", self.async_), ("batch", self.batch)) if v is not None}
+
+
+# What `inference:` may say for a training-only workload (YAML `none`, or `null` / `~`, or no section at all).
+NO_INFERENCE = (None, "none")
 
 
 class Notebook(_Frozen):
@@ -220,5 +246,13 @@ class Workload(_Frozen):
     model: Model
     data: Data
     training: Training = Training()
-    inference: Inference = Inference()
+    inference: Inference = Inference(serve=False)  # absent: training only
     notebook: Notebook | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _training_only(cls, data: object) -> object:
+        """No inference section, or `inference: none`: training only (Inference.serve false)."""
+        if isinstance(data, dict) and data.get("inference", None) in NO_INFERENCE:
+            return {**data, "inference": {"serve": False}}
+        return data

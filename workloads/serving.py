@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from . import estimates as est
 from .catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
 from .errors import ConfigError
+from .parallelism import VOCAB
 from .schema import Workload
 
 MODEL_DIR = "/opt/ml/model"
@@ -191,22 +192,77 @@ class ServingPlan:
     notes: tuple[str, ...] = ()
 
 
+# Above this size a PyTorch model without model.architecture is taken for a decoder: the largest common encoders are
+# about this size (DeBERTa-v2-xxlarge, 1.5B parameters: microsoft/deberta-v2-xxlarge on the Hugging Face Hub), while
+# decoders start below it, so a small decoder should say model.architecture: decoder (the plan says what it assumed).
+DECODER_ABOVE_BILLION = 1.5
+# A decoder's vocabulary when model.vocab_size is absent: Llama 2's tokenizer, what the trainer uses.
+DEFAULT_VOCAB = VOCAB
+
+
+def architecture(w: Workload) -> tuple[str, str]:
+    """(kind, why): the config's model.architecture, or inferred from the artifact format, the framework and size."""
+    m = w.model
+    if m.architecture:
+        return m.architecture, "set by model.architecture"
+    if w.inference.artifact.format == "huggingface":
+        return "decoder", "inferred: a Hugging Face artifact is served by an LLM container; set model.architecture"
+    if m.framework in ("xgboost", "scikit-learn"):
+        return "tabular", f"inferred from the framework ({m.framework})"
+    if m.framework == "pytorch" and m.parameters_billion > DECODER_ABOVE_BILLION:
+        return "decoder", (f"inferred: a {m.parameters_billion:g}B pytorch model, above {DECODER_ABOVE_BILLION:g}B "
+                           "(the largest common encoders); set model.architecture")
+    return "encoder", (f"inferred: a {m.parameters_billion:g}B {m.framework} model"
+                       + (f", at most {DECODER_ABOVE_BILLION:g}B" if m.framework == "pytorch" else
+                          " (tensorflow has no LLM serving container here)") + "; set model.architecture")
+
+
 def artifact_format(w: Workload) -> tuple[str, str]:
     if w.inference.artifact.format:
         return w.inference.artifact.format, "set by the config"
+    if architecture(w)[0] == "decoder" and w.model.framework == "pytorch":
+        # Never a TorchServe archive sized as an encoder: a decoder is served by an LLM container.
+        return "huggingface", "from the architecture (a decoder: an LLM serving container reads a Hugging Face directory)"
     return _FORMAT_OF_FRAMEWORK[w.model.framework], f"from the framework ({w.model.framework})"
 
 
 def model_shape(w: Workload) -> tuple[int, int, int, int]:
-    """(layers, heads, KV heads, hidden) of the usual decoder at this size."""
-    return next(shape for limit, *shape in _TYPICAL_SHAPES if w.model.parameters_billion <= limit)
+    """(layers, heads, KV heads, hidden): the config's model.layers, attention_heads, kv_heads and hidden_size, each
+    absent one the usual decoder's at this size."""
+    m = w.model
+    layers, heads, kv_heads, hidden = next(shape for limit, *shape in _TYPICAL_SHAPES if m.parameters_billion <= limit)
+    heads = m.attention_heads or heads
+    # The usual decoder's KV heads cannot exceed the heads the config names (multi-head attention then).
+    kv_heads = m.kv_heads or min(kv_heads, heads)
+    return m.layers or layers, heads, kv_heads, m.hidden_size or hidden
+
+
+def shape_line(w: Workload) -> str:
+    """The decoder's shape as sized, each assumed value said."""
+    m = w.model
+    layers, heads, kv_heads, hidden = model_shape(w)
+    assumed = [f for f, v in (("layers", m.layers), ("attention_heads", m.attention_heads), ("kv_heads", m.kv_heads),
+                              ("hidden_size", m.hidden_size), ("vocab_size", m.vocab_size)) if v is None]
+    vocab = m.vocab_size or DEFAULT_VOCAB
+    line = f"{layers} layers, {heads} attention heads, {kv_heads} KV heads, hidden {hidden}, vocabulary {vocab:,}"
+    if assumed:
+        line += (f" ({', '.join('model.' + f for f in assumed)} assumed: the usual decoder at "
+                 f"{m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's vocabulary)")
+    return line
+
+
+def model_lines(w: Workload) -> tuple[str, ...]:
+    """What the plan says about the model: its architecture and why, and a decoder's shape as sized."""
+    kind, why = architecture(w)
+    lines = [f"architecture {kind} ({why})"]
+    if kind == "decoder":
+        lines.append(f"decoder shape: {shape_line(w)}")
+    return tuple(lines)
 
 
 def attention_heads(w: Workload) -> tuple[int, bool]:
     """(heads, assumed): the config's value, or the usual decoder's at this size."""
-    if w.model.attention_heads:
-        return w.model.attention_heads, False
-    return model_shape(w)[1], True
+    return model_shape(w)[1], w.model.attention_heads is None
 
 
 def kv_bytes_per_token(w: Workload) -> int:

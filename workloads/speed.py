@@ -228,6 +228,18 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
                  latency, workers, latency_target_ms is None or latency <= latency_target_ms, basis)
 
 
+def cpu_request_seconds(w: Workload) -> tuple[float, str]:
+    """One request's time on one vCPU, as `cpu` models it: what a serverless endpoint (CPU only) bills per request."""
+    if w.model.framework in ("xgboost", "scikit-learn"):
+        likely = load_serving().cpu_classic_likely
+        return likely.one_request_ms / 1e3, (f"{likely.one_request_ms:g} ms a request through SageMaker's XGBoost "
+                                             f"serving path [{likely.source}]; {MEASURED_HERE}")
+    _, likely, _, sources = _low_likely_high(load_serving().cpu_encoder)
+    seconds = _request_flops(w) / (likely * 1e9)
+    return seconds, (f"{ENCODER_TOKENS_PER_REQUEST}-token requests of the {w.model.parameters_billion:g}B model at "
+                     f"{likely:g} GFLOPS on one vCPU [{sources}]; {MEASURED_HERE}")
+
+
 def scaling_target(f: ServingFacts, rps: float) -> int:
     """Invocations per instance per minute that real-time scaling tracks (SageMaker's load-testing guide)."""
     return max(1, math.floor(rps * f.scaling_safety_factor * 60))

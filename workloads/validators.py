@@ -137,6 +137,15 @@ def burstable_types_do_not_train_well(w: Workload, cat: Catalog) -> list[Finding
                     "<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/burstable-performance-instances.html>")]
 
 
+def listed_kinds_are_not_served(w: Workload, cat: Catalog) -> list[Finding]:
+    """inference.serve false with kinds listed (a preset's, `-c inference.serve=false`): training only wins."""
+    listed = w.inference.listed()
+    if w.inference.serve or not listed:
+        return []
+    return [Finding(WARNING, "inference.serve", False, f"training only: the listed {', '.join(listed)} "
+                    "is not planned or deployed; remove inference.serve: false to serve it")]
+
+
 def cluster_networking_needs_efa(w: Workload, cat: Catalog) -> None:
     t = w.training
     itype = cat.get(t.instance_type) if t.instance_type else None
@@ -239,6 +248,43 @@ def artifact_keys_fit_the_format(w: Workload, cat: Catalog) -> None:
                               reason=f"the {fmt} container reads a model.tar.gz")
 
 
+def architecture_fits_the_model(w: Workload, cat: Catalog) -> None:
+    """A decoder is served as an LLM (a Hugging Face directory on an LLM container), never as an encoder archive; the
+    LLM containers serve decoders only; classic ML is tabular."""
+    from .serving import architecture, artifact_format
+
+    kind, _ = architecture(w)
+    fmt, _ = artifact_format(w)
+    if w.model.framework in CLASSIC_ML and kind != "tabular":
+        raise ConfigError("model.architecture", kind, "tabular", reason=f"a {w.model.framework} model is tabular")
+    if not w.inference.serve:
+        return
+    if kind == "decoder" and fmt != "huggingface":
+        if w.model.framework != "pytorch":
+            raise ConfigError("model.architecture", kind, "encoder, vision or tabular; or a pytorch decoder exported "
+                              "as a Hugging Face directory", reason=f"no LLM serving container here reads a "
+                              f"{w.model.framework} decoder, and an encoder's sizing would not hold its KV cache")
+        raise ConfigError("inference.artifact.format", fmt, "huggingface (or leave it out)",
+                          reason="a decoder is served by an LLM container and sized by its KV cache, not as a "
+                                 "TorchServe archive sized as an encoder")
+    if kind != "decoder" and fmt == "huggingface":
+        raise ConfigError("model.architecture", kind, "decoder; or inference.artifact.format framework-archive",
+                          reason="the LLM serving containers that read a Hugging Face directory serve decoders")
+
+
+def decoder_shape_is_consistent(w: Workload, cat: Catalog) -> None:
+    from .serving import model_shape
+
+    m = w.model
+    _, heads, kv_heads, hidden = model_shape(w)
+    if m.hidden_size is not None and m.hidden_size % heads:
+        raise ConfigError("model.hidden_size", m.hidden_size, f"a multiple of the {heads} attention heads",
+                          reason="each head takes hidden_size / attention_heads of it")
+    if m.kv_heads is not None and heads % m.kv_heads:
+        raise ConfigError("model.kv_heads", m.kv_heads, f"a divisor of the {heads} attention heads",
+                          reason="grouped-query attention shares each KV head among a whole number of heads")
+
+
 def llm_is_not_serverless(w: Workload, cat: Catalog) -> None:
     from .serving import artifact_format
 
@@ -289,11 +335,14 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     artifact_format_fits_framework,
     artifact_keys_fit_the_format,
     llm_is_not_serverless,
+    architecture_fits_the_model,
+    decoder_shape_is_consistent,
 )
 
 
 ADVICE: tuple[Callable[[Workload, Catalog], list[Finding]], ...] = (
     burstable_types_do_not_train_well,
+    listed_kinds_are_not_served,
 )
 
 
