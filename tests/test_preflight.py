@@ -20,12 +20,11 @@ from workloads.catalog import load_catalog
 from workloads.errors import ERROR, INFO, WARNING
 from workloads.preflight import Account
 
-from .conftest import ROOT, TRN1
+from .conftest import CAPACITY_BLOCK, ROOT, TRN1, TRN2
 from .recorded import FIXTURES, load_fixture, replay
 
-CAPACITY_BLOCK = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
-                  "training.capacity_reservation_az": "us-east-2b", "training.capacity_block": "true"}
-HUGE_CB = ("huge", CAPACITY_BLOCK)  # 16 x trn2.48xlarge in a Capacity Block, us-east-2b (use2-az2 in moto)
+HUGE_CB = ("huge", CAPACITY_BLOCK)  # p5.48xlarge in a Capacity Block, us-east-2b (use2-az2 in moto)
+HUGE_TRN2 = ("huge", TRN2)  # trn2.48xlarge on a reservation: a Neuron node image
 # 16 x trn1.32xlarge on demand in us-west-2a: moto maps it to usw2-az2, which its offerings leave Trn1 out of.
 TRN1_WEST = ("huge", {**TRN1, "region": "us-west-2", "availability_zone": "us-west-2a"})
 TRN1_WEST_B = ("huge", {**TRN1, "region": "us-west-2", "availability_zone": "us-west-2b"})
@@ -130,7 +129,7 @@ def test_a_zone_id_the_account_does_not_have_is_an_error(moto):
 def test_the_zone_offers_every_ec2_type_the_estate_launches_there(moto):
     found = run("types_offered_in_zone", HUGE_CB, account("us-east-2"))
     assert levels(found) == [INFO] * 3
-    assert [f.message.split(" (")[0] for f in found] == ["offers trn2.48xlarge", "offers m5.xlarge", "offers m5.2xlarge"]
+    assert [f.message.split(" (")[0] for f in found] == ["offers p5.48xlarge", "offers m5.xlarge", "offers m5.2xlarge"]
 
 
 def test_a_type_not_offered_in_the_zone_is_an_error_naming_the_zones_that_offer_it(moto):
@@ -175,7 +174,7 @@ def test_a_default_account_lacks_the_vcpus_and_preflight_says_how_to_ask(moto):
 
 def test_nodes_in_a_capacity_block_are_held_by_the_block_not_the_on_demand_quota(moto):
     found = run("ec2_vcpu_quotas", HUGE_CB, account("us-east-2", "quotas-ec2-enough"))
-    assert [(f.level, f.value) for f in found] == [(INFO, "trn2.48xlarge"), (INFO, 1152.0)]
+    assert [(f.level, f.value) for f in found] == [(INFO, "p5.48xlarge"), (INFO, 1152.0)]
     assert "launch into cr-0123456789abcdef0" in found[0].message
 
 
@@ -219,7 +218,7 @@ def test_a_quota_name_the_region_does_not_have_is_a_warning(moto):
 def test_the_named_capacity_block_is_there_in_the_zone_of_the_type_and_holds_the_nodes(moto):
     found = run("capacity_reservation", HUGE_CB, account("us-east-2", "capacity-block-active"))
     assert [(f.level, f.message) for f in found] == [
-        (INFO, "a Capacity Block of 16 x trn2.48xlarge in use2-az2 (us-east-2b in this account), active")]
+        (INFO, "a Capacity Block of 16 x p5.48xlarge in use2-az2 (us-east-2b in this account), active")]
 
 
 def test_a_reservation_that_does_not_exist_is_an_error(moto):
@@ -232,7 +231,7 @@ def test_a_reservation_elsewhere_of_another_type_size_and_kind_is_four_errors(mo
     assert levels(found) == [ERROR] * 4
     text = " | ".join(f.message for f in found)
     for part in ("is in use2-az3 (us-east-2c in this account); the cluster's zone is use2-az2",
-                 "holds p5.48xlarge; the plan launches trn2.48xlarge", "holds 8 instances; the plan launches 16",
+                 "holds p4d.24xlarge; the plan launches p5.48xlarge", "holds 8 instances; the plan launches 16",
                  "it is a capacity reservation; training.capacity_block is true"):
         assert part in text
 
@@ -320,7 +319,7 @@ def test_inactive_or_unseen_tags_are_warnings_saying_where_to_activate_them(moto
 
 
 def test_the_pinned_neuron_release_has_its_dlami_in_the_region(moto):
-    found = run("neuron_dlami_release", HUGE_CB, account("us-east-2"))
+    found = run("neuron_dlami_release", HUGE_TRN2, account("us-east-2"))
     assert [(f.level, f.value) for f in found] == [(INFO, "2.33.0")]
     assert found[0].message.startswith("ami-0b33a1c2d3e4f5a60 (Deep Learning Base Neuron AMI (Ubuntu 24.04) 20261118)")
     found = run("neuron_dlami_release", TRN1_WEST_B, account("us-west-2"))  # the 2.28 line takes 2.28.1
@@ -332,7 +331,7 @@ def test_a_pinned_release_no_longer_published_is_an_error_naming_what_is(monkeyp
 
     images(monkeypatch, "neuron-dlamis-moved-on")
     with mock_aws():
-        found = run("neuron_dlami_release", HUGE_CB, account("us-east-2"))
+        found = run("neuron_dlami_release", HUGE_TRN2, account("us-east-2"))
     assert levels(found) == [ERROR]
     assert found[0].message.startswith(
         "no Deep Learning Base Neuron AMI (Ubuntu 24.04)* image of Neuron SDK 2.33.0 owned by amazon in us-east-2; the "
@@ -466,6 +465,7 @@ def test_every_call_the_command_makes_is_one_the_docs_list(moto, monkeypatch, ca
     monkeypatch.setattr(preflight.Account, "client", watched)
     data_stack("us-east-2", "huge-DataStack")
     assert main(["preflight", "huge", *CB_ARGS]) == 0
+    main(["preflight", "huge", *[x for k, v in TRN1_WEST_B[1].items() for x in ("-c", f"{k}={v}")]])  # a Neuron image
     actions = {c.replace("s3:HeadObject", "s3:GetObject") for c in called}
     assert actions <= set(required_actions()), actions - set(required_actions())
     assert {"ec2:DescribeAvailabilityZones", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeImages",
