@@ -334,3 +334,16 @@ def test_a_team_whose_families_exclude_every_training_type_is_told_so(tmp_path):
     assert any(line.startswith("teams[vision].allowed_instance_families = ['zz9']") for line in lines), lines
     excluded = [line for line in lines if "no candidate instance type is eligible" in line]
     assert excluded and "outside the team's allowed families" in excluded[0], lines
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """Before: `plan huge --json | head -1` printed a BrokenPipeError traceback once head had its line. Here the
+    reader has left before the first write (its end of the pipe closed), so every write meets a broken pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT,
+                                stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert result.returncode == 1 and result.stderr == "", result.stderr

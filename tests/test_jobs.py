@@ -201,7 +201,34 @@ def test_missing_stacks_are_reported(emulator):
                              "--entry-point", "train.py", "--source-dir", "examples/slurm"], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "stack nosuch-NetworkStack is not deployed in us-west-2; run: cdk deploy" in result.stderr
+    assert "stack nosuch-NetworkStack is not deployed in us-west-2; run: cdk deploy 'nosuch/TrainStack'" \
+        in result.stderr
+
+
+def test_a_missing_stack_names_the_deploy_for_this_workload_as_typed():
+    """The command the line suggests deploys what the command needs (TrainStack for a job, InferenceStack for an
+    endpoint), for the file and -c options the user typed, not the workload's name."""
+    from types import SimpleNamespace
+
+    from workloads.cli import not_deployed
+
+    args = SimpleNamespace(workload="examples/churn.yaml", stage="", overrides={"training.max_hours": "4"})
+    line = not_deployed(jobs.EstateNotDeployed("stack churn-NetworkStack is not deployed in us-east-1",
+                                               deploy="TrainStack"), args)
+    assert line.endswith("; run: cdk deploy TrainStack -c workload=examples/churn.yaml -c training.max_hours=4")
+    invoked = []
+    real = jobs.stack_outputs
+
+    class Missing:
+        def describe_stacks(self, **_):
+            from botocore.exceptions import ClientError
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "does not exist"}}, "DescribeStacks")
+
+    try:
+        real(plan(load("small")), ("DataStack", "InferenceStack"), cloudformation=Missing())
+    except jobs.EstateNotDeployed as exc:
+        invoked.append(exc.deploy)
+    assert invoked == ["InferenceStack"]
 
 
 def test_fsx_plans_read_through_the_file_system():
@@ -298,3 +325,28 @@ def test_promote_copies_a_jobs_model_to_the_keys_serving_reads(emulator):
         f"s3://{estate.bucket}/{layout.OUTPUT}small-train-promote/output/model.tar.gz -> "
         f"s3://{estate.bucket}/models/model.tar.gz (1 object(s))"]
     assert s3.get_object(Bucket=estate.bucket, Key="models/model.tar.gz")["Body"].read() == b"tgz"
+
+
+def test_promote_refuses_a_job_that_has_not_completed_and_says_why():
+    """SageMaker uploads the model when the job completes: an unfinished or failed job is one line with its status
+    (and the failure reason), not an S3 NoSuchKey."""
+    p = plan(load("intermediate"))
+    estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::1:role/r", bucket="b", subnets=("subnet-1",),
+                         security_groups=("sg-1",))
+
+    class Job:
+        def __init__(self, **described):
+            self.described = described
+
+        def describe_training_job(self, TrainingJobName):
+            return {"TrainingJobName": TrainingJobName, "OutputDataConfig": {"S3OutputPath": "s3://b/output/"},
+                    **self.described}
+
+    for described, expected in (
+            ({"TrainingJobStatus": "InProgress"}, "job j is InProgress; promote copies the model of a Completed job "
+                                                 "(run promote again when it has finished)"),
+            ({"TrainingJobStatus": "Failed", "FailureReason": "AlgorithmError: out of memory"},
+             "job j is Failed: AlgorithmError: out of memory; promote copies the model of a Completed job")):
+        with pytest.raises(jobs.EstateNotDeployed) as refused:
+            jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(**described), s3=object())
+        assert str(refused.value) == expected

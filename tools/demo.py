@@ -75,9 +75,11 @@ def main() -> int:
         console.print(f"\n[bold]One call[/bold], as `python -m workloads invoke` makes it, to the {answer.kind} endpoint "
                       f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]} "
                       "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
-    real = (f"cdk deploy '{team}/TrainStack' -c teams={teams_file}, upload the model, then cdk deploy '{team}/*' "
-            f"-c teams={teams_file}") if team else \
-        f"cdk deploy TrainStack -c workload={workload}, upload the model, then cdk deploy InferenceStack -c workload={workload}"
+    real = (f"python -m workloads preflight -c teams={teams_file} -c team={team}, cdk deploy '{team}/TrainStack' "
+            f"'{team}/MlUsersStack' -c teams={teams_file}, upload the data, train and put the model in the bucket, "
+            f"then cdk deploy '{team}/*' -c teams={teams_file}") if team else \
+        (f"python -m workloads preflight {workload}, cdk deploy TrainStack -c workload={workload}, upload the data, "
+         f"train and put the model in the bucket, then cdk deploy InferenceStack -c workload={workload}")
     console.print(f"\nDeployed {len(reports)} stacks to the emulator in {time.perf_counter() - started:.0f} s; "
                   f"the emulator has been stopped. For a real account: {real}")
     return 0

@@ -11,4 +11,10 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from .cli import main  # noqa: E402  (after the line above, which must run before pydantic loads)
 
-sys.exit(main())
+try:
+    sys.exit(main())
+except BrokenPipeError:
+    # `plan --json | head`: the reader left. Python's documented recipe (signal module, "Note on SIGPIPE"): point
+    # stdout at devnull so the exit's flush does not fail again, and end quietly with an error status.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(1)

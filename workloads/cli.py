@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             print_catalog(load_catalog())
             return 0
         overrides = parse_overrides(args.context)
+        args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
             return _preflight(args, overrides)
         if args.command == "plan" and ({"teams", "team"} & set(overrides)):
@@ -162,7 +163,7 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
             errors.append(ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range"))
         errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
     raise_all(errors)
-    return _against_aws(lambda: _start_job(args, result))
+    return _against_aws(lambda: _start_job(args, result), args)
 
 
 def _start_job(args: argparse.Namespace, result: Plan) -> None:
@@ -188,10 +189,25 @@ def _promote(args: argparse.Namespace, result: Plan) -> int:
     def copy() -> None:
         for line in jobs.promote(result, job_name=args.job, estate=jobs.read_estate(result, stage=args.stage)):
             print(f"copied {line}")
-    return _against_aws(copy)
+    return _against_aws(copy, args)
 
 
-def _against_aws(call) -> int:
+def not_deployed(exc: Exception, args: argparse.Namespace) -> str:
+    """The error line for a missing stack, with the `cdk deploy` that brings it up for this very workload: the file
+    or preset and the -c options as typed (a team's stacks are its stage's)."""
+    stack = getattr(exc, "deploy", None)
+    if stack is None:
+        return f"error: {exc}"
+    options = " ".join(f"-c {k}={v}" for k, v in getattr(args, "overrides", {}).items()
+                       if k not in ("teams", "team"))
+    if getattr(args, "stage", ""):
+        command = f"cdk deploy '{args.stage}/{stack}' -c teams=TEAMS_FILE"
+    else:
+        command = f"cdk deploy {stack} -c workload={args.workload}" + (f" {options}" if options else "")
+    return f"error: {exc}; run: {command}"
+
+
+def _against_aws(call, args: argparse.Namespace | None = None) -> int:
     """Run a command's AWS calls: a missing stack or an AWS refusal is one line and exit 1, never a traceback."""
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -200,7 +216,7 @@ def _against_aws(call) -> int:
     try:
         call()
     except EstateNotDeployed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(not_deployed(exc, args) if args is not None else f"error: {exc}", file=sys.stderr)
         return 1
     except (BotoCoreError, ClientError) as exc:
         print(f"error: {aws_failure(exc)}", file=sys.stderr)
@@ -285,7 +301,7 @@ def _invoke(args: argparse.Namespace, result: Plan) -> int:
         answer = invoke(result, kind=kind, body=body, content_type=args.content_type or sample_type,
                         stage=args.stage, timeout_s=args.timeout)
     except (EstateNotDeployed, TimeoutError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(not_deployed(exc, args), file=sys.stderr)
         return 1
     except (BotoCoreError, ClientError) as exc:
         print(f"error: {aws_failure(exc)}", file=sys.stderr)

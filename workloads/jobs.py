@@ -46,7 +46,13 @@ PROJECT = Path(__file__).resolve().parent.parent  # where examples/ is
 
 
 class EstateNotDeployed(Exception):
-    """The stacks a job runs in are missing; the message says which command deploys them."""
+    """The stacks a job runs in are missing; the message says which command deploys them. `deploy`: the stack
+    whose `cdk deploy` brings up what is missing (it deploys the stacks it depends on), for the CLI to name with
+    the workload and -c options the user typed."""
+
+    def __init__(self, message: str, *, deploy: str | None = None):
+        super().__init__(message)
+        self.deploy = deploy
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,8 @@ def stack_outputs(plan: Plan, stacks: tuple[str, ...], *, stage: str = "", cloud
         try:
             described = cf.describe_stacks(StackName=name)["Stacks"][0]
         except ClientError:
-            deploy = f"cdk deploy '{stage}/{stack}' -c teams=TEAMS_FILE" if stage else \
-                f"cdk deploy {stack} -c workload={plan.workload.name}"
-            raise EstateNotDeployed(f"stack {name} is not deployed in {region}; run: {deploy}") from None
+            # The last stack the command reads deploys the others with it (TrainStack: network and data first).
+            raise EstateNotDeployed(f"stack {name} is not deployed in {region}", deploy=stacks[-1]) from None
         outputs.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
     return outputs
 
@@ -325,6 +330,12 @@ def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=Non
     sagemaker = sagemaker or boto3.client("sagemaker", region_name=estate.region)
     s3 = s3 or boto3.client("s3", region_name=estate.region)
     described = sagemaker.describe_training_job(TrainingJobName=job_name)
+    status = described.get("TrainingJobStatus")
+    if status != "Completed":  # SageMaker uploads the model only when the job completes
+        reason = f": {described['FailureReason']}" if described.get("FailureReason") else ""
+        raise EstateNotDeployed(f"job {job_name} is {status}{reason}; promote copies the model of a Completed job"
+                                + (" (run promote again when it has finished)" if status in ("InProgress", "Stopping")
+                                   else ""))
     source = job_model(described)
     bucket, source_key = source.removeprefix("s3://").split("/", 1)
     if bucket != estate.bucket:
