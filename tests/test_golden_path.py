@@ -105,7 +105,8 @@ def test_the_submit_output_runs_as_printed(tmp_path, synth, corpus_and_tokenizer
     submit = s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
     t = plan(load("huge")).training
     (prep_script, prep_args), (train_script, train_args) = _sbatch_jobs(submit)
-    assert prep_script == "prepare.sbatch" and train_script == "train-trainium.sbatch"
+    # huge plans p6-b200.48xlarge on demand (GPU); tests/test_sbatch_scripts.py runs the Trainium script too.
+    assert t.instance_type.startswith("p") and prep_script == "prepare.sbatch" and train_script == "train-gpu.sbatch"
     assert "--dependency=afterok:${prep%%;*}" in submit  # training waits for the prepare step to succeed
     assert train_args[train_args.index("--steps") + 1] == str(t.parallelism.steps)
     # The sbatch scripts pass their arguments on: prepare.py "$@", and train.py after --device and --layout.
@@ -123,7 +124,7 @@ def test_the_submit_output_runs_as_printed(tmp_path, synth, corpus_and_tokenizer
     layout_file.write_text(t.parallelism.as_json())
     args = [_on_test_disk(a, fsx) for a in train_args]
     out = torchrun(["--device", "cpu", "--layout", str(layout_file), *args, *SCALED_DOWN], cwd=tmp_path,
-                   env={"CHECKPOINT_DIR": str(fsx / "checkpoints" / "train-trainium")})
+                   env={"CHECKPOINT_DIR": str(fsx / "checkpoints" / "huge-train")})
     assert "vocabulary 512 from the tokenizer" in out
     export = Path(_on_test_disk(t.parallelism.export_dir, fsx))
     assert f"exported {export}" in out
