@@ -125,6 +125,7 @@ class TrainingPlan:
     # static (capacity paid whether it runs or not: a Capacity Block or reservation); None: not a Slurm cluster.
     compute_min_nodes: int | None = None
     scale_down_idle_s: int = SCALE_DOWN_IDLE_S
+    precision: str = ""  # accelerators: the compute precision the estimate is priced at (bf16 | fp8 | fp16)
 
 
 
@@ -467,6 +468,10 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
+    precision = precision_of(w, itype)[0] if acc and not classic else ""
+    if precision:
+        decisions.append(f"precision: {precision_of(w, itype)[1]}")
+    findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
@@ -478,8 +483,56 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
-        compute_min_nodes=min_nodes,
+        compute_min_nodes=min_nodes, precision=precision,
     )
+
+
+# The largest cluster planned on-demand without a capacity warning. An assumption, not an AWS figure: EC2 publishes
+# no on-demand capacity for accelerated types, and clusters beyond a few nodes are bought as Capacity Blocks or
+# SageMaker training plans in practice.
+ON_DEMAND_CLUSTER_NODES = 16
+
+
+def _capacity_at_scale(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
+                       estimate: TrainingEstimate) -> list[Finding]:
+    """A WARNING for accelerated clusters beyond what on-demand realistically gets, priced as Capacity Blocks where
+    a rate is recorded, naming each published Capacity Block limit the run exceeds (catalog capacity_block_limits)."""
+    if itype.accelerator is None or count <= ON_DEMAND_CLUSTER_NODES or estimate.hours is None:
+        return []
+    limits = cat.capacity_block_limits
+    src = cat.sources[limits["source"]]
+    days = math.ceil(estimate.hours / 24)
+    exceeded = []
+    if count > limits["instances_per_block"]:
+        exceeded.append(f"{count} nodes exceed {limits['instances_per_block']} instances per Capacity Block (it "
+                        f"takes {math.ceil(count / limits['instances_per_block'])} blocks, each its own reservation)")
+    if count > limits["instances_per_account"]:
+        exceeded.append(f"{count} nodes exceed {limits['instances_per_account']} instances across an account's "
+                        "Capacity Blocks")
+    if days > limits["max_days"]:
+        exceeded.append(f"{days} days exceed a block's {limits['max_days']}-day maximum")
+    cited = f"{src.title} <{src.url}>, checked {src.checked}"
+    if w.training.capacity_block:
+        if not exceeded:
+            return []
+        return [Finding(WARNING, "training.instance_count", count, "beyond the Capacity Block limits: " +
+                        "; ".join(exceeded), cited)]
+    block = itype.price(w.region, sagemaker=False, capacity_block=True)
+    priced = ""
+    if block is not None and block.region == w.region:
+        total = est.billed_hours(estimate.hours, block.kind) * block.usd_per_hour * count
+        priced = f"; as Capacity Blocks at ${block.usd_per_hour:g}/h a node ({block.label}) it costs ${total:,.0f}"
+    else:
+        priced = f"; no {itype.name} Capacity Block rate is recorded for {w.region}"
+    what = "SageMaker training plans" if orchestrator != "slurm" else \
+        "EC2 Capacity Blocks (-c training.capacity_block=true with the reservation) or SageMaker training plans"
+    limits_line = ("; " + "; ".join(exceeded)) if exceeded else \
+        f"; within the Capacity Block limits ({limits['instances_per_block']} instances a block, " \
+        f"{limits['instances_per_account']} across an account's blocks, {limits['max_days']} days)"
+    return [Finding(WARNING, "training.capacity_block", False,
+                    f"{count} x {itype.name} for {days} days priced on-demand: clusters beyond "
+                    f"{ON_DEMAND_CLUSTER_NODES} nodes rarely get on-demand capacity; reserve {what}{priced}"
+                    f"{limits_line}", cited)]
 
 
 def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list[str]) -> int | None:
