@@ -12,7 +12,8 @@ from pathlib import Path
 
 import statistics
 
-from .catalog import InstanceType, Price, Utilisation
+from .catalog import InstanceType, MfuFigure, Price, Utilisation
+from .parallelism import RECOMPUTE_EFFICIENCY
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
 BYTES_PER_TOKEN = 4
@@ -90,10 +91,12 @@ def billed_hours(hours: float, price_kind: str) -> float:
     return 24 * (days if days <= 14 else 7 * math.ceil(days / 7))
 
 
-def hours(flops: float, itype: InstanceType, count: int, utilisation: float) -> float:
-    """Wall-clock hours at a model-FLOPs utilisation measured at cluster scale (scaling losses included)."""
-    assert itype.peak_tflops
-    per_second = itype.peak_tflops * 1e12 * count * utilisation
+def hours(flops: float, itype: InstanceType, count: int, utilisation: float, peak_tflops: float | None = None) -> float:
+    """Wall-clock hours at a model-FLOPs utilisation measured at cluster scale (scaling losses included). `peak_tflops`:
+    one node's dense peak in the run's precision (default: the catalog's, in its own dtype)."""
+    peak = peak_tflops or itype.peak_tflops
+    assert peak
+    per_second = peak * 1e12 * count * utilisation
     return flops / per_second / 3600
 
 
@@ -105,27 +108,68 @@ class UtilisationRange:
     basis: str  # which published figures, or the stand-in used
 
 
-def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisation) -> UtilisationRange:
-    """Low, likely (median) and high MFU from the published figures for the accelerator and size band."""
+def peak_tflops(itype: InstanceType, precision: str, u: Utilisation) -> float | None:
+    """One node's dense tensor peak in `precision`: the catalog's own figure in its dtype (bf16, or fp16 where the
+    device has no bf16), else the per-device peak recorded in utilisation.yaml. None: not recorded (not offered)."""
+    assert itype.accelerator
+    if precision == (itype.peak_tflops_dtype or "bf16") or (precision == "fp16" and itype.peak_tflops_dtype == "bf16"):
+        return itype.peak_tflops  # fp16 runs at the bf16 tensor peak on devices that have both
+    per_device = u.peaks.get(precision, {}).get(itype.accelerator.model)
+    return per_device[0] * itype.accelerator.count if per_device else None
+
+
+def _published(model: str, band: str, precision: str, u: Utilisation) -> tuple[tuple[MfuFigure, ...], str]:
+    """The figures for `model` in `precision` at `band`, or the nearest stand-in's, and whose they are."""
+    other = "small" if band == "large" else "large"
+    candidates = [model, u.stand_in_by_precision.get(precision, {}).get(model)]
+    if precision == "bf16":
+        candidates.append(u.stand_in.get(model, u.spread_from))
+    for who in filter(None, candidates):
+        for b in (band, other) if precision != "bf16" else (band,):
+            if figures := u.figures(who, b, precision):
+                if who == model and b == band:
+                    return figures, ""
+                what = "" if precision == "bf16" else f"{precision} "
+                whose = ([] if who == model else [f"{who}'s"]) + ([f"{b}-model runs"] if b != band else [])
+                return figures, f"no published {what}figure for {model}" + \
+                    (" at this size" if b != band else "") + ": " + ", ".join(whose)
+    if precision != "bf16":  # no run in this precision at all: the bf16 figures, said so
+        figures, why = _published(model, band, "bf16", u)
+        return figures, f"no published {precision} training figure for {model} or a stand-in: bf16 figures" + \
+            (f" ({why})" if why else "")
+    raise KeyError(model)
+
+
+def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisation, *, precision: str = "bf16",
+                      recompute: bool | None = None) -> UtilisationRange:
+    """Low, likely (median) and high MFU from the published figures for the accelerator, size band and precision.
+    `recompute`: whether the planned layout recomputes activations; a figure measured without recompute is then
+    scaled by RECOMPUTE_EFFICIENCY (one measured with it already paid for it; one whose source does not say is
+    taken as is). None: no layout known, no figure scaled."""
     assert itype.accelerator
     band = "large" if parameters_billion >= u.large_band_billion else "small"
     model = itype.accelerator.model
-    figures = u.mfu.get((model, band))
-    basis = model
-    if not figures:
-        basis = u.stand_in.get(model, u.spread_from)
-        figures = u.mfu[(basis, band)]
-        basis = f"no published figure for {model}: {basis}'s"
-    values = sorted(f.value for f in figures)
+    figures, borrowed = _published(model, band, precision, u)
+
+    def scaled(f: MfuFigure) -> float:
+        return f.value * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else f.value
+    values = sorted(scaled(f) for f in figures)
     likely = statistics.median(values)
     low, high = values[0], values[-1]
     if len(values) == 1:  # one figure: the relative spread of the reference band around its median
         ref = sorted(f.value for f in u.mfu[(u.spread_from, band)])
         ref_median = statistics.median(ref)
         low, high = likely * ref[0] / ref_median, likely * ref[-1] / ref_median
-    runs = "; ".join(f"{f.what} {f.value:.1%} [{f.source}]" for f in figures)
+
+    def shown(f: MfuFigure) -> str:
+        setting = {True: "recompute", False: "no recompute", None: "recompute not stated"}[f.recompute]
+        batch = f", {f.global_batch_tokens:,}-token batch" if f.global_batch_tokens else ""
+        note = f" x{RECOMPUTE_EFFICIENCY:g} = {scaled(f):.1%} (the layout recomputes)" if scaled(f) != f.value else ""
+        return f"{f.what} {f.value:.1%} ({setting}{batch}){note} [{f.source}]"
+    runs = "; ".join(shown(f) for f in figures)
     size = f"{u.large_band_billion:g}B+" if band == "large" else f"under {u.large_band_billion:g}B"
-    return UtilisationRange(low, likely, high, f"{basis} MFU at {size} parameters: {runs}")
+    basis = (borrowed + ": " if borrowed else "") + f"{model} {precision} MFU at {size} parameters: {runs}"
+    return UtilisationRange(low, likely, high, basis)
 
 
 def classic_hours(dataset_size_gib: float, vcpus: int, count: int, u: Utilisation) -> tuple[float, float, float]:

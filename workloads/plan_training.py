@@ -125,6 +125,7 @@ class TrainingPlan:
     # static (capacity paid whether it runs or not: a Capacity Block or reservation); None: not a Slurm cluster.
     compute_min_nodes: int | None = None
     scale_down_idle_s: int = SCALE_DOWN_IDLE_S
+    precision: str = ""  # accelerators: the compute precision the estimate is priced at (bf16 | fp8 | fp16)
 
 
 
@@ -139,9 +140,42 @@ def tier_of(w: Workload) -> str:
     return "small-dl"
 
 
-def utilisation(itype: InstanceType, parameters_billion: float) -> est.UtilisationRange:
-    """Low, likely and high MFU for the type's accelerator at this model size, from published runs."""
-    return est.utilisation_range(itype, parameters_billion, load_utilisation())
+def utilisation(itype: InstanceType, parameters_billion: float, *, precision: str = "bf16",
+                recompute: bool | None = None) -> est.UtilisationRange:
+    """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
+    `recompute`: whether the layout recomputes activations (est.utilisation_range)."""
+    return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
+                                 recompute=recompute)
+
+
+def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
+    """The run's compute precision on `itype` and why, or ("", why not) when the config's precision is impossible."""
+    assert itype.accelerator
+    has_bf16 = (itype.peak_tflops_dtype or "bf16") == "bf16"
+    model = itype.accelerator.model
+    wanted = w.training.precision
+    if wanted is None:
+        return ("bf16", "bf16 (the default)") if has_bf16 else \
+            ("fp16", f"fp16 with dynamic loss scaling: {model} has no bf16 tensor cores")
+    if wanted == "bf16" and not has_bf16:
+        return "", f"{model} has no bf16 tensor cores (fp16 with loss scaling is what it trains in)"
+    if est.peak_tflops(itype, wanted, load_utilisation()) is None:
+        offered = sorted(m for m, _ in load_utilisation().peaks.get(wanted, {}).items())
+        return "", f"{model} has no recorded {wanted} peak (fp8 is offered on {', '.join(offered)})"
+    return wanted, f"{wanted} set by training.precision"
+
+
+def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
+    """Whether the layout on `count` nodes recomputes activations (no layout that fits: assume it would)."""
+    spread = _choose_layout(w, itype, count)
+    return spread is None or spread.recompute
+
+
+def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str) -> est.UtilisationRange:
+    """The utilisation range of `count` nodes of `itype`: the published runs of its precision, with those measured
+    without recompute scaled where the layout on `count` nodes recomputes."""
+    return utilisation(itype, w.model.parameters_billion, precision=precision,
+                       recompute=_layout_recomputes(w, itype, count))
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -226,6 +260,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
             return None, "no SageMaker training image with TorchNeuron is known: train on Trainium with slurm or hyperpod"
     if itype.accelerator and isinstance(stack := load_software().for_type(itype), str):
         return None, stack
+    if itype.accelerator and not (precision := precision_of(w, itype))[0]:
+        return None, f"training.precision {w.training.precision}: {precision[1]}"
     if orchestrator == "slurm" and (refusal := slurm_capacity_refusal(itype, w, cat)):
         return None, refusal
     if _price(itype, w, orchestrator, cat) is None:
@@ -233,20 +269,6 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
             "EC2 on-demand" if orchestrator == "slurm" else "SageMaker"
         return None, f"no {kind} price recorded (compared like for like)"
     return itype, ""
-
-
-# Utilisation sources whose runs did not recompute activations (llm-foundry's MPT benchmark table, per the review
-# of issue 23); Neuron's Trn1 Llama run is not listed: its recompute setting is not recorded, so it is not scaled.
-MEASURED_WITHOUT_RECOMPUTE = ("llm-foundry-benchmarks",)
-
-
-def recompute_factor(w: Workload, itype: InstanceType, count: int) -> float:
-    """3/4 where the layout on `count` nodes recomputes every block (8N hardware FLOPs per token for 6N of the model)
-    and the type's utilisation rows were measured without recomputation; 1 otherwise."""
-    if not any(f"[{src}]" in utilisation(itype, w.model.parameters_billion).basis for src in MEASURED_WITHOUT_RECOMPUTE):
-        return 1.0
-    spread = _choose_layout(w, itype, count)
-    return 1.0 if spread is not None and not spread.recompute else parallelism.RECOMPUTE_EFFICIENCY
 
 
 def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
@@ -261,20 +283,31 @@ def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
     price = _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
+    precision, _ = precision_of(w, itype)
+    peak = est.peak_tflops(itype, precision, load_utilisation())
     min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
-    util = utilisation(itype, w.model.parameters_billion).likely * recompute_factor(w, itype, w.training.instance_count
-                                                                                   or min_mem)
     if w.training.instance_count is not None:
         count = w.training.instance_count
     else:
         target = w.training.max_hours or DEFAULT_TARGET_HOURS
-        single = est.hours(flops, itype, 1, util)
-        by_time = 1 if single <= target else math.ceil(single / (target * est.MULTI_NODE_EFFICIENCY))
-        count = min(max(min_mem, by_time), MAX_INSTANCES)
-    hrs = est.hours(flops, itype, count, util)
+
+        def needed(u: float) -> int:
+            single = est.hours(flops, itype, 1, u, peak)
+            return max(min_mem, 1 if single <= target else math.ceil(single / (target * est.MULTI_NODE_EFFICIENCY)))
+        # The utilisation depends on the layout, which depends on the count: the fewest nodes that meet the target at
+        # their own layout's utilisation, between the counts with and without the recompute penalty.
+        params = w.model.parameters_billion
+        fewest = needed(utilisation(itype, params, precision=precision, recompute=False).likely)
+        most = needed(utilisation(itype, params, precision=precision, recompute=True).likely)
+        count = next((n for n in range(fewest, most + 1)
+                      if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)
+        count = min(count, MAX_INSTANCES)
+    util = utilisation_at(w, itype, count, precision).likely
+    hrs = est.hours(flops, itype, count, util, peak)
     billed = est.billed_hours(hrs, price.kind)
     feasible = True
-    why = f"{util:.0%} utilisation" + (", nodes set by the config" if w.training.instance_count else "")
+    why = (f"{util:.0%} utilisation ({precision}" + (", recompute" if _layout_recomputes(w, itype, count) else "")
+           + ")" + (", nodes set by the config" if w.training.instance_count else ""))
     if count < min_mem:
         feasible, why = False, f"model state needs {min_mem} nodes' accelerator memory"
     elif count > 1 and orchestrator in ("slurm", "hyperpod") and itype.efa_max_interfaces == 0:
@@ -435,6 +468,10 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
+    precision = precision_of(w, itype)[0] if acc and not classic else ""
+    if precision:
+        decisions.append(f"precision: {precision_of(w, itype)[1]}")
+    findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
@@ -446,8 +483,56 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
-        compute_min_nodes=min_nodes,
+        compute_min_nodes=min_nodes, precision=precision,
     )
+
+
+# The largest cluster planned on-demand without a capacity warning. An assumption, not an AWS figure: EC2 publishes
+# no on-demand capacity for accelerated types, and clusters beyond a few nodes are bought as Capacity Blocks or
+# SageMaker training plans in practice.
+ON_DEMAND_CLUSTER_NODES = 16
+
+
+def _capacity_at_scale(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
+                       estimate: TrainingEstimate) -> list[Finding]:
+    """A WARNING for accelerated clusters beyond what on-demand realistically gets, priced as Capacity Blocks where
+    a rate is recorded, naming each published Capacity Block limit the run exceeds (catalog capacity_block_limits)."""
+    if itype.accelerator is None or count <= ON_DEMAND_CLUSTER_NODES or estimate.hours is None:
+        return []
+    limits = cat.capacity_block_limits
+    src = cat.sources[limits["source"]]
+    days = math.ceil(estimate.hours / 24)
+    exceeded = []
+    if count > limits["instances_per_block"]:
+        exceeded.append(f"{count} nodes exceed {limits['instances_per_block']} instances per Capacity Block (it "
+                        f"takes {math.ceil(count / limits['instances_per_block'])} blocks, each its own reservation)")
+    if count > limits["instances_per_account"]:
+        exceeded.append(f"{count} nodes exceed {limits['instances_per_account']} instances across an account's "
+                        "Capacity Blocks")
+    if days > limits["max_days"]:
+        exceeded.append(f"{days} days exceed a block's {limits['max_days']}-day maximum")
+    cited = f"{src.title} <{src.url}>, checked {src.checked}"
+    if w.training.capacity_block:
+        if not exceeded:
+            return []
+        return [Finding(WARNING, "training.instance_count", count, "beyond the Capacity Block limits: " +
+                        "; ".join(exceeded), cited)]
+    block = itype.price(w.region, sagemaker=False, capacity_block=True)
+    priced = ""
+    if block is not None and block.region == w.region:
+        total = est.billed_hours(estimate.hours, block.kind) * block.usd_per_hour * count
+        priced = f"; as Capacity Blocks at ${block.usd_per_hour:g}/h a node ({block.label}) it costs ${total:,.0f}"
+    else:
+        priced = f"; no {itype.name} Capacity Block rate is recorded for {w.region}"
+    what = "SageMaker training plans" if orchestrator != "slurm" else \
+        "EC2 Capacity Blocks (-c training.capacity_block=true with the reservation) or SageMaker training plans"
+    limits_line = ("; " + "; ".join(exceeded)) if exceeded else \
+        f"; within the Capacity Block limits ({limits['instances_per_block']} instances a block, " \
+        f"{limits['instances_per_account']} across an account's blocks, {limits['max_days']} days)"
+    return [Finding(WARNING, "training.capacity_block", False,
+                    f"{count} x {itype.name} for {days} days priced on-demand: clusters beyond "
+                    f"{ON_DEMAND_CLUSTER_NODES} nodes rarely get on-demand capacity; reserve {what}{priced}"
+                    f"{limits_line}", cited)]
 
 
 def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list[str]) -> int | None:
@@ -570,10 +655,11 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     util = util_range = None
     basis = ""
     if flops is not None:
-        r = utilisation(itype, w.model.parameters_billion)
-        f = recompute_factor(w, itype, count)  # the measured runs did not recompute; a recomputing layout does
-        util, util_range, basis = r.likely * f, (r.low * f, r.high * f), r.basis
-        low_h, hrs, high_h = (est.hours(flops, itype, count, u * f) for u in (r.high, r.likely, r.low))
+        precision, _ = precision_of(w, itype)
+        r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
+        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        peak = est.peak_tflops(itype, precision, load_utilisation())
+        low_h, hrs, high_h = (est.hours(flops, itype, count, u, peak) for u in (r.high, r.likely, r.low))
     else:
         u = load_utilisation()
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
@@ -638,14 +724,16 @@ def _assumptions(classic: bool, itype: InstanceType, w: Workload, orchestrator: 
         "FLOPs = 6 x parameters x tokens x epochs",
         ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
          else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
-        f"peak = dense {itype.peak_tflops_dtype or 'bf16'} TFLOPS from the catalog",
+        f"compute in {precision_of(w, itype)[1]}; peak = dense {precision_of(w, itype)[0]} TFLOPS "
+        f"({est.peak_tflops(itype, precision_of(w, itype)[0], load_utilisation()):,g} a node)",
         "utilisation (MFU) from published training runs of the accelerator at this model size: low, likely "
         "(median) and high give the range; the runs' own multi-node scaling is included",
         f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
         f"{est.TRAIN_BYTES_PER_PARAM} B/param in {est.MEMORY_HEADROOM:.0%} of accelerator memory",
         *spot,
         "a layout that recomputes activations (activation checkpointing, only where memory needs it) gets "
-        f"{parallelism.RECOMPUTE_EFFICIENCY:.0%} of the utilisation measured without it (8N for 6N FLOPs per token)",
+        f"{parallelism.RECOMPUTE_EFFICIENCY:.0%} of a run measured without it (8N for 6N FLOPs per token); runs "
+        "measured with it, or whose source does not say, are taken as published",
     ]
     return tuple(lines)
 

@@ -90,7 +90,7 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         lay = t.parallelism
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
                       f"ranks, {'FSDP2 full shard' if lay.sharding == 'full' else 'DDP (no sharding)'}; about "
-                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank (bf16 compute, fp32 weights + AdamW, "
+                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({t.precision or 'bf16'} compute, fp32 weights + AdamW, "
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.fsx:

@@ -71,6 +71,9 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
+    # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
+    # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell).
+    precision: Literal["bf16", "fp8", "fp16"] | None = None
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")

@@ -151,6 +151,9 @@ class Catalog:
     # The families AWS PCS runs in an EC2 Capacity Block, and the source that says so.
     pcs_capacity_block_families: frozenset[str] = frozenset()
     pcs_capacity_block_source: str = ""
+    # EC2 Capacity Blocks for ML: what one account can hold (instances_per_block, instances_per_account, max_days,
+    # source).
+    capacity_block_limits: dict = field(default_factory=dict)
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -250,7 +253,9 @@ def load_catalog() -> Catalog:
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
     pcs = data["pcs_capacity_block_families"]
     _cited("pcs_capacity_block_families", [pcs["source"]], sources)
-    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]),
+    limits = dict(data["capacity_block_limits"])
+    _cited("capacity_block_limits", [limits["source"]], sources)
+    return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]), capacity_block_limits=limits,
                    zone_id_prefixes=dict(regions_data["zone_id_prefixes"]),
                    pcs_capacity_block_families=frozenset(pcs["families"]), pcs_capacity_block_source=pcs["source"])
 
@@ -262,30 +267,63 @@ class Measurement:
     what: str
 
 
+PRECISIONS = ("bf16", "fp8", "fp16")
+
+
+@dataclass(frozen=True)
+class MfuFigure(Measurement):
+    """One published training run's MFU, with what its source states about the run."""
+
+    precision: str = "bf16"
+    recompute: bool | None = None  # activation checkpointing in the measured run (None: the source does not say)
+    global_batch_tokens: int | None = None
+
+
 @dataclass(frozen=True)
 class Utilisation:
     """Published MFU figures by accelerator model and size band, and classic-ML CPU throughput."""
 
-    mfu: dict[tuple[str, str], tuple[Measurement, ...]]  # (accelerator model, band) -> figures
+    mfu: dict[tuple[str, str], tuple[MfuFigure, ...]]  # (accelerator model, band) -> bf16 figures
     stand_in: dict[str, str]
     spread_from: str
     large_band_billion: float
     classic_rates: tuple[Measurement, ...]  # cell-rounds per vCPU-second
     classic_rounds: int
+    # (accelerator model, band, precision) -> figures, every precision
+    by_precision: dict[tuple[str, str, str], tuple[MfuFigure, ...]] = field(default_factory=dict)
+    # precision -> accelerator model -> (dense TFLOPS per device, source) beside the catalog's own dtype
+    peaks: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)
+    stand_in_by_precision: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def figures(self, model: str, band: str, precision: str) -> tuple[MfuFigure, ...]:
+        return self.by_precision.get((model, band, precision), ())
 
 
 @cache
 def load_utilisation() -> Utilisation:
     data = _load_yaml("utilisation.yaml")
     known = load_catalog().sources
-    mfu: dict[tuple[str, str], list[Measurement]] = {}
+    rows: dict[tuple[str, str, str], list[MfuFigure]] = {}
     for m in data["mfu"]:
         _cited("utilisation.yaml", [m["source"]], known)
-        mfu.setdefault((m["accelerator"], m["band"]), []).append(Measurement(float(m["mfu"]), m["source"], m["what"]))
+        precision = m.get("precision", "bf16")
+        if precision not in PRECISIONS:
+            raise ValueError(f"utilisation.yaml: {m['what']}: precision {precision!r}, not one of {PRECISIONS}")
+        rows.setdefault((m["accelerator"], m["band"], precision), []).append(MfuFigure(
+            float(m["mfu"]), m["source"], m["what"], precision=precision, recompute=m["recompute"],
+            global_batch_tokens=m["global_batch_tokens"]))
+    peaks: dict[str, dict[str, tuple[float, str]]] = {}
+    for precision, by_model in data["peak_tflops_per_device"].items():
+        for model, peak in by_model.items():
+            _cited("utilisation.yaml peak_tflops_per_device", [peak["source"]], known)
+            peaks.setdefault(precision, {})[model] = (float(peak["tflops"]), peak["source"])
     rates = tuple(Measurement(float(r["rate"]), r["source"], r["what"]) for r in data["classic_cells_per_vcpu_second"])
-    return Utilisation(mfu={k: tuple(v) for k, v in mfu.items()}, stand_in=dict(data["stand_in"]),
-                       spread_from=data["spread_from"], large_band_billion=float(data["large_band_billion"]),
-                       classic_rates=rates, classic_rounds=int(data["classic_rounds"]))
+    return Utilisation(mfu={(a, b): tuple(v) for (a, b, p), v in rows.items() if p == "bf16"},
+                       stand_in=dict(data["stand_in"]), spread_from=data["spread_from"],
+                       large_band_billion=float(data["large_band_billion"]), classic_rates=rates,
+                       classic_rounds=int(data["classic_rounds"]),
+                       by_precision={k: tuple(v) for k, v in rows.items()}, peaks=peaks,
+                       stand_in_by_precision={p: dict(v) for p, v in data["stand_in_by_precision"].items()})
 
 
 @dataclass(frozen=True)
