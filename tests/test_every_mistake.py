@@ -332,8 +332,10 @@ def test_a_team_whose_families_exclude_every_training_type_is_told_so(tmp_path):
     lines = _lines(result.stderr)
     # The unknown family is named, not shown as `= list`.
     assert any(line.startswith("teams[vision].allowed_instance_families = ['zz9']") for line in lines), lines
-    excluded = [line for line in lines if "no candidate instance type is eligible" in line]
-    assert excluded and "outside the team's allowed families" in excluded[0], lines
+    # One line naming the families that would train it, not one line per excluded candidate.
+    excluded = [line for line in lines if "none of the team's families can train this workload" in line]
+    assert len(excluded) == 1 and "allowed: a list including g5 or" in excluded[0], lines
+    assert not any("overrides.training.instance_type = None" in line for line in lines), lines
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback():

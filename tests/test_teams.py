@@ -189,6 +189,68 @@ def test_bad_teams_files_are_refused(tmp_path, change, field, fragment):
     # Through `python app.py` (exit 2, one line per mistake): test_every_mistake.py, with a file of seven.
 
 
+def test_a_team_whose_families_cannot_train_its_workload_is_told_which_would():
+    """Before: nine lines of `overrides.training.instance_type = None` (no override was set), one per candidate."""
+    tabular = {**TEAMS[2], "allowed_instance_families": ["g5"]}
+    with pytest.raises(ConfigError) as err:
+        load_teams_from(tabular)
+    assert [str(e) for e in err.value.errors] == [
+        "teams[tabular].allowed_instance_families = ['g5']: none of the team's families can train this workload; "
+        "allowed: a list including m5 or r5 (the families of the types that could train this workload: m5.xlarge, "
+        "m5.2xlarge, m5.4xlarge, m5.12xlarge, m5.24xlarge, r5.xlarge, r5.2xlarge, r5.4xlarge, r5.12xlarge)"]
+
+
+def load_teams_from(*teams: dict, folder=None):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(folder or tmp) / "teams.yaml"
+        path.write_text(yaml.safe_dump({"teams": list(teams)}))
+        return load_teams(str(path))
+
+
+def test_a_workload_file_is_found_beside_the_teams_file_and_a_missing_one_says_where_it_looked(tmp_path):
+    """Before: the path was read from the current directory, and "file not found" did not say where it looked."""
+    from .conftest import ROOT
+
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "churn.yaml").write_text((ROOT / "workloads" / "presets" / "small.yaml").read_text())
+    tabular = {**TEAMS[2], "workload": "workloads/churn.yaml"}
+    assert load_teams_from(tabular, folder=tmp_path)[0].plan.workload.name == "small"
+    (tmp_path / "workloads" / "churn.yaml").unlink()
+    with pytest.raises(ConfigError) as err:
+        load_teams_from(tabular, folder=tmp_path)
+    assert str(err.value).startswith(
+        f"teams[tabular].workload = 'workloads/churn.yaml': file not found (looked for {tmp_path}/workloads/churn.yaml: "
+        f"a path in a teams file is relative to the teams file's folder, {tmp_path}/)")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("teams:\n  - name: a\n    region: us-east-1\n    name: b\n", "duplicate key 'name' (first at line 2, again at line 4)"),
+])
+def test_a_key_given_twice_in_a_teams_file_is_refused_with_both_lines(tmp_path, text, line):
+    path = tmp_path / "teams.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_teams(str(path))
+    assert line in str(err.value)
+
+
+def test_a_key_given_twice_in_a_workload_is_refused_with_both_lines(tmp_path):
+    """Before: the last `region` won silently, and a later error blamed the availability zone."""
+    from workloads import load
+
+    path = tmp_path / "w.yaml"
+    path.write_text("name: a\nregion: us-east-1\navailability_zone: us-east-1a\nmodel: {parameters_billion: 1}\n"
+                    "data: {dataset_size_gib: 10}\nregion: us-west-2\n")
+    with pytest.raises(ConfigError) as err:
+        load(str(path))
+    assert str(err.value).startswith("workload = '") and str(err.value).endswith(  # a long path is shortened
+        ": malformed YAML at line 6, column 1: duplicate key 'region' (first at line 2, again at line 6); allowed: "
+        "well-formed YAML with each key once")
+
+
 def test_team_stage_deploys_to_the_emulator(teams_synth):
     from tools.emulator import deployed_resources, running
 
@@ -205,3 +267,19 @@ def test_team_stage_deploys_to_the_emulator(teams_synth):
     assert {n.split("/")[1] for n in reports if not n.startswith("vision/")} <= {SHARED}
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert roles and all("PermissionsBoundary" in r for r in roles)
+
+
+def test_the_plan_opens_with_a_summary_and_the_teams_budget_verdict():
+    """Before: the plan was 192 lines with no summary, and the team's budget line was the last of about 110."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "-c", f"teams={TEAMS_FILE}", "-c", "team=vision"],
+                         cwd=ROOT, capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[:8]
+    assert head[1].startswith("  summary: train on 4 x g5.48xlarge (sagemaker-jobs): ")
+    assert any(line.strip().startswith("team vision: $") and line.endswith(": fits") for line in head), head
+    assert any("a month of the estate $" in line for line in head), head

@@ -277,7 +277,7 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None) -> None:
         sys.stdout.write("\n")
         return
     from .report import print_plan, print_team_budget
-    print_plan(result)
+    print_plan(result, budget=budget)
     if budget:
         print_team_budget(budget)
 

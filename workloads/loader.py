@@ -184,17 +184,17 @@ def _read(source: str) -> dict:
 def _read_user_file(source: str) -> Any:
     import yaml  # here, not at the top: a preset plan comes from the cache and never needs it
 
+    from .user_yaml import read_user_yaml, yaml_problem
+
     path = Path(source)
     if not path.is_file():
         raise ConfigError("workload", source, "an existing YAML file or a preset: " + ", ".join(preset_names()),
                           reason="file not found")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return read_user_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = getattr(exc, "problem", None) or "malformed"
-        raise ConfigError("workload", source, "well-formed YAML", reason=f"malformed YAML at {where}: {problem}") from None
+        raise ConfigError("workload", source, "well-formed YAML with each key once",
+                          reason=f"malformed YAML at {yaml_problem(exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("workload", source, "a readable UTF-8 YAML file", reason=type(exc).__name__) from None
 

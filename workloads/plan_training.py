@@ -237,6 +237,9 @@ def _capacity_as_sold(w: Workload, cat: Catalog, tier: str) -> None:
                       reason=why + pcs + cited)
 
 
+OUTSIDE_FAMILIES = "outside the team's allowed families"
+
+
 def _price(itype: InstanceType, w: Workload, orchestrator: str, cat: Catalog | None = None):
     if orchestrator == "slurm" and cat is not None and capacity_block_pricing(w, cat):
         return itype.price(w.region, sagemaker=False, capacity_block=True)
@@ -248,7 +251,7 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     if itype is None:
         return None, "not in catalog"
     if not cat.allows(name) and name != w.training.instance_type:
-        return None, "outside the team's allowed families"
+        return None, OUTSIDE_FAMILIES
     if w.region not in itype.regions:
         return None, f"not offered in {w.region}"
     if itype.accelerator and itype.accelerator.kind == "trainium":
@@ -388,9 +391,16 @@ def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
 
 
 def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str],
-            findings: list[Finding]) -> Candidate:
+            findings: list[Finding], *, allowed: frozenset[str] | None = None) -> Candidate:
     wanted = w.training.instance_type
     if not cands and wanted is None:  # every type of the tier was skipped (a team's families, the region, ...)
+        outside = [s.split(":")[0] for s in skipped if s.endswith(OUTSIDE_FAMILIES)]
+        if outside and len(outside) == len(skipped):  # the team's families alone rule every candidate out
+            families = sorted({t.split(".")[0] for t in outside})
+            raise ConfigError("allowed_instance_families", sorted(allowed or ()),
+                              f"a list including {' or '.join(families)} (the families of the types that could "
+                              f"train this workload: {', '.join(outside)})",
+                              reason="none of the team's families can train this workload")
         raise ConfigError("training.instance_type", None, "a type that can run this workload; none of the "
                           "candidates could: " + "; ".join(skipped),
                           reason="no candidate instance type is eligible")
@@ -435,7 +445,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         _capacity_as_sold(w, cat, tier)
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
     findings: list[Finding] = []
-    chosen = _choose(w, cands, skipped, decisions, findings)
+    chosen = _choose(w, cands, skipped, decisions, findings, allowed=cat.allowed_families)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
     itype, count = cat.types[chosen.instance_type], chosen.count

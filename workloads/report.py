@@ -52,12 +52,14 @@ def _software(p: Plan) -> str:
     return f"{t.software.name}, baked into the node image"
 
 
-def print_plan(p: Plan, console: Console | None = None) -> None:
+def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:
     console = console or _console()
     w, t, e = p.workload, p.training, p.training.estimate
     console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    for line in summary(p, budget):
+        console.print(f"  {escape(line)}")
     for line in p.model:
         console.print(f"  {escape(line)}")
     console.print()
@@ -163,6 +165,36 @@ def print_plan(p: Plan, console: Console | None = None) -> None:
         console.print(f"  - {c}")
     if "serverless" in p.inference:
         console.print(f"  - serverless ${est.SERVERLESS_USD_PER_GB_SECOND:.7f}/GB-s (unconfirmed list price)")
+
+
+def summary(p: Plan, budget: dict | None = None) -> list[str]:
+    """The plan on one screen, before its detail: what is launched, what it costs, the team's budget verdict and how
+    many warnings follow."""
+    t, e = p.training, p.training.estimate
+    run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
+    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}): {run}"]
+    for ip in p.inference.values():
+        if ip.kind == "batch":
+            what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")
+        elif ip.instance_type:
+            what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"
+        else:
+            what = f"{ip.memory_mb} MB, up to {ip.max_concurrency} concurrent requests" if ip.memory_mb else "on demand"
+        lines.append(f"         {ip.kind}: {what}")
+    if not p.inference:
+        lines.append("         no endpoints (training only)")
+    m = p.monthly
+    if m is not None:
+        lines.append(f"         a month of the estate {money(m.usd_month)}" + (
+            f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
+    if budget:
+        verdict = "unknown" if budget["fits_budget"] is None else "fits" if budget["fits_budget"] else "EXCEEDS"
+        lines.append(f"         team {budget['team']}: {money(budget['monthly_estimate_usd'])} against its budget of "
+                     f"{money(budget['monthly_budget_usd'])}: {verdict}")
+    warnings = sum(1 for f in p.findings if f.level == "WARNING")
+    if warnings:
+        lines.append(f"         {warnings} warning{'s' if warnings != 1 else ''}: see Warnings and notes below")
+    return lines
 
 
 def _print_monthly(p: Plan, console: Console) -> None:

@@ -18,6 +18,7 @@ from .catalog import load_catalog, strip_ml
 from .errors import ConfigError, raise_all
 from .loader import config_errors, load, repair
 from .planner import Plan, plan
+from .user_yaml import read_user_yaml, yaml_problem
 
 # A team name becomes a stage and the prefix of its stack names (CloudFormation: letters,
 # digits and hyphens, starting with a letter; the longest stack name here is InferenceStack).
@@ -88,7 +89,7 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     stamped = []
     for t in teams:
         try:
-            stamped.append(StampedTeam(t, _plan_team(t)))
+            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent)))
         except ConfigError as exc:
             errors += exc.errors
     raise_all(errors)
@@ -100,9 +101,10 @@ def _read(path: str) -> dict:
     if not file.is_file():
         raise ConfigError("teams", path, "an existing YAML file such as config/teams.yaml", reason="file not found")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        raise ConfigError("teams", path, "well-formed YAML", reason="malformed YAML") from None
+        data = read_user_yaml(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError("teams", path, "well-formed YAML with each key once",
+                          reason=f"malformed YAML at {yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError("teams", path, "a mapping with a list under `teams`", reason="not a mapping")
     return data
@@ -143,13 +145,25 @@ def _rule_errors(teams: list[Team]) -> list[ConfigError]:
     return errors
 
 
-def _plan_team(t: Team) -> Plan:
+def workload_source(workload: str, folder: Path) -> str:
+    """A team's `workload`: a preset name as it is, a file relative to the teams file's folder (as an include is),
+    not to wherever the command runs."""
+    if not (workload.endswith((".yaml", ".yml")) or "/" in workload) or Path(workload).is_absolute():
+        return workload
+    return str(folder / workload)
+
+
+def _plan_team(t: Team, *, folder: Path) -> Plan:
     overrides: Mapping[str, Any] = {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
+    source = workload_source(t.workload, folder)
     try:
-        the_plan = plan(load(t.workload, overrides), allowed_families=t.allowed_instance_families)
+        the_plan = plan(load(source, overrides), allowed_families=t.allowed_instance_families)
     except ConfigError as exc:
-        raise_all([ConfigError(f"teams[{t.name}].{_team_field(e.field)}", e.value, e.allowed, reason=e.reason)
-                   for e in exc.errors])
+        def where(e: ConfigError) -> str:  # a missing file: say where it was looked for, and why there
+            return e.reason + (f" (looked for {source}: a path in a teams file is relative to the teams file's "
+                               f"folder, {folder}/)" if e.field == "workload" and source != t.workload else "")
+        raise_all([ConfigError(f"teams[{t.name}].{_team_field(e.field)}", t.workload if e.field == "workload"
+                               else e.value, e.allowed, reason=where(e)) for e in exc.errors])
         raise AssertionError("unreachable") from None
     missing = sorted({_family(x) for x in needed_instance_types(the_plan)} - set(t.allowed_instance_families))
     if missing:
@@ -161,7 +175,8 @@ def _plan_team(t: Team) -> Plan:
 
 def _team_field(field: str) -> str:
     """Where a workload error lives in the team entry: its own fields, or an override."""
-    return field if field in ("region", "availability_zone", "workload") else f"overrides.{field}"
+    return field if field in ("region", "availability_zone", "workload", "allowed_instance_families") \
+        else f"overrides.{field}"
 
 
 def needed_instance_types(p: Plan) -> list[str]:
