@@ -38,10 +38,11 @@ def commands_target(scope: Construct, workload: str) -> str:
 
 
 def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False,
-                 named_by_workload: bool = False) -> Estate:
+                 named_by_workload: bool = False, alarm_emails: tuple[str, ...] = ()) -> Estate:
     """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option.
     `named_by_workload`: CloudFormation names carry the workload (`huge-TrainStack`), so two workloads deploy
-    side by side in one account and region; the construct IDs, which `cdk deploy TrainStack` selects, stay."""
+    side by side in one account and region; the construct IDs, which `cdk deploy TrainStack` selects, stay.
+    `alarm_emails`: subscribed to the estate's alarm topic (a team's; a lone workload subscribes by hand)."""
     w = plan.workload
     env = cdk.Environment(account=account, region=w.region)
     common = dict(env=env, availability_zone=w.availability_zone)
@@ -56,7 +57,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
     first, second = plan.hosting_zones
     network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"),
                            description=f"VPC for {what}: training in {first}, endpoints in {first} and {second}",
-                           second_availability_zone=second, **common, **protect)
+                           second_availability_zone=second, alarm_emails=alarm_emails, **common, **protect)
     net = network.network
     data = DataStack(scope, "DataStack", **named("DataStack"),
                      description=f"Dataset bucket, key and file systems for {w.name} (retained)",
@@ -68,14 +69,14 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
-                       job_images=job_images(plan), workload_name=w.name,
+                       job_images=job_images(plan), workload_name=w.name, alarm_topic=network.alarm_topic,
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
         inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference, workload=commands_target(scope, w.name)),
         vpc=network.network.vpc, subnets=network.network.hosting_subnets,
-        second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key, **common,
-        **protect)
+        second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
+        alarm_topic=network.alarm_topic, latency_ms=w.inference.latency_ms, **common, **protect)
     estate = Estate(network, data, train, inference, job_logs)
     for stack in (train, inference):
         if stack is not None:

@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from constructs_lib.endpoints.artifact_check import ArtifactCheck
@@ -14,6 +15,7 @@ from constructs_lib.endpoints.batch_transform import ScheduledBatchTransform
 from constructs_lib.endpoints.model import ServingModel
 from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
+from constructs_lib.endpoints.serving_monitor import ServingMonitor, WatchedEndpoint
 from constructs_lib.images import serving_image
 from workloads import layout
 from workloads.artifacts import ArtifactCheck as Check
@@ -25,13 +27,21 @@ from .base import EstateStack
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
                  inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
-                 key: kms.IKey, logs_key: kms.IKey, artifacts: tuple[Check, ...], **kwargs: Any) -> None:
+                 key: kms.IKey, logs_key: kms.IKey, artifacts: tuple[Check, ...], alarm_topic: sns.ITopic,
+                 latency_ms: int | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
         # Every artifact the kinds read, checked once before any model is created.
         self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
+        self._watched: list[WatchedEndpoint] = []
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
+        if self._watched:
+            # `latency_ms`: the workload's inference.latency_ms, the target the latency alarms hold endpoints to.
+            ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms)
+
+    def _watch(self, kind: str, endpoint_name: str, p: InferencePlan) -> None:
+        self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu"))
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None
@@ -57,6 +67,7 @@ class InferenceStack(EstateStack):
             bucket=self._bucket,
             capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
+        self._watch("realtime", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
 
     def _serverless(self, p: InferencePlan) -> None:
@@ -66,6 +77,7 @@ class InferenceStack(EstateStack):
             logs_key=self._logs_key, memory_mb=p.memory_mb,
             max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency)
         cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)
+        self._watch("serverless", endpoint.endpoint_name, p)
 
     def _async(self, p: InferencePlan) -> None:
         model = self._model("AsyncModel", p)
@@ -76,6 +88,7 @@ class InferenceStack(EstateStack):
             bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
             failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p), startup=p.startup)
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
+        self._watch("async", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)
 
     def _batch(self, p: InferencePlan) -> None:

@@ -22,7 +22,8 @@ class TeamStage(cdk.Stage):
         self.guardrails = GuardrailsStack(self, "GuardrailsStack", team=team, termination_protection=prod,
                                           env=cdk.Environment(account=team.account, region=team.region),
                                           description=f"Guardrails and budget of team {team.name}")
-        self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod)
+        self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod,
+                                           alarm_emails=tuple(team.alarm_emails or team.budget.alert_emails))
         self.ml_users = MlUsersStack(self, "MlUsersStack", team=team, estate=self.estate, termination_protection=prod,
                                      env=cdk.Environment(account=team.account, region=team.region),
                                      description=f"What team {team.name}'s ML users may do in SageMaker")

@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from constructs_lib.cluster_security import ClusterSecurityGroups
@@ -17,8 +18,10 @@ from constructs_lib.node_launch_template import NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
+from constructs_lib.training_monitor import TrainingMonitor
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
 from workloads.catalog import PRIMARY, load_catalog, load_software
+from workloads.monitoring import cluster_gpu_nodes, training_dashboard
 from workloads.plan_training import TrainingPlan
 from workloads.train_commands import slurm_submit
 from workloads.schema import Notebook
@@ -35,7 +38,7 @@ class TrainStack(EstateStack):
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
-                 **kwargs: Any) -> None:
+                 alarm_topic: sns.ITopic, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.workload_name = workload_name
         slurm = training.orchestrator == "slurm"
@@ -71,6 +74,12 @@ class TrainStack(EstateStack):
                           value=f"aws sagemaker list-cluster-nodes --cluster-name {hyperpod.cluster_name} "
                                 "--instance-group-name-contains login; then aws ssm start-session --target "
                                 f"sagemaker-cluster:<cluster-id>_login-<instance-id>")
+        if training_dashboard(training):
+            # The Cluster dimension the nodes' CloudWatch agent publishes with (node_metrics.py): this stack's name.
+            TrainingMonitor(self, "Monitor", topic=alarm_topic, cluster=self.stack_name if slurm else None,
+                            gpu_nodes=cluster_gpu_nodes(training),
+                            file_system_id=lustre.file_system_id if lustre else None,
+                            fsx_capacity_gib=training.fsx.storage_capacity_gib if training.fsx else None)
         if notebook is not None:
             nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
                                       idle_minutes=notebook.idle_minutes, vpc=vpc, subnet=subnet,

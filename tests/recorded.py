@@ -1,7 +1,8 @@
 """Recorded AWS answers for the APIs the local emulator (moto 5.2) does not serve: Service Quotas, Cost Explorer's
-cost allocation tags, EC2 capacity reservations.
+cost allocation tags, EC2 capacity reservations; and Cost Explorer's costs (tests/fixtures/cost/), which moto answers
+only with what a test gives it.
 
-Each fixture under tests/fixtures/preflight/ names its `source` (the API reference page whose response syntax it
+Each fixture under tests/fixtures/preflight/ (or the folder given) names its `source` (the API reference page whose response syntax it
 follows) and lists `calls`: an operation, the request parameters it answers (a subset), and the response or the
 error. `replay(client, ...)` answers those operations from the fixtures before any request is sent (botocore's
 before-call event, as its Stubber does); every recorded response is first checked against the operation's output
@@ -19,11 +20,12 @@ from botocore.utils import parse_timestamp
 from botocore.validate import ParamValidator
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "preflight"
+COST_FIXTURES = FIXTURES.parent / "cost"
 _PARAMS = "recorded_params"
 
 
-def load_fixture(name: str) -> dict:
-    data = json.loads((FIXTURES / f"{name}.json").read_text())
+def load_fixture(name: str, folder: Path = FIXTURES) -> dict:
+    data = json.loads((folder / f"{name}.json").read_text())
     assert data["source"].startswith("https://docs.aws.amazon.com/"), f"{name}: the source is the API reference page"
     return data
 
@@ -54,10 +56,15 @@ def _checked(client, call: dict) -> dict:
     return {**call, "response": response}
 
 
-def replay(client, *names: str, every_call: bool = True):
+def checked_response(client, call: dict) -> dict:
+    """A recorded call's response as botocore would parse it, after checking it against the operation's shape."""
+    return _checked(client, call)["response"]
+
+
+def replay(client, *names: str, every_call: bool = True, folder: Path = FIXTURES):
     """Answer the client's calls from the fixtures `names`. `every_call`: every operation of the service must be
     recorded (False: only the recorded operations are answered here, the others go to the emulator)."""
-    calls = [_checked(client, c) for name in names for c in load_fixture(name)["calls"]]
+    calls = [_checked(client, c) for name in names for c in load_fixture(name, folder)["calls"]]
     service = client.meta.service_model.service_id.hyphenize()
 
     def remember(params, context, **_):

@@ -42,7 +42,7 @@ GENERATED_NAME = {"AWS::Lambda::Function": "FunctionName", "AWS::IAM::Role": "Ro
 KEPT_LOGICAL_IDS = {
     "DataStack": {"DataKey2A0DE9E6", "DatasetsAccessLogs72037CA6", "DatasetsDataset6D2CC711",
                   "DatasetsAccessLogsPolicyBA2C2A2E", "DatasetsDatasetPolicy8EE55CFC"},
-    "NetworkStack": {"LogsKeyFE4C4A83"},
+    "NetworkStack": {"LogsKeyFE4C4A83", "AlarmsKey3C2381B3"},
     "JobLogsStack": {"JobLogsKeyCD1E0CF5"},
 }
 SHARED_HOME = "SharedHomeFileSystem2A2542A7"

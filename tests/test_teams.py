@@ -142,7 +142,7 @@ def test_two_teams_in_one_account_do_not_collide(teams_synth):
                         key = f"{res['Type']} {value}"
                         assert key not in names, f"{key} used by {names.get(key)} and {team}/{sid}/{lid}"
                         names[key] = f"{team}/{sid}/{lid}"
-    assert keys == 2 * len(same)  # each team its own data key and logs key
+    assert keys == 3 * len(same)  # each team its own data key, logs key and alarm topic's key
 
 
 def test_team_templates_are_cfn_lint_clean(teams_synth):

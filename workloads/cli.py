@@ -4,6 +4,7 @@
     python -m workloads plan my.yaml -c training.instance_type=p5.48xlarge --json
     python -m workloads catalog
     python -m workloads preflight huge          # the account checked against the plan, before cdk deploy
+    python -m workloads cost huge --month 2026-10   # what the estate cost (Cost Explorer) beside the plan
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     fp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
     fp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field; -c teams=FILE -c team=NAME checks that team's estate")
+    cp = sub.add_parser("cost", help="what the estate really cost (Cost Explorer, by its tags), service by service "
+                        "beside the plan's monthly estimate (read-only, your AWS credentials)")
+    cp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    cp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config field; -c teams=FILE [-c team=NAME]: each team's estate (or one)")
+    cp.add_argument("--month", help="YYYY-MM (default: this month, so far)")
+    cp.add_argument("--runs", type=int, default=1, help="training runs to count in the plan's figure (default 1)")
+    cp.add_argument("--json", action="store_true", help="machine-readable output")
 
     def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
         jp = sub.add_parser(name, help=help_text)
@@ -91,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
             return _preflight(args, overrides)
+        if args.command == "cost":
+            return _cost(args, overrides)
         if args.command == "plan" and ({"teams", "team"} & set(overrides)):
             result, budget = _team_plan(overrides)
             if getattr(args, "strict", False):
@@ -246,6 +257,41 @@ def _preflight(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         return status
     report_findings(findings, errors=True)
     return EXIT_BAD_INPUT if any(f.level == ERROR for f in findings) else 0
+
+
+def _cost(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    """Each estate asked (one workload, a team, or every team of a teams file): Cost Explorer's month beside the
+    plan; bad input is refused before any AWS call."""
+    from datetime import date
+
+    from .cost import check_arguments, cost_facts, cost_report
+
+    today = date.today()
+    check_arguments(month=args.month, runs=args.runs, today=today)
+    if "teams" in overrides and "team" not in overrides and len(overrides) == 1:
+        from .teams import load_teams
+        estates = [(s.plan, s.team.name) for s in load_teams(overrides["teams"])]
+    elif {"teams", "team"} & set(overrides):
+        estates = [(_team_plan(overrides)[0], overrides["team"])]
+    else:
+        estates = [(plan(load(args.workload, overrides)), None)]
+    reports: list = []
+
+    def run() -> None:
+        import boto3
+
+        from .report import print_cost
+
+        client = boto3.session.Session().client("ce", region_name=cost_facts()["region"])
+        for result, team in estates:
+            reports.append(cost_report(result, client, month=args.month, team=team, runs=args.runs, today=today))
+        if args.json:
+            json.dump([r.as_dict() for r in reports], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            for r in reports:
+                print_cost(r)
+    return _against_aws(run)
 
 
 def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:

@@ -221,7 +221,7 @@ class Monthly:
 # holds these counts to the synthesized templates): one NAT gateway (constructs_lib/network.py) with its public IPv4
 # address, and the customer managed KMS keys of the data, the network's logs and the jobs' logs.
 NAT_GATEWAYS = 1
-CUSTOMER_MANAGED_KEYS = ("data", "logs", "job logs")
+CUSTOMER_MANAGED_KEYS = ("data", "logs", "job logs", "alarm topic")
 
 
 @cache
@@ -299,11 +299,22 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         f"{len(CUSTOMER_MANAGED_KEYS)} customer managed keys ({', '.join(CUSTOMER_MANAGED_KEYS)})",
         f"${kms['usd_per_key_month']:g}/key-month (KMS list price; each yearly rotation adds a backing key)",
         kms["source"])
-    alarms = sum(1 for ip in inference.values() if ip.kind == "async")  # the step policy's wake-from-zero alarm
-    if alarms:
+    from .monitoring import dashboards, plan_alarms
+
+    wake = sum(1 for ip in inference.values() if ip.kind == "async")  # the step policy's wake-from-zero alarm
+    watch = len(plan_alarms(training, inference, latency_ms=w.inference.latency_ms))  # the monitors' (monitoring.py)
+    if wake + watch:
         cw = svc["cloudwatch_alarms"]
-        add("CloudWatch alarms", alarms * cw["usd_per_alarm_month"], f"{alarms} alarm (the async endpoint's "
-            "scale-out from zero)", f"${cw['usd_per_alarm_month']}/alarm-month (CloudWatch list price)", cw["source"])
+        why = ", ".join(x for x in (f"{watch} of the estate's monitors" if watch else "",
+                                    "the async endpoint's scale-out from zero" if wake else "") if x)
+        add("CloudWatch alarms", (wake + watch) * cw["usd_per_alarm_month"], f"{wake + watch} alarms ({why})",
+            f"${cw['usd_per_alarm_month']}/alarm-month (CloudWatch list price)", cw["source"])
+    boards = dashboards(training, inference)
+    if boards:
+        cd = svc["cloudwatch_dashboards"]
+        add("CloudWatch dashboards", boards * cd["usd_per_dashboard_month"], f"{boards} dashboards (training and "
+            "serving; an account's first three are free, not counted here)",
+            f"${cd['usd_per_dashboard_month']:g}/dashboard-month (CloudWatch list price)", cd["source"])
     lines.extend(cluster_lines(training, hours))
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 
 from rich.console import Console
 from rich.markup import escape
@@ -329,3 +330,30 @@ def print_team_budget(b: dict, console: Console | None = None) -> None:
     console.print(f"[bold]Team {b['team']}[/bold]  families {', '.join(b['allowed_instance_families'])}; "
                   f"{b['estimate_is']} {money(b['monthly_estimate_usd'])} against a monthly budget of "
                   f"{money(b['monthly_budget_usd'])}: {verdict}")
+
+
+def print_cost(r, console: Console | None = None) -> None:
+    """`python -m workloads cost`: each service's bill beside the plan's figure and range, and which differ."""
+    console = console or _console()
+    who = f"team {r.team}'s " if r.team else ""
+    last = r.end - timedelta(days=1)
+    part = "" if r.share >= 1 else f" ({r.share:.0%} of the month: the plan's monthly lines are scaled to it)"
+    runs = f"{r.runs} training run{'s' if r.runs != 1 else ''}" if r.runs else "no training run"
+    console.print(f"[bold]Cost of {who}{r.workload}[/bold] from {r.start} to {last}{part}, by service, tagged "
+                  f"workload={r.workload}{f' and team={r.team}' if r.team else ''}: billed {money(r.actual_usd)}, "
+                  f"planned {money(r.planned_usd)} (a month of the estate and {runs})")
+    table = Table(title_justify="left")
+    for col in ("service", "billed", "planned", "plan's range", "verdict", "the plan's lines"):
+        table.add_column(col, justify="right" if col in ("billed", "planned") else "left")
+    for x in r.lines:
+        span = "-" if x.low_usd is None else f"{money(x.low_usd)} to {money(x.high_usd)}"
+        table.add_row(escape(x.service), money(x.actual_usd), money(x.planned_usd), span, x.verdict,
+                      escape("; ".join(x.items)) or "-", style="bold yellow" if x.differs else "")
+    console.print(table)
+    differ = [x.service for x in r.lines if x.differs]
+    console.print(f"  {len(differ)} of {len(r.lines)} lines differ from the plan by more than its range"
+                  + (f": {', '.join(differ)}" if differ else ""))
+    if r.estimated:
+        console.print("  [dim]Cost Explorer marks these figures estimated: the month is not closed yet[/dim]")
+    console.print("  [dim]Only resources carrying the tags count, and only once the tags are active cost allocation "
+                  "tags (docs/operations.md, 'What it really cost')[/dim]")

@@ -49,6 +49,8 @@ class Team(_Frozen):
     allowed_instance_families: list[str] = Field(min_length=1)
     budget: Budget
     cost_center: str = Field(min_length=1)
+    # Who the estate's alarms (endpoint errors and latency, FSx filling up, idle GPUs) email; absent: the budget's.
+    alarm_emails: list[str] = []
 
 
 class TeamsFile(_Frozen):
@@ -138,6 +140,11 @@ def _rule_errors(teams: list[Team]) -> list[ConfigError]:
                 errors.append(ConfigError(f"teams[{t.name}].budget.alert_emails.{i}", address,
                                           "an email address such as team-leads@example.com",
                                           reason="not an email address; AWS Budgets could not notify it"))
+        for i, address in enumerate(t.alarm_emails):
+            if not re.match(EMAIL, address):
+                errors.append(ConfigError(f"teams[{t.name}].alarm_emails.{i}", address,
+                                          "an email address such as ml-oncall@example.com",
+                                          reason="not an email address; SNS could not notify it"))
         unknown = sorted(set(t.allowed_instance_families) - known)
         if unknown:
             errors.append(ConfigError(f"teams[{t.name}].allowed_instance_families", unknown, ", ".join(sorted(known)),

@@ -1,0 +1,37 @@
+"""The estate's alarm topic: SNS, encrypted with its own key, that the estate's alarms publish to and the team's
+addresses are subscribed to.
+
+CloudWatch publishes an alarm to an encrypted topic only when the key policy lets the CloudWatch service principal
+use the key (kms:Decrypt and kms:GenerateDataKey*); the AWS managed SNS key's policy cannot say so, hence a customer
+managed key (SNS Developer Guide, "Enable compatibility between event sources from AWS services and encrypted
+topics": https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from .lifecycle import KEPT
+
+
+class AlarmTopic(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, emails: tuple[str, ...], description: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
+        # Only alarms of this account use it (the service acts on their behalf: the confused-deputy conditions).
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsOfThisAccount", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account},
+                        "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm",
+                                                                      resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
+        self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=description[:100])
+        # Each address confirms its subscription from the email SNS sends (SNS Developer Guide, email subscriptions).
+        for address in emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(address))

@@ -1,0 +1,70 @@
+"""The estate's serving dashboard and alarms: for each hosted endpoint its requests, failures, latency against the
+plan's target, an async endpoint's queue, and the hosting instances' use; the alarms of workloads.monitoring, to
+the estate's alarm topic. The widgets and alarms live in the InferenceStack with the endpoints they watch, so an
+endpoint's name never has to be exported (an export in use blocks replacing what it names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from workloads.monitoring import endpoint_alarms
+
+from ..metrics import alarm, metric
+from .scaling import VARIANT
+
+
+@dataclass(frozen=True)
+class WatchedEndpoint:
+    kind: str  # realtime | serverless | async
+    endpoint_name: str  # a token
+    accelerated: bool  # GPU instances (their use is graphed)
+
+
+class ServingMonitor(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, endpoints: list[WatchedEndpoint], topic: sns.ITopic,
+                 latency_ms: int | None) -> None:
+        super().__init__(scope, construct_id)
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        self.alarms: list[cloudwatch.Alarm] = []
+        for e in endpoints:
+            dims = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}
+            specs = endpoint_alarms(e.kind, latency_ms=latency_ms)
+            made = [alarm(self, s, dims, topic=topic) for s in specs]
+            self.alarms += made
+            invocations = [] if e.kind == "async" else [  # not published for async endpoints
+                metric("AWS/SageMaker:Invocations", dims, statistic="Sum", label="requests")]
+            latency = metric("AWS/SageMaker:ModelLatency", dims, statistic="Average", label="model latency (us)")
+            widgets: list[cloudwatch.IWidget] = [
+                cloudwatch.GraphWidget(title=f"{e.kind}: requests and failures", width=8, left=[
+                    *invocations, metric("AWS/SageMaker:Invocation4XXErrors", dims, statistic="Sum", label="4xx"),
+                    metric("AWS/SageMaker:Invocation5XXErrors", dims, statistic="Sum", label="5xx")]),
+                cloudwatch.GraphWidget(title=f"{e.kind}: model latency", width=8, left=[latency],
+                                       left_annotations=[cloudwatch.HorizontalAnnotation(
+                                           value=latency_ms * 1000.0, label="the plan's target")]
+                                       if latency_ms and e.kind != "async" else None),
+                cloudwatch.AlarmStatusWidget(title=f"{e.kind}: alarms", width=8, alarms=made)]
+            if e.kind == "async":
+                queue = {"EndpointName": e.endpoint_name}
+                widgets.append(cloudwatch.GraphWidget(title="async: backlog", width=12, left=[
+                    metric("AWS/SageMaker:ApproximateBacklogSize", queue, statistic="Average", label="queued"),
+                    metric("AWS/SageMaker:HasBacklogWithoutCapacity", queue, statistic="Maximum",
+                           label="queued with no instance")], right=[
+                    metric("AWS/SageMaker:ApproximateAgeOfOldestRequest", queue, statistic="Maximum",
+                           label="oldest request (s)")]))
+            if e.kind != "serverless":  # a serverless endpoint has no instances of its own
+                use = [metric("/aws/sagemaker/Endpoints:CPUUtilization", dims, statistic="Average", label="CPU %")]
+                if e.accelerated:
+                    use += [metric("/aws/sagemaker/Endpoints:GPUUtilization", dims, statistic="Average",
+                                   label="GPU %"),
+                            metric("/aws/sagemaker/Endpoints:GPUMemoryUtilization", dims, statistic="Average",
+                                   label="GPU memory %")]
+                # SampleCount over a minute is the number of instances reporting (SageMaker async FAQ).
+                count = metric("/aws/sagemaker/Endpoints:CPUUtilization", dims, statistic="SampleCount",
+                               label="instances", period_s=60)
+                widgets.append(cloudwatch.GraphWidget(title=f"{e.kind}: instances and their use", width=12,
+                                                      left=use, right=[count]))
+            self.dashboard.add_widgets(*widgets)

@@ -1,0 +1,107 @@
+"""Dashboards and alarms (issue 35): every alarm and dashboard metric of every variant is one the services publish
+(workloads/catalog/metrics.yaml: names, dimensions and statistics from their documentation), every monitor's alarm
+notifies the estate's encrypted topic, CloudWatch may use the topic's key, and a team's addresses are subscribed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workloads import load, plan
+from workloads.monitoring import metric_facts, plan_alarms
+
+from .conftest import TEAMS_FILE, VARIANTS
+
+FACTS = metric_facts()["metrics"]
+
+
+def test_every_metric_is_sourced():
+    sources = metric_facts()["sources"]
+    for key, fact in FACTS.items():
+        assert fact["source"] in sources, key
+        assert sources[fact["source"]]["url"].startswith("https://docs.aws.amazon.com/"), key
+
+
+def _check(namespace: str, name: str, dimensions: list[str], statistic: str | None, where: str) -> None:
+    fact = FACTS.get(f"{namespace}:{name}")
+    assert fact is not None, f"{where}: {namespace} {name} is not in workloads/catalog/metrics.yaml"
+    assert sorted(dimensions) == sorted(fact["dimensions"]), f"{where}: {name} with {dimensions}"
+    if statistic is not None:
+        assert statistic in fact["statistics"], f"{where}: {name} {statistic}"
+
+
+def _body(value) -> str:
+    """A dashboard body with every token as a placeholder string (the widgets' shape is what is checked)."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        return "".join(_body(p) if isinstance(p, str) else "TOKEN" for p in value["Fn::Join"][1])
+    return "TOKEN"
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_alarms_and_dashboards_read_published_metrics(name, variant_synth_by_name):
+    s = variant_synth_by_name(name)
+    workload, overrides = VARIANTS[name]
+    p = plan(load(workload, overrides))
+    topics = {lid for lid, r in s.templates["NetworkStack"]["Resources"].items() if r["Type"] == "AWS::SNS::Topic"}
+    assert len(topics) == 1
+    monitors = 0
+    for stack, template in s.templates.items():
+        for lid, r in template["Resources"].items():
+            if r["Type"] == "AWS::CloudWatch::Alarm":
+                props = r["Properties"]
+                _check(props["Namespace"], props["MetricName"], [d["Name"] for d in props.get("Dimensions", [])],
+                       props.get("Statistic"), f"{stack}/{lid}")
+                if "Monitor" in lid:  # the monitors' alarms notify the estate's topic, firing and back to OK
+                    monitors += 1
+                    for actions in (props["AlarmActions"], props["OKActions"]):
+                        assert json.dumps(actions).count("NetworkStack") or json.dumps(actions).count("Alarms"), lid
+                    assert props["TreatMissingData"] == "notBreaching"
+            if r["Type"] == "AWS::CloudWatch::Dashboard":
+                body = json.loads(_body(r["Properties"]["DashboardBody"]))
+                for widget in body["widgets"]:
+                    for row in widget["properties"].get("metrics", []):
+                        if isinstance(row[-1], dict) and "expression" in row[-1]:
+                            continue  # math over the metrics listed beside it
+                        opts = row[-1] if isinstance(row[-1], dict) else {}
+                        fields = row[:-1] if opts else row
+                        namespace, metric, *dims = fields
+                        _check(namespace, metric, dims[0::2], opts.get("stat"), f"{stack}/{lid} dashboard")
+    assert monitors == len(plan_alarms(p.training, p.inference, latency_ms=p.workload.inference.latency_ms))
+
+
+def test_a_latency_target_is_an_alarm_at_the_plans_figure(synth):
+    s = synth("small", {"inference.latency_ms": "300"})
+    alarms = s.resources("InferenceStack", "AWS::CloudWatch::Alarm")
+    latency = [a["Properties"] for a in alarms.values() if a["Properties"]["MetricName"] == "ModelLatency"]
+    kinds = [k for k in plan(load("small", {"inference.latency_ms": "300"})).inference if k in ("realtime", "serverless")]
+    assert kinds and [(a["Threshold"], a["Statistic"], a["ComparisonOperator"]) for a in latency] == [
+        (300_000, "Average", "GreaterThanThreshold")] * len(kinds)  # microseconds, one per endpoint it applies to
+
+
+def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synth):
+    s = synth("huge")
+    net = s.templates["NetworkStack"]["Resources"]
+    topic = s.one("NetworkStack", "AWS::SNS::Topic")["Properties"]
+    key_id = topic["KmsMasterKeyId"]["Fn::GetAtt"][0]
+    statements = net[key_id]["Properties"]["KeyPolicy"]["Statement"]
+    cw = [st for st in statements if st.get("Principal", {}).get("Service") == "cloudwatch.amazonaws.com"]
+    assert len(cw) == 1 and sorted(cw[0]["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert "aws:SourceAccount" in cw[0]["Condition"]["StringEquals"]
+    fsx = [a["Properties"] for a in s.resources("TrainStack", "AWS::CloudWatch::Alarm").values()
+           if a["Properties"]["MetricName"] == "FreeDataStorageCapacity"]
+    capacity = plan(load("huge")).training.fsx.storage_capacity_gib
+    assert [a["Threshold"] for a in fsx] == [pytest.approx(capacity * 2**30 * 0.10)]
+
+
+def test_a_teams_alarms_email_its_addresses(teams_synth):
+    import yaml
+
+    for team in yaml.safe_load(TEAMS_FILE.read_text())["teams"]:
+        subs = [r["Properties"] for r in teams_synth.templates[team["name"]]["NetworkStack"]["Resources"].values()
+                if r["Type"] == "AWS::SNS::Subscription"]
+        wanted = team.get("alarm_emails") or team["budget"]["alert_emails"]
+        assert sorted(x["Endpoint"] for x in subs) == sorted(wanted)
+        assert {x["Protocol"] for x in subs} == {"email"}

@@ -1,0 +1,104 @@
+"""What each estate watches: the alarms, from the plan (pure Python, no CDK). The constructs create exactly these
+(constructs_lib/training_monitor.py, constructs_lib/endpoints/serving_monitor.py) and the monthly estimate counts
+them (estimates.monthly), so the bill and the templates cannot disagree.
+
+Metric names and dimensions are catalog/metrics.yaml's, each with its page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .packaged import read_packaged_yaml
+
+# An endpoint's 5xx answers: Invocation5XXErrors is 1 or 0 a request, so its Average is the share that failed.
+ERROR_RATE = 0.01
+# FSx for Lustre is full when writes fail: warn with a tenth of it left.
+FSX_FREE_SHARE = 0.10
+# An accelerator below this average use for IDLE_HOURS is idle (a job that loads data runs far above it).
+IDLE_UTILISATION = 5.0
+IDLE_HOURS = 2
+PERIOD_S = 300
+# Three five-minute periods in a row: a blip (one slow request, one failed deploy) does not page anyone.
+PERIODS = 3
+
+
+@cache
+def metric_facts() -> dict:
+    return read_packaged_yaml(Path(__file__).parent / "catalog" / "metrics.yaml")
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    id: str  # construct ID, stable across plans
+    metric: str  # catalog/metrics.yaml key, "NAMESPACE:MetricName"
+    statistic: str
+    comparison: str  # CloudWatch ComparisonOperator
+    threshold: float
+    periods: int
+    why: str  # the alarm's description: what it means and what to do
+
+    @property
+    def period_s(self) -> int:
+        return PERIOD_S
+
+
+def endpoint_alarms(kind: str, *, latency_ms: int | None) -> tuple[AlarmSpec, ...]:
+    """A hosted endpoint's alarms: failed requests, and the plan's latency target where it has one (real-time and
+    serverless: an async request's latency includes its time in the queue)."""
+    out = [AlarmSpec(f"{kind}Errors", "AWS/SageMaker:Invocation5XXErrors", "Average", "GreaterThanThreshold",
+                     ERROR_RATE, PERIODS, f"More than {ERROR_RATE:.0%} of the {kind} endpoint's requests answered 5xx "
+                     f"for {PERIODS * PERIOD_S // 60} minutes: see /aws/sagemaker/Endpoints/<endpoint> logs")]
+    if latency_ms and kind in ("realtime", "serverless"):
+        # ModelLatency is in microseconds; the documentation lists Average, not percentiles, so the mean is held to
+        # the plan's p95 target: a mean above it means most requests miss it.
+        out.append(AlarmSpec(f"{kind}Latency", "AWS/SageMaker:ModelLatency", "Average", "GreaterThanThreshold",
+                             latency_ms * 1000.0, PERIODS, f"The {kind} endpoint's mean model latency is above the "
+                             f"plan's target of {latency_ms} ms (inference.latency_ms) for "
+                             f"{PERIODS * PERIOD_S // 60} minutes: add instances or a larger type"))
+    return tuple(out)
+
+
+def training_alarms(*, fsx_capacity_gib: int | None, gpu_nodes: bool) -> tuple[AlarmSpec, ...]:
+    """FSx filling up; accelerators that stand idle (NVIDIA nodes, from the CloudWatch agent's roll-up)."""
+    out = []
+    if fsx_capacity_gib:
+        free = fsx_capacity_gib * 2**30 * FSX_FREE_SHARE
+        out.append(AlarmSpec("FsxFillingUp", "AWS/FSx:FreeDataStorageCapacity", "Sum", "LessThanThreshold", free,
+                             PERIODS, f"FSx for Lustre has less than {FSX_FREE_SHARE:.0%} of its "
+                             f"{fsx_capacity_gib:,} GiB free: release files (the bucket keeps exported ones) or grow "
+                             "it (update-file-system StorageCapacity)"))
+    if gpu_nodes:
+        periods = IDLE_HOURS * 3600 // PERIOD_S
+        out.append(AlarmSpec("AcceleratorsIdle", "CWAgent:nvidia_smi_utilization_gpu", "Average", "LessThanThreshold",
+                             IDLE_UTILISATION, periods, f"The cluster's GPUs averaged under {IDLE_UTILISATION:g}% use "
+                             f"for {IDLE_HOURS} hours while nodes ran: cancel stuck jobs, or let the nodes go"))
+    return tuple(out)
+
+
+def plan_alarms(training, inference: dict, *, latency_ms: int | None) -> tuple[AlarmSpec, ...]:
+    """Every alarm the estate's monitors create, for the plan (what estimates.monthly counts). `latency_ms`: the
+    workload's inference.latency_ms."""
+    fsx = training.fsx.storage_capacity_gib if training.fsx else None
+    out = list(training_alarms(fsx_capacity_gib=fsx, gpu_nodes=cluster_gpu_nodes(training)))
+    for kind in inference:
+        if kind != "batch":
+            out += endpoint_alarms(kind, latency_ms=latency_ms)
+    return tuple(out)
+
+
+def cluster_gpu_nodes(training) -> bool:
+    """The Slurm nodes report their GPUs through the CloudWatch agent (HyperPod and SageMaker jobs do not run it)."""
+    return training.orchestrator == "slurm" and training.accelerator_kind == "nvidia-gpu"
+
+
+def training_dashboard(training) -> bool:
+    """A training dashboard where there is something to draw: a Slurm cluster's nodes, or an FSx file system."""
+    return training.orchestrator == "slurm" or training.fsx is not None
+
+
+def dashboards(training, inference: dict) -> int:
+    """The estate's dashboards: training (TrainStack) and serving (InferenceStack, with a hosted endpoint)."""
+    return int(training_dashboard(training)) + int(any(kind != "batch" for kind in inference))
