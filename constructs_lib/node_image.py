@@ -2,8 +2,9 @@
 
 AWS PCS runs only on AMIs with its agent and PCS-built Slurm installed (PCS user guide,
 "AMIs for AWS PCS"; aws-hpc-recipes dlami_for_pcs bakes the DLAMI the same way). The parent
-image is the stack's DLAMI public SSM parameter (driver, EFA, and on GPUs the AWS OFI NCCL plugin);
-the framework is pinned in workloads/catalog/software.yaml. The first `cdk deploy` waits for the bake.
+image is the pinned release's DLAMI (driver, EFA, and on GPUs the AWS OFI NCCL plugin), found at deploy time
+(constructs_lib/parent_image.py); the framework is pinned in workloads/catalog/software.yaml. The first `cdk deploy`
+waits for the bake; deleting the stack deletes the baked AMI and its snapshot.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import lzma
 import tarfile
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from workloads.train_commands import EXAMPLES_ON_NODE  # one definition, with th
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
+from .parent_image import ParentImage
 
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
@@ -67,11 +70,29 @@ class BakeStep:
 PCS_AGENT_VERSION = "1.3.1-1"
 PCS_KEY_ID = "7EEF030EDDF5C21C"
 PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
+# The Slurm installer, pinned and verified the same way ("Step 3 - Install Slurm",
+# https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_custom_install-slurm.html): the guide downloads
+# aws-pcs-slurm/aws-pcs-slurm-<major>-installer-<version>-<release>.tar.gz, says `latest` in place of the version
+# gets the newest, and verifies the tarball's .sig with the same AWS PCS key and fingerprint. NOT CONFIRMED at AWS's
+# source: that 25.11.2-1 is published (the stored guide names 25.05.5-1; 25.11.2-1 is seen only in a third-party
+# Image Builder component). A version that is not published fails the bake's first step (curl -f), not a later one.
+SLURM_INSTALLER_VERSION = "25.11.2-1"
+
+
+def _verified(base: str, name: str) -> str:
+    """Download `name` and its detached signature from `base` and verify it with the AWS PCS key (imported and
+    fingerprint-checked before): nothing is unpacked unless the signature is good."""
+    return f"""curl -fsSL "{base}/{name}" -o {name}
+curl -fsSL "{base}/{name}.sig" -o {name}.sig
+gpg --batch --verify {name}.sig {name} || {{ echo "{name}: bad signature, not installing" >&2; exit 1; }}"""
 
 
 def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     slurm_bin = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/bin"
     agent = f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz"
+    slurm = f"aws-pcs-slurm-{SLURM_VERSION}-installer-{SLURM_INSTALLER_VERSION}.tar.gz"
+    slurm_version, slurm_release = SLURM_INSTALLER_VERSION.rsplit("-", 1)
+    repo = "https://aws-pcs-repo-$R.s3.$R.amazonaws.com"
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
@@ -81,15 +102,17 @@ curl -fsSL "https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-publ
 gpg --batch --import aws-pcs-public-key.pub
 gpg --batch --with-colons --fingerprint {PCS_KEY_ID} | grep -qx "fpr:::::::::{PCS_KEY_FINGERPRINT.replace(" ", "")}:" \
   || {{ echo "AWS PCS public key fingerprint is not {PCS_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}" -o {agent}
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-agent/{agent}.sig" -o {agent}.sig
-gpg --batch --verify {agent}.sig {agent} || {{ echo "{agent}: bad signature, not installing" >&2; exit 1; }}
+{_verified(repo + "/aws-pcs-agent", agent)}
+{_verified(repo + "/aws-pcs-slurm", slurm)}
 tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
-curl -fsSL "https://aws-pcs-repo-$R.s3.$R.amazonaws.com/aws-pcs-slurm/aws-pcs-slurm-{SLURM_VERSION}-installer-latest.tar.gz" -o slurm.tgz
-tar zxf slurm.tgz && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
+tar zxf {slurm} && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
 echo 'export PATH={slurm_bin}:$PATH' > /etc/profile.d/slurm.sh""",
-                   check=f"test -s /opt/aws/pcs/version && {slurm_bin}/sinfo --version")
+                   # The installer's version file (the guide's step 6) names what was built.
+                   check=(f"test -s /opt/aws/pcs/version && {slurm_bin}/sinfo --version && "
+                          f"grep -qx \"SLURM_VERSION='{slurm_version}'\" /opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"
+                          f" && grep -qx \"PCS_SLURM_RELEASE='{slurm_release}'\" "
+                          f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"))
     lustre = BakeStep("InstallLustreClient", f"""
 if ! modinfo lustre >/dev/null 2>&1; then
   wget -qO - https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \\
@@ -251,9 +274,12 @@ class NodeImage(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         documents = component_documents(software=software, region=stack.region)
-        # Image Builder resources are named and immutable: the content hash makes a changed
-        # recipe a new resource, the stack name keeps two teams' images apart.
-        digest = hashlib.sha256("".join(documents).encode()).hexdigest()[:10]
+        # The pinned release's DLAMI, found at deploy time (never an SSM `latest` parameter, which moves).
+        self.parent = ParentImage(self, "Parent", software=software, logs_key=logs_key)
+        # Image Builder resources are named and immutable: the content hash (and the parent's query, which decides
+        # the parent AMI) makes a changed recipe a new resource, the stack name keeps two teams' images apart.
+        digest = hashlib.sha256(("".join(documents) + json.dumps(self.parent.query, sort_keys=True)
+                                 + self.parent.marker).encode()).hexdigest()[:10]
         name = f"{stack.stack_name}-node-{software.device}-{digest}"
 
         role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
@@ -283,7 +309,7 @@ class NodeImage(Construct):
                       for i, document in enumerate(documents)]
         recipe = imagebuilder.CfnImageRecipe(
             self, "Recipe", name=name, version="1.0.0",
-            parent_image="ssm:" + software.parent_image,
+            parent_image=self.parent.image_id,
             components=[imagebuilder.CfnImageRecipe.ComponentConfigurationProperty(component_arn=c.attr_arn)
                         for c in components],
             block_device_mappings=[imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
@@ -309,8 +335,20 @@ class NodeImage(Construct):
         # and the service's managed policies may write (EC2InstanceProfileForImageBuilder, AWSServiceRoleForImageBuilder).
         bake_logs = kept_log_group(self, "BakeLogGroup", key=logs_key,
                                    name=Fn.join("", ["/aws/imagebuilder/", role.role_name]))
+        # The baked AMI and its snapshot go with the image (replaced or deleted), not left billing: Image Builder deletes
+        # them as this role (CloudFormation, AWS::ImageBuilder::Image DeletionSettings; the role is the one the Image
+        # Builder User Guide has lifecycle actions run as: trusted by Image Builder, with the AWS managed
+        # EC2ImageBuilderLifecycleExecutionPolicy, which deregisters and deletes only what Image Builder created).
+        cleanup = iam.Role(self, "DeletionRole", assumed_by=iam.ServicePrincipal("imagebuilder.amazonaws.com"),
+                           description="Image Builder deletes the node image's AMI and snapshots with the stack",
+                           managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
+                               "service-role/" + _DELETION_POLICY)])
+        acknowledge_managed_policies(cleanup, ["service-role/" + _DELETION_POLICY], reason=(
+            "The AWS-maintained policy Image Builder documents for deleting its images' AMIs and snapshots; its "
+            "statements are conditioned on the resources Image Builder created (CreatedBy: EC2 Image Builder)."))
         self.image = imagebuilder.CfnImage(
             self, "Image", image_recipe_arn=recipe.attr_arn,
+            deletion_settings=imagebuilder.CfnImage.DeletionSettingsProperty(execution_role=cleanup.role_arn),
             infrastructure_configuration_arn=infrastructure.attr_arn,
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
             logging_configuration=imagebuilder.CfnImage.ImageLoggingConfigurationProperty(
@@ -318,7 +356,9 @@ class NodeImage(Construct):
         )
         self.image.node.add_dependency(role.node.find_child("DefaultPolicy"))  # the log grant exists before the bake
         self.image_id = self.image.attr_image_id
-        self.parent_parameter = software.parent_image
 
 
 _BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")
+# AWS Managed Policy Reference, EC2ImageBuilderLifecycleExecutionPolicy (arn:aws:iam::aws:policy/service-role/...):
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/EC2ImageBuilderLifecycleExecutionPolicy.html
+_DELETION_POLICY = "EC2ImageBuilderLifecycleExecutionPolicy"

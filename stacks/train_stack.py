@@ -117,7 +117,8 @@ class TrainStack(EstateStack):
                                capacity_block=t.capacity_block)
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
-                      description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
+                      description=f"Baked from the newest {image.parent.query['Filters'][0]['Values'][0]} image "
+                                  f"of {(image.parent.marker or 'its name').rstrip('.')} with the PCS agent and Slurm")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
         _submit_output(self, t, workload=self.workload_name)

@@ -161,7 +161,14 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
     itype, s = cluster
     stack = load_software().for_type(CAT.types[itype])
     recipe = s.one("TrainStack", "AWS::ImageBuilder::ImageRecipe")["Properties"]
-    assert recipe["ParentImage"] == "ssm:" + stack.parent_image
+    # The parent is the deploy-time lookup's answer (never an SSM parameter, which names the vendor's latest), and
+    # the lookup asks for exactly software.yaml's DLAMI of exactly the pinned release.
+    lookup, attribute = recipe["ParentImage"]["Fn::GetAtt"]
+    parent = s.resources("TrainStack", "Custom::ParentImage")[lookup]["Properties"]
+    assert attribute == "ImageId" and "ssm:" not in json.dumps(recipe)
+    assert parent["Query"] == {"Owners": [stack.parent_dlami_owner],
+                               "Filters": [{"Name": "name", "Values": [stack.parent_dlami_name]}]}
+    assert parent["Marker"] == (stack.release_marker or "")
     components = s.resources("TrainStack", "AWS::ImageBuilder::Component")
     in_order = [components[c["ComponentArn"]["Fn::GetAtt"][0]]["Properties"]["Data"] for c in recipe["Components"]]
     steps = {step["name"]: step for doc in in_order for step in yaml.safe_load(doc)["phases"][0]["steps"]}

@@ -69,6 +69,9 @@ def _patch_moto() -> None:
       deleted, only `Retain` ones when a failed create rolls back (moto knows `Retain` alone). It refuses, as
       CloudFormation does, to delete a termination-protected stack (and serves UpdateTerminationProtection), and
       fails the deletion of a stack whose exports another stack imports (DELETE_FAILED, the export and its user named).
+    - The node image's parent lookup (Custom::ParentImage) is run like the artifact check: the handler's own rule,
+      in-process, against the emulator's DescribeImages, where a PLACEHOLDER image stands for each pinned DLAMI
+      (moto's public image list has none); a pinned release the emulator does not list fails the stack's creation.
     - A Ref or GetAtt to a resource type moto skips (FSx, PCS, Image Builder ...) fails the whole
       stack; it resolves to a visible placeholder "skipped-by-emulator:<LogicalId>" instead, and
       moto's check of output attributes passes over types it has no model for.
@@ -78,6 +81,7 @@ def _patch_moto() -> None:
     from moto.cloudformation.models import Stack as FakeStack
 
     from constructs_lib.endpoints import artifact_check_handler as artifact_check
+    from workloads import dlami
     from moto.kms.models import Key
     from moto.sagemaker.models import FakeEndpointConfig
 
@@ -137,6 +141,8 @@ def _patch_moto() -> None:
     def parse_and_create_without_lambda(logical_id, resource_json, resources_map, account_id, region_name):
         if resource_json.get("Type") == artifact_check.RESOURCE_TYPE:
             return _check_artifacts(logical_id, resource_json, resources_map, region_name)
+        if resource_json.get("Type") == dlami.RESOURCE_TYPE:
+            return _find_parent(logical_id, resource_json, resources_map, region_name)
         if resource_json.get("Type", "").startswith(LAMBDA_BACKED):
             return None
         return parse_and_create(logical_id, resource_json, resources_map, account_id, region_name)
@@ -169,6 +175,7 @@ def _patch_moto() -> None:
 
     FakeStack.create_resources = create_resources_or_roll_back
     _patch_deletion(parsing, FakeStack)
+    _seed_parent_images()
 
     def create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
         props = cloudformation_json.get("Properties", {})
@@ -339,6 +346,54 @@ def _check_artifacts(logical_id, resource_json, resources_map, region_name):
     resource.set_data({})
     resource.cf_resource_type, resource.logical_resource_id = resource_json["Type"], logical_id
     return resource
+
+
+def _find_parent(logical_id, resource_json, resources_map, region_name):
+    """Custom::ParentImage in-process: the Lambda's own resolve(), with an EC2 client on the emulator."""
+    import boto3
+    from moto.cloudformation import parsing
+    from moto.cloudformation.custom_model import CustomModel
+
+    from workloads.dlami import resolve
+
+    props = parsing.clean_json(resource_json.get("Properties", {}), resources_map)
+    ec2 = boto3.client("ec2", region_name=region_name, endpoint_url=_ENDPOINT[-1], aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    image, reason = resolve(ec2, props["Query"], props.get("Marker") or None, region_name)
+    if reason:
+        raise CustomResourceFailed(logical_id, resource_json["Type"], reason)
+    resource = CustomModel(region_name, "emulator", logical_id, logical_id)
+    resource.set_data({"ImageId": image["ImageId"], "Name": image["Name"]})
+    resource.cf_resource_type, resource.logical_resource_id = resource_json["Type"], logical_id
+    return resource
+
+
+# What the emulator's placeholder DLAMIs say they are: never mistaken for an AWS image in a log or an output.
+PLACEHOLDER_DLAMI = "PLACEHOLDER image of the local emulator, not an AWS DLAMI"
+
+
+def placeholder_dlamis() -> list[dict]:
+    """One Amazon-owned image per pinned parent DLAMI (workloads/catalog/software.yaml), in moto's own AMI format:
+    the name the query matches, and on Neuron the release in the description, as the real DLAMIs have them."""
+    from workloads.catalog import load_software
+
+    images = []
+    for i, stack in enumerate(load_software().stacks):
+        release = stack.neuron_release or ""
+        says = f" Neuron SDK {release}{'.0' if release.count('.') == 1 else ''}." if release else ""
+        images.append({"ami_id": f"ami-0e{i:015x}", "name": stack.parent_dlami_name.rstrip("* ") + " 20260101",
+                       "creation_date": "2026-01-01T00:00:00.000Z", "architecture": "x86_64", "public": True,
+                       "state": "available", "virtualization_type": "hvm", "root_device_type": "ebs",
+                       "root_device_name": "/dev/sda1", "description": PLACEHOLDER_DLAMI + "." + says})
+    return images
+
+
+def _seed_parent_images() -> None:
+    """moto loads its public images from a module list when an EC2 backend is made (owner alias amazon)."""
+    import moto.ec2.models.amis as amis
+
+    known = {a["ami_id"] for a in amis.AMIS}
+    amis.AMIS.extend(i for i in placeholder_dlamis() if i["ami_id"] not in known)
 
 
 @dataclass

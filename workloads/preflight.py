@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import load_catalog
+from .dlami import resolve
 from .errors import ERROR, INFO, WARNING, Finding
 from .launches import EC2, Launch, launches
 from .packaged import read_packaged_yaml
@@ -453,28 +454,15 @@ def neuron_dlami_release(plan: Plan, account: Account) -> list[Finding]:
     """The node image's parent, the DLAMI of the pinned Neuron release, is published in the region."""
     t = plan.training
     software = t.software
-    query = software.parent_dlami_query(by_description=False) if software and t.orchestrator == "slurm" else None
-    if query is None:
+    if not (software and software.neuron_release and t.orchestrator == "slurm"):
         return []  # not a Neuron stack the node image bakes (HyperPod brings its own AMI)
-    images = account.client("ec2").describe_images(**query)["Images"]
-    marker = software.release_marker
-    ours = sorted((i for i in images if marker in (i.get("Description") or "")),
-                  key=lambda i: i.get("CreationDate", ""), reverse=True)
-    field = "neuron_release"
-    if ours:
-        return [Finding(INFO, field, software.neuron_release, f"{ours[0]['ImageId']} ({ours[0]['Name']}) is the node "
-                        f"image's parent in {account.region}")]
-    releases = sorted({_release(i.get("Description") or "") for i in images} - {""})
-    seen = f"; the region has {query['Filters'][0]['Values'][0]} images of Neuron {', '.join(releases)}" \
-        if releases else ""
-    return [Finding(ERROR, field, software.neuron_release, f"no {query['Filters'][0]['Values'][0]} image of "
-                    f"{marker.rstrip('.')} owned by {query['Owners'][0]} in {account.region}{seen}: the node image "
-                    "bake cannot start; update the pins and neuron_release in workloads/catalog/software.yaml together")]
-
-
-def _release(description: str) -> str:
-    words = description.split("Neuron SDK ", 1)
-    return words[1].split()[0].rstrip(",.;)") if len(words) == 2 and words[1] else ""
+    query = software.parent_dlami_query()
+    # The deploy-time custom resource's own rule (workloads/dlami.py): what preflight finds is what it will bake on.
+    image, reason = resolve(account.client("ec2"), query, software.release_marker, account.region)
+    if image:
+        return [Finding(INFO, "neuron_release", software.neuron_release, f"{image['ImageId']} ({image['Name']}) is "
+                        f"the node image's parent in {account.region}")]
+    return [Finding(ERROR, "neuron_release", software.neuron_release, reason)]
 
 
 def required_actions() -> list[str]:

@@ -11,17 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration
+from aws_cdk import CustomResource
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.artifacts import ArtifactCheck as Check
 
-from ..logs_key import kept_log_group
-from ..nag import acknowledge_own_handler
+from ..deploy_time_handler import deploy_time_handler
 from .artifact_check_handler import RESOURCE_TYPE
 
 HANDLER_SOURCE = Path(__file__).with_name("artifact_check_handler.py")
@@ -37,19 +35,13 @@ class ArtifactCheck(Construct):
         # metadata only: S3 decrypts no data for it, so no KMS permission is granted. Exactly the checked objects.
         self.object_arns = [bucket.arn_for_objects(c.key) for c in checks]
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=self.object_arns))
-        logs = kept_log_group(self, "Logs", key=logs_key)
-        logs.grant_write(self.role)  # the function writes its log as its role (LoggingConfig.LogGroup)
-        self.function = lambda_.Function(
-            # The newest Python runtime aws-cdk-lib knows (cdk-nag AwsSolutions-L1 asks for it).
-            self, "Handler", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
-            code=lambda_.Code.from_inline(HANDLER_SOURCE.read_text()), role=self.role, log_group=logs,
-            # The handler's S3 calls time out in seconds; this only bounds a hang, so CloudFormation hears in time.
-            timeout=Duration.seconds(60), memory_size=128,
-            description="Deploy-time check: the model artifacts this stack serves are in the dataset bucket")
-        acknowledge_own_handler(self.function, reason=(
-            "The InferenceStack's deploy-time artifact check: CloudFormation invokes it on create and update to "
-            "HeadObject the model artifacts, and it replies in seconds."), network=(
-            "it calls only the S3 API, with IAM and TLS, for the objects it checks; nothing in the estate's network"))
+        self.function = deploy_time_handler(
+            self, role=self.role, logs_key=logs_key, source=HANDLER_SOURCE, timeout_s=60,
+            description="Deploy-time check: the model artifacts this stack serves are in the dataset bucket",
+            reason=("The InferenceStack's deploy-time artifact check: CloudFormation invokes it on create and update "
+                    "to HeadObject the model artifacts, and it replies in seconds."),
+            network=("it calls only the S3 API, with IAM and TLS, for the objects it checks; nothing in the estate's "
+                     "network"))
         self.resource = CustomResource(
             self, "Resource", service_token=self.function.function_arn, resource_type=RESOURCE_TYPE,
             properties={"Bucket": bucket.bucket_name,

@@ -332,7 +332,6 @@ class SoftwareStack:
 
     name: str
     accelerators: tuple[str, ...]
-    parent_image: str  # public SSM parameter of the parent AMI
     pip: tuple[str, ...]
     index_urls: tuple[str, ...]
     torch: str  # the torch version the bake checks for
@@ -345,10 +344,10 @@ class SoftwareStack:
     # the documents that say so. Empty for current stacks.
     legacy: str = ""
     legacy_sources: tuple[str, ...] = ()
-    # Neuron: the parent DLAMI of `neuron_release`, for ec2:DescribeImages (owner, name pattern); its description
-    # names the release (`release_marker`).
-    parent_dlami_owner: str | None = None
-    parent_dlami_name: str | None = None
+    # The parent DLAMI, for ec2:DescribeImages at deploy time (owner, name pattern); on Neuron its description names
+    # the release (`release_marker`).
+    parent_dlami_owner: str = "amazon"
+    parent_dlami_name: str = ""
 
     @property
     def release_marker(self) -> str | None:
@@ -358,15 +357,11 @@ class SoftwareStack:
             return None
         return f"Neuron SDK {self.neuron_release}" + ("." if self.neuron_release.count(".") == 1 else "")
 
-    def parent_dlami_query(self, *, by_description: bool = True) -> dict | None:
-        """DescribeImages' arguments for the parent DLAMIs of this release: owner, name and (the Neuron DLAMI guide's
-        filter) the release in the description. Without it, every release's DLAMI of that name answers, and the
-        caller matches `release_marker` in the descriptions itself."""
-        if not (self.parent_dlami_name and self.release_marker):
-            return None
-        by_release = [{"Name": "description", "Values": [f"*{self.release_marker}*"]}] if by_description else []
-        return {"Owners": [self.parent_dlami_owner or "amazon"],
-                "Filters": [{"Name": "name", "Values": [self.parent_dlami_name]}, *by_release]}
+    def parent_dlami_query(self) -> dict:
+        """DescribeImages' arguments for the parent DLAMIs: owner and name. Every release's DLAMI of that name
+        answers; the caller keeps those whose description names `release_marker` (workloads/dlami.py), so a miss can
+        say which releases the region has."""
+        return {"Owners": [self.parent_dlami_owner], "Filters": [{"Name": "name", "Values": [self.parent_dlami_name]}]}
 
 
 @dataclass(frozen=True)
@@ -409,14 +404,13 @@ def load_software() -> Software:
     for raw in data["stacks"]:
         _cited(f"software.yaml stack {raw['name']}", raw["sources"], known)
         stacks.append(SoftwareStack(
-            name=raw["name"], accelerators=tuple(raw["accelerators"]), parent_image=raw["parent_image"],
+            name=raw["name"], accelerators=tuple(raw["accelerators"]),
             pip=tuple(raw["pip"]), index_urls=tuple(raw["index_urls"]), torch=str(raw["torch"]),
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
             legacy_sources=tuple(raw.get("legacy_sources") or ()),
-            parent_dlami_owner=(raw.get("parent_dlami") or {}).get("owner"),
-            parent_dlami_name=(raw.get("parent_dlami") or {}).get("name")))
+            parent_dlami_owner=raw["parent_dlami"]["owner"], parent_dlami_name=raw["parent_dlami"]["name"]))
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
     for name, driver in data["drivers"].items():
