@@ -93,12 +93,15 @@ def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, toke
     assert (tmp_path / "export" / "config.json").exists()
 
 
-def test_a_tensor_or_pipeline_layout_is_refused_with_its_reason(tmp_path):
-    layout = tmp_path / "tp.json"
-    layout.write_text(json.dumps({"data": 1, "tensor": 2, "pipeline": 1, "sharding": "full"}))
-    done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layout", str(layout)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "tensor 2 x pipeline 1" in done.stderr and "Traceback" not in done.stderr
+def test_a_pipeline_layout_or_an_impossible_tensor_degree_is_refused_with_its_reason(tmp_path):
+    for spread, said in (({"data": 1, "tensor": 1, "pipeline": 2, "sharding": "full"}, "pipeline 2"),
+                         ({"data": 1, "tensor": 2, "pipeline": 1, "sharding": "none"}, "sharding none"),
+                         ({"data": 1, "tensor": 8, "pipeline": 1, "sharding": "full", "heads": 4}, "--heads 4")):
+        layout = tmp_path / "layout.json"
+        layout.write_text(json.dumps(spread))
+        done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layout", str(layout)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):

@@ -71,6 +71,11 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
+    # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
+    # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);
+    # the plan says so.
+    sequence_length: int | None = Field(default=None, ge=128, le=1_048_576)
+    global_batch_tokens: int | None = Field(default=None, ge=128, le=1 << 30)
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")

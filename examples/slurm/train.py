@@ -8,13 +8,26 @@ The model is Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention) 
 names. `--device xla`: Trn1's legacy PyTorch/XLA path (Neuron 2.28), data-parallel.
 
 The layout file is the plan's `training.parallelism` (python -m workloads plan NAME --json), which the TrainStack
-writes on every node: the model's shape and how it is spread. `sharding: none` trains with DistributedDataParallel,
-`sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3). Tensor and pipeline degrees
-above 1 are refused here, with the reason: this example covers the data-parallel layouts.
+writes on every node: the model's shape, how it is spread and how it trains. `sharding: none` trains with
+DistributedDataParallel, `sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3); `tensor`
+above 1 splits every block's projections inside a node with PyTorch's DTensor tensor parallelism (Megatron's column
+and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
+Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
 
-Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps and when
-Slurm signals the job (SIGTERM/SIGUSR1); rank 0 then points CHECKPOINT_DIR/latest at it and prunes to --keep. A
-start resumes after `latest` with the batches an uninterrupted run would draw.
+Optimisation (Llama 2's pretraining recipe, Touvron et al. 2023, https://arxiv.org/abs/2307.09288 section 2.2): AdamW
+with betas (0.9, 0.95), eps 1e-5 and weight decay 0.1 on the matrices; linear warmup then cosine decay to 10% of the
+peak; gradients clipped to a global norm of 1.0. The global batch is fixed in sequences (the layout's global_batch):
+each data rank runs global_batch / (data ranks x --batch) micro-steps before every optimizer step, whatever the node
+count. fp16 (the layout's precision where the device has no bf16) trains with dynamic loss scaling.
+
+Data order: an epoch is every non-overlapping window of the token stream exactly once, in a pseudo-random order keyed
+by the epoch (no replacement); the sample a rank trains on is a function of the step alone, so a resumed run draws
+exactly the batches an uninterrupted one would.
+
+Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
+plan's cadence), in the background (dcp.async_save: training goes on while the shards are written), and
+synchronously when Slurm signals the job (SIGTERM/SIGUSR1) and at the end; once a checkpoint is complete rank 0
+points CHECKPOINT_DIR/latest at it and prunes to --keep. A start resumes after `latest`.
 
 Data: --data is the prepare step's directory (examples/slurm/prepare.py: token shards and meta.json, whose vocabulary
 the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
@@ -27,8 +40,11 @@ say where instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -43,6 +59,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
+from torch.distributed.tensor.parallel import loss_parallel
 from torch.utils.checkpoint import checkpoint as recompute
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
@@ -51,6 +68,11 @@ FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
 ROPE_THETA = 500000.0  # Llama 3's rotary base (params.json rope_theta)
 NORM_EPS = 1e-5
+# Llama 2's pretraining recipe (https://arxiv.org/abs/2307.09288, section 2.2 "Training Details").
+ADAM_BETAS, ADAM_EPS, WEIGHT_DECAY, CLIP_NORM, MIN_LR_RATIO = (0.9, 0.95), 1e-5, 0.1, 1.0, 0.1
+RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warms up over its first tenth
+# Dynamic loss scaling for fp16 (torch.amp.GradScaler's defaults: init_scale 2**16, growth_interval 2000).
+LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
 
 def parse() -> argparse.Namespace:
@@ -58,8 +80,14 @@ def parse() -> argparse.Namespace:
     p.add_argument("--device", choices=tuple(BACKENDS), default="cuda")
     p.add_argument("--layout", type=Path, help="the plan's training.parallelism as JSON")
     p.add_argument("--steps", type=int, help="default: the layout's (the plan's tokens over the global batch), else 1000")
-    p.add_argument("--batch", type=int, default=1, help="sequences per rank per step")
-    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--batch", type=int, help="sequences per data rank per micro-step (default: the layout's, else 1)")
+    p.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: the layout's, else data "
+                   "ranks x --batch); the micro-steps between optimizer steps follow from it")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: the layout's, else 3e-4)")
+    p.add_argument("--warmup", type=int, help="warmup steps (default: the layout's, else 2000 or a tenth of the run)")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
+                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32)")
+    p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
     p.add_argument("--hidden", type=int)
@@ -73,7 +101,7 @@ def parse() -> argparse.Namespace:
                    "synthetic tokens when absent")
     p.add_argument("--text", type=Path, help="raw text to tokenize into --data first, on each node (prepare.py)")
     p.add_argument("--checkpoint-dir", type=Path, help="default: CHECKPOINT_DIR, else /fsx/checkpoints/<job name>")
-    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--checkpoint-every", type=int, help="default: the layout's cadence (the plan's), else 100")
     p.add_argument("--keep", type=int, help="checkpoints kept (the plan sized FSx for this many; default 2)")
     p.add_argument("--export-dir", type=Path, help="the final model as a Hugging Face directory (default: the "
                    "layout's export_dir, which FSx exports to the serving contract's models/ prefix)")
@@ -84,10 +112,13 @@ def parse() -> argparse.Namespace:
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
-                           ("sharding", "none"), ("keep", 2), ("steps", 0)):
+                           ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
+                           ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),
+                           ("checkpoint_every", 100)):
         if getattr(args, field) is None:
-            key = {"seq": "sequence", "keep": "keep_checkpoints"}.get(field, field)
-            setattr(args, field, layout.get(key, default))
+            key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
+                   "warmup": "warmup_steps"}.get(field, field)
+            setattr(args, field, layout.get(key, default) or default)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads
@@ -98,6 +129,8 @@ def parse() -> argparse.Namespace:
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
+    if args.warmup < 0:
+        args.warmup = min(RECIPE_WARMUP, args.steps // 10)
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
     chosen = []  # paths this script picked itself, not told: on a cluster they are on FSx
     if args.checkpoint_dir is None:
@@ -116,9 +149,17 @@ def parse() -> argparse.Namespace:
     if missing:  # fail at the start, not after the last step
         p.error(f"this run needs {', '.join(missing)} (examples/slurm/train.py's packages: numpy, tokenizers, "
                 "safetensors), which this Python does not have")
-    if layout.get("tensor", 1) != 1 or layout.get("pipeline", 1) != 1:
-        p.error(f"the layout asks for tensor {layout.get('tensor')} x pipeline {layout.get('pipeline')}: this example "
-                "trains data-parallel layouts (DDP, FSDP2); use a tensor/pipeline-parallel trainer for this plan")
+    if layout.get("pipeline", 1) != 1:
+        p.error(f"the layout asks for pipeline {layout.get('pipeline')}: this example trains data and tensor parallel "
+                "layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across); use a pipeline-parallel "
+                "trainer for this plan")
+    if args.tensor > 1:
+        if args.sharding != "full" or args.device == "xla":
+            p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full) on cuda, neuron or "
+                    f"cpu, not with sharding {args.sharding} on {args.device}")
+        for name, value in (("heads", args.heads), ("kv-heads", args.kv_heads), ("intermediate", args.intermediate)):
+            if value % args.tensor:  # each rank holds whole heads and an equal slice of the SwiGLU width
+                p.error(f"--{name} {value} is not divisible by the tensor-parallel degree {args.tensor}")
     for flag, path in chosen:
         if path.is_relative_to(FSX) and not os.path.ismount(FSX):
             # Off the cluster (a laptop, a test run, a GPU box) /fsx is no file system: creating it there writes
@@ -226,6 +267,7 @@ class Llama(nn.Module):
                           intermediate=intermediate)
         self.lm_head = nn.Linear(hidden, vocab, bias=False)
         self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
+        self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
 
     @property
     def blocks(self) -> nn.ModuleList:
@@ -253,18 +295,20 @@ def hf_config(args: argparse.Namespace, dtype: str) -> dict:
 
 
 class Training(Stateful):
-    """What a checkpoint holds: model and optimizer (sharded as they are) and the step."""
+    """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
+    learning rate and the data order are functions of the step."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        self.model, self.optimizer, self.step = model, optimizer, 0
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale") -> None:
+        self.model, self.optimizer, self.scaler, self.step = model, optimizer, scaler, 0
 
     def state_dict(self) -> dict:
         model, optim = get_state_dict(self.model, self.optimizer)
-        return {"model": model, "optim": optim, "step": self.step}
+        return {"model": model, "optim": optim, "step": self.step, "loss_scale": self.scaler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.step = state["step"]
+        self.scaler.load_state_dict(state["loss_scale"])
 
 
 def setup(kind: str) -> torch.device:
@@ -289,13 +333,12 @@ def setup(kind: str) -> torch.device:
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute)
-    torch.manual_seed(0)  # every rank starts from the same weights
+    compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
-        model = Llama(**shape)
-        init_weights(model)
-        model = model.to(device)
+        model = Llama(**shape).to(device)
+        init_weights(model, device)
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
@@ -306,30 +349,143 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
         model = Llama(**shape)
-    # bf16 compute, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if device.type != "cpu" \
-        else MixedPrecisionPolicy()
+    data_mesh = None
+    if args.tensor > 1:
+        data_mesh = tensor_parallel(model, args, device)
+    # Compute in the layout's dtype, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
+    mp = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32) if compute else MixedPrecisionPolicy()
     for block in model.blocks:
-        fully_shard(block, mp_policy=mp)
-    fully_shard(model, mp_policy=mp)
+        fully_shard(block, mesh=data_mesh, mp_policy=mp)
+    fully_shard(model, mesh=data_mesh, mp_policy=mp)
     model.to_empty(device=device)
-    # Each rank fills its own shards. Where DTensor's random ops track offsets (CUDA), the shards come from one
-    # seed's stream; elsewhere (CPU, possibly Neuron) every rank would draw the same values into its shard, so each
-    # rank seeds apart.
-    torch.manual_seed(1 + dist.get_rank())
-    init_weights(model)
+    init_weights(model, device)
     return model
 
 
-def init_weights(model: nn.Module) -> None:
+def tensor_parallel(model: nn.Module, args: argparse.Namespace, device: torch.device):
+    """Split every block's projections over the `tensor` ranks of a node (ranks are numbered node by node, so the
+    inner mesh dimension stays inside one): q/k/v, gate and up by output columns, o and down by input rows, one
+    all-reduce after attention and one after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is
+    split over the vocabulary and the loss computed on the shards (loss_parallel), so no rank holds all the logits.
+    Returns the data-parallel mesh FSDP2 shards over."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    world = dist.get_world_size()
+    if world % args.tensor:
+        raise SystemExit(f"tensor parallel {args.tensor} does not divide the {world} ranks")
+    mesh = init_device_mesh(device.type, (world // args.tensor, args.tensor), mesh_dim_names=("data", "tensor"))
+    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
+    for block in model.blocks:
+        parallelize_module(block, mesh["tensor"], plan)
+        block.self_attn.heads //= args.tensor  # each rank's own heads
+        block.self_attn.kv_heads //= args.tensor
+    if args.vocab % args.tensor == 0:
+        parallelize_module(model.lm_head, mesh["tensor"], ColwiseParallel(output_layouts=Shard(-1),
+                                                                          use_local_output=False))
+        model.vocab_parallel = True
+    return mesh["data"]
+
+
+def init_weights(model: nn.Module, device: torch.device) -> None:
     """Llama's initialisation (transformers LlamaConfig initializer_range 0.02): normal(0, 0.02) for every linear
-    and embedding weight, ones for the norms."""
+    and embedding weight, ones for the norms. Each parameter is drawn whole from its own seed (its name) and each rank
+    keeps its shard of it: the same model whatever the layout (DDP, FSDP2, tensor parallel), one parameter in memory
+    at a time."""
+    import zlib
+
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    on = device if device.type in ("cuda", "cpu") else torch.device("cpu")  # where a generator is sure to exist
     with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            elif isinstance(module, RMSNorm):
-                module.reset_parameters()
+        for name, param in model.named_parameters():
+            if param.dim() == 1:
+                full = torch.ones(param.shape, device=on)
+            else:
+                generator = torch.Generator(device=on).manual_seed(zlib.crc32(name.encode()))
+                full = torch.empty(param.shape, device=on).normal_(0.0, 0.02, generator=generator)
+            if isinstance(param, DTensor):
+                local = distribute_tensor(full, param.device_mesh, param.placements).to_local()
+                param.to_local().copy_(local)
+            else:
+                param.copy_(full)
+
+
+def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
+    """Scale the gradients so their global L2 norm is at most `max_norm` and return the norm before clipping
+    (inf or nan where a gradient overflowed). DTensor gradients (FSDP2, tensor parallel) live on meshes of different
+    shapes, so each rank sums its shards' squares, divided by how many ranks hold the same shard, and one all-reduce
+    adds them up; DDP's gradients are whole and equal on every rank."""
+    from torch.distributed.tensor import DTensor
+
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    sharded = bool(grads) and isinstance(grads[0], DTensor)
+    device = (grads[0].to_local() if sharded else grads[0]).device if grads else torch.device("cpu")
+    total = torch.zeros((), device=device, dtype=torch.float32)
+    for g in grads:
+        if isinstance(g, DTensor):
+            # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.
+            shards = math.prod(g.device_mesh.size(i) for i, pl in enumerate(g.placements) if not pl.is_replicate())
+            total += g.to_local().float().pow(2).sum() * shards / dist.get_world_size()
+        else:
+            total += g.float().pow(2).sum()
+    if sharded:
+        dist.all_reduce(total)
+    norm = total.sqrt()
+    scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for g in grads:
+        (g.to_local() if isinstance(g, DTensor) else g).mul_(scale)
+    return norm
+
+
+class LossScale:
+    """fp16's dynamic loss scaling (as torch.amp.GradScaler): the loss is multiplied by the scale before backward
+    so small gradients survive fp16; a step whose gradients overflowed is skipped and the scale halved, and after
+    LOSS_SCALE_GROWTH_INTERVAL good steps it doubles. Off (scale 1, never skips) for bf16 and fp32."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.scale, self.good = enabled, LOSS_SCALE_INIT if enabled else 1.0, 0
+
+    def update(self, grad_norm: float) -> bool:
+        """Whether the optimizer may step; adjusts the scale."""
+        if not self.enabled:
+            return True
+        if not math.isfinite(grad_norm):
+            self.scale, self.good = self.scale / 2, 0
+            return False
+        self.good += 1
+        if self.good % LOSS_SCALE_GROWTH_INTERVAL == 0:
+            self.scale *= 2
+        return True
+
+    def state_dict(self) -> dict:
+        return {"scale": self.scale, "good": self.good}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.scale, self.good = float(state["scale"]), int(state["good"])
+
+
+def learning_rate(step: int, args: argparse.Namespace) -> float:
+    """Linear warmup to the peak, then cosine decay to MIN_LR_RATIO of it at the last step (Llama 2's schedule). A
+    function of the step alone: a resumed run continues the same curve."""
+    if args.warmup and step <= args.warmup:
+        return args.lr * step / args.warmup
+    progress = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return args.lr * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def optimizer_for(model: nn.Module, args: argparse.Namespace, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW as Llama 2 trained: weight decay on the matrices and embeddings, none on the norms' gains (the
+    usual split, as Megatron-LM and nanoGPT make it). On GPUs the fused kernel: no all-parameter temporaries at the
+    step (foreach AdamW: 4 B/param more)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    keep = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": keep, "weight_decay": 0.0}],
+                             lr=args.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
+                             fused=True if device.type == "cuda" else None)
 
 
 class Tokens:
@@ -353,7 +509,9 @@ class Tokens:
         total = int(self.ends[-1]) if len(self.ends) else 0
         if total < seq + 1:
             raise SystemExit(f"{path}: {total} tokens, fewer than one {seq + 1}-token window")
-        self.total = total - seq  # window starts: 0 .. total - seq - 1 (each window holds seq + 1 tokens)
+        # An epoch: every window of seq + 1 tokens starting at a multiple of seq (neighbours share one token, the
+        # last target of one being the first input of the next), each once.
+        self.windows = (total - 1) // seq
 
     def window(self, start: int, seq: int) -> torch.Tensor:
         import numpy as np
@@ -367,14 +525,41 @@ class Tokens:
         return torch.from_numpy(np.concatenate(pieces))
 
 
-def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens: Tokens | None) -> torch.Tensor:
-    """This rank's slice of the step's global batch: N ranks at batch b train as one rank at N x b."""
-    generator = torch.Generator().manual_seed(1_000_003 * step)
-    size, mine = args.batch * world, slice(rank * args.batch, (rank + 1) * args.batch)
+def permuted(index: int, size: int, key: str) -> int:
+    """A pseudo-random permutation of range(size) keyed by `key`, evaluated at `index` without building it (a
+    four-round Feistel network over the next even power of two, walking the cycle until it lands inside): the order
+    of an epoch of half a billion windows costs no memory, and every window comes exactly once."""
+    bits = max(2, (size - 1).bit_length())
+    bits += bits % 2
+    half, mask = bits // 2, (1 << (bits // 2)) - 1
+    x = index
+    while True:
+        left, right = x >> half, x & mask
+        for round_ in range(4):
+            digest = hashlib.blake2b(f"{key}/{round_}/{right}".encode(), digest_size=8).digest()
+            left, right = right, left ^ (int.from_bytes(digest, "little") & mask)
+        x = (left << half) | right
+        if x < size:
+            return x
+
+
+def sample(index: int, args: argparse.Namespace, tokens: "Tokens | None") -> torch.Tensor:
+    """The `index`-th sequence of the run (seq + 1 tokens): epoch index // windows, its position in that epoch's
+    order. Synthetic tokens (no --data) are drawn from the index's own seed."""
     if tokens is None:
-        return torch.randint(0, args.vocab, (size, args.seq + 1), generator=generator)[mine]
-    starts = torch.randint(0, tokens.total, (size,), generator=generator)[mine].tolist()
-    return torch.stack([tokens.window(s, args.seq) for s in starts])
+        generator = torch.Generator().manual_seed(1_000_003 + index)
+        return torch.randint(0, args.vocab, (args.seq + 1,), generator=generator)
+    epoch, position = divmod(index, tokens.windows)
+    return tokens.window(permuted(position, tokens.windows, f"epoch-{epoch}") * args.seq, args.seq)
+
+
+def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int,
+              tokens: "Tokens | None") -> torch.Tensor:
+    """This data rank's sequences for one micro-step: the step's global batch is args.global_batch consecutive
+    samples, micro-step m of rank r takes its --batch of them. The same samples make up a step whatever the ranks,
+    micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
+    first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
+    return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
 
 
 def prepare_here(args: argparse.Namespace) -> None:
@@ -413,6 +598,36 @@ def save(state: Training, directory: Path, rank: int, keep: int) -> None:
         publish(directory / "latest", path.name + "\n")  # `latest` moves only once the new checkpoint is complete
         prune(directory, keep)
     dist.barrier()
+
+
+class Checkpointer:
+    """The plan's regular checkpoints in the background: dcp.async_save copies each rank's shards to host memory and
+    returns, a thread writes them (over its own gloo group, apart from training's collectives) while training goes
+    on. `latest` moves, and old ones are pruned, only when the write is complete, at the next checkpoint or before
+    a synchronous save(); a job killed meanwhile resumes from the previous one."""
+
+    def __init__(self, directory: Path, rank: int, keep: int, asynchronous: bool) -> None:
+        self.directory, self.rank, self.keep, self.pending = directory, rank, keep, None
+        self.group = dist.new_group(backend="gloo") if asynchronous else None
+
+    def save(self, state: Training) -> None:
+        if self.group is None:
+            return save(state, self.directory, self.rank, self.keep)
+        self.wait()
+        path = self.directory / f"step-{state.step:08d}"
+        self.pending = (dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group), path)
+
+    def wait(self) -> None:
+        """Finish the write in flight and publish it. DCP's coordinator (rank 0) writes the metadata only after
+        every rank's shards are written, so rank 0's future completing means the checkpoint is whole."""
+        if self.pending is None:
+            return
+        future, path = self.pending
+        future.result()
+        self.pending = None
+        if self.rank == 0:
+            publish(self.directory / "latest", path.name + "\n")
+            prune(self.directory, self.keep)
 
 
 def publish(path: Path, text: str) -> None:
@@ -484,7 +699,8 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
     """The checkpoint folder belongs to one run: a new start with another model, layout or data would resume the
     old run's step (or fail inside DCP), so it is refused, naming what differs."""
     run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
-           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq, "sharding": args.sharding,
+           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq,
+           "global_batch": args.global_batch,  # the data order and the schedule follow it
            "data": str(args.data) if args.data else None,
            "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
     path = args.checkpoint_dir / "run.json"
@@ -516,10 +732,16 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     tokens = Tokens(args.data, args.seq) if args.data else None
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
+    data_ranks, data_rank = world // args.tensor, rank // args.tensor  # tensor ranks are neighbours (inner mesh dim)
+    args.global_batch = args.global_batch or data_ranks * args.batch
+    micro_steps, left = divmod(args.global_batch, data_ranks * args.batch)
+    if left or not micro_steps:
+        raise SystemExit(f"the global batch of {args.global_batch} sequences is not a whole number of micro-steps of "
+                         f"{data_ranks} data ranks x {args.batch} (--global-batch, --batch)")
     model = build(args, device)
-    # On GPUs the fused kernel: no all-parameter temporaries at the step (foreach AdamW: 4 B/param more).
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=True if device.type == "cuda" else None)
-    state = Training(model, optimizer)
+    optimizer = optimizer_for(model, args, device)
+    fp16 = args.precision == "fp16" and device.type != "cpu"
+    state = Training(model, optimizer, LossScale(fp16))
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     same_run(args, tokens, rank)
     dist.barrier()  # run.json is written before any rank checkpoints
@@ -528,52 +750,86 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
             print(f"resumed from {resume} at step {state.step}", flush=True)
+    checkpoints = Checkpointer(args.checkpoint_dir, rank, args.keep, asynchronous=device.type in ("cuda", "cpu"))
     stop = {"signal": None}
     for sig in (signal.SIGTERM, signal.SIGUSR1):  # Slurm's warning before a requeue, preemption or time limit
         signal.signal(sig, lambda number, _: stop.update(signal=number))
     if rank == 0:
+        how = "FSDP2" if args.sharding == "full" else "DDP"
+        how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
-              f"({'FSDP2' if args.sharding == 'full' else 'DDP'}, {args.device})",
-              flush=True)
-    # bf16 compute as the plan assumes: FSDP2 casts through its MixedPrecisionPolicy; DDP on GPUs needs autocast
-    # (fp32 master weights stay in the module). Neuron's compiler casts fp32 matmuls to bf16 itself by default.
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and args.sharding == "none")
+              f"({how}, {args.device}); global batch {args.global_batch} sequences = {data_ranks} data ranks x "
+              f"{args.batch} x {micro_steps} micro-steps", flush=True)
+    # The layout's compute dtype: FSDP2 casts through its MixedPrecisionPolicy; DDP on GPUs needs autocast (fp32
+    # master weights stay in the module). Neuron's compiler casts fp32 matmuls to bf16 itself by default.
+    compute = torch.float16 if args.precision == "fp16" else torch.bfloat16
+    autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
+                              and args.precision != "fp32")
     since = (time.time(), state.step)
     model.train()
     while state.step < args.steps:
         state.step += 1
-        batch = batch_for(args, rank, world, state.step, tokens).to(device)
-        with autocast:
-            logits = model(batch[:, :-1])
-            loss = F.cross_entropy(logits.float().reshape(-1, args.vocab), batch[:, 1:].reshape(-1))
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(state.step, args)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        loss_sum = torch.zeros((), device=device)
+        for micro in range(micro_steps):
+            last = micro == micro_steps - 1
+            batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
+            # Gradients are reduced across the data ranks once, after the last micro-step.
+            if args.sharding == "full":
+                model.set_requires_gradient_sync(last)
+            sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
+            # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
+            # computes its shard's part of the softmax, never gathering the logits.
+            split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
+            with sync, split:
+                loss = forward_loss(model, batch, args, autocast)
+                (loss * (state.scaler.scale / micro_steps)).backward()
+            loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
+        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
+        if state.scaler.enabled:
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.mul_(1 / state.scaler.scale)
+        if state.scaler.update(norm.item() if state.scaler.enabled else 0.0):
+            optimizer.step()
         if device.type == "xla":
             import torch_xla
 
             torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         # One collective for the mean loss and for whether any rank was signalled: all ranks stop together.
-        reduced = torch.stack([loss.detach().float(), torch.tensor(float(stop["signal"] is not None),
-                                                                   device=device)])
+        reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
+                                                                    device=device)])
         dist.all_reduce(reduced)
         if rank == 0 and (state.step % args.log_every == 0 or state.step == args.steps):
             now = time.time()  # the rate since the last line: the first steps' warm-up does not blur it
-            rate = (state.step - since[1]) * args.batch * args.seq * world / (now - since[0])
+            rate = (state.step - since[1]) * args.global_batch * args.seq / (now - since[0])
             since = (now, state.step)
             peak = (f" peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
                     f"{torch.cuda.max_memory_reserved() / 2**30:.1f} reserved") if device.type == "cuda" else ""
-            print(f"step {state.step} loss {reduced[0].item() / world:.6f} "
-                  f"{rate:,.0f} tokens/s{peak}", flush=True)
+            print(f"step {state.step} loss {reduced[0].item() / world:.6f} lr {learning_rate(state.step, args):.3e} "
+                  f"grad norm {norm.item() / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}", flush=True)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
-        if state.step % args.checkpoint_every == 0 or state.step == args.steps or stopping:
+        if stopping or state.step == args.steps:
+            checkpoints.wait()  # the background write first: `latest` moves in step order
             save(state, args.checkpoint_dir, rank, args.keep)
+        elif state.step % args.checkpoint_every == 0:
+            checkpoints.save(state)
         if stopping:
             if rank == 0:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
             break
+    checkpoints.wait()
     if state.step == args.steps and args.export_dir:
         export(model, args, rank)
+
+
+def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast) -> torch.Tensor:
+    """The mean next-token cross-entropy of the batch."""
+    with autocast:
+        logits = model(batch[:, :-1])
+    return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].reshape(-1))
 
 
 if __name__ == "__main__":
