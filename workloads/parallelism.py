@@ -225,4 +225,4 @@ def _sharded_reason(t: int, best: Parallelism, plain: Parallelism | None, batch:
         why = (f"FSDP2 alone's {plain.data:,} data ranks take no whole number of micro-steps of a {batch:,}-sequence "
                f"global batch; with tensor parallel {t}, {best.data:,} do")
     return (f"{why}: tensor parallel {t} inside each node (NVLink/NeuronLink), FSDP2 over the {best.data:,} data "
-            "ranks across nodes, each gathering its shards for {t} times the tokens" + recompute)
+            f"ranks across nodes, each gathering its shards for {t} times the tokens" + recompute)

@@ -1,4 +1,4 @@
-"""Train the planned Llama decoder with PyTorch's own data parallelism, checkpoint to /fsx, resume, and export the
+"""Train the planned Llama decoder with PyTorch's own parallelism, checkpoint to /fsx, resume, and export the
 final model as a Hugging Face directory the serving containers read.
 
     torchrun ... train.py --device cuda|neuron|xla|cpu --layout /opt/ml-estate/layout.json \
@@ -14,15 +14,8 @@ above 1 splits every block's projections inside a node with PyTorch's DTensor te
 and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
 Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
 
-Optimisation (Llama 2's pretraining recipe, Touvron et al. 2023, https://arxiv.org/abs/2307.09288 section 2.2): AdamW
-with betas (0.9, 0.95), eps 1e-5 and weight decay 0.1 on the matrices; linear warmup then cosine decay to 10% of the
-peak; gradients clipped to a global norm of 1.0. The global batch is fixed in sequences (the layout's global_batch):
-each data rank runs global_batch / (data ranks x --batch) micro-steps before every optimizer step, whatever the node
-count. fp16 (the layout's precision where the device has no bf16) trains with dynamic loss scaling.
-
-Data order: an epoch is every non-overlapping window of the token stream exactly once, in a pseudo-random order keyed
-by the epoch (no replacement); the sample a rank trains on is a function of the step alone, so a resumed run draws
-exactly the batches an uninterrupted one would.
+Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
+the data order (an epoch draws every window once, a function of the step, so a resumed run draws the same): recipe.py.
 
 Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
 plan's cadence), in the background (dcp.async_save: training goes on while the shards are written), and
@@ -42,9 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import hashlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -62,17 +53,13 @@ from torch.distributed.checkpoint.stateful import Stateful
 from torch.distributed.tensor.parallel import loss_parallel
 from torch.utils.checkpoint import checkpoint as recompute
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
+from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
+from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients, init_weights,  # noqa: E402
+                    learning_rate, optimizer_for, tensor_parallel)
+
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
-# Hugging Face tokenizer files copied into the export when --tokenizer names a directory holding them.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
-ROPE_THETA = 500000.0  # Llama 3's rotary base (params.json rope_theta)
-NORM_EPS = 1e-5
-# Llama 2's pretraining recipe (https://arxiv.org/abs/2307.09288, section 2.2 "Training Details").
-ADAM_BETAS, ADAM_EPS, WEIGHT_DECAY, CLIP_NORM, MIN_LR_RATIO = (0.9, 0.95), 1e-5, 0.1, 1.0, 0.1
-RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warms up over its first tenth
-# Dynamic loss scaling for fp16 (torch.amp.GradScaler's defaults: init_scale 2**16, growth_interval 2000).
-LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
 
 def parse() -> argparse.Namespace:
@@ -285,15 +272,6 @@ class Llama(nn.Module):
         return self.lm_head(self.model.norm(x))
 
 
-def hf_config(args: argparse.Namespace, dtype: str) -> dict:
-    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": args.vocab,
-            "hidden_size": args.hidden, "intermediate_size": args.intermediate, "num_hidden_layers": args.layers,
-            "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads, "head_dim": args.hidden // args.heads,
-            "hidden_act": "silu", "max_position_embeddings": args.seq, "rms_norm_eps": NORM_EPS,
-            "rope_theta": ROPE_THETA, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
-            "tie_word_embeddings": False, "torch_dtype": dtype}
-
-
 class Training(Stateful):
     """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
     learning rate and the data order are functions of the step."""
@@ -360,206 +338,6 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     model.to_empty(device=device)
     init_weights(model, device)
     return model
-
-
-def tensor_parallel(model: nn.Module, args: argparse.Namespace, device: torch.device):
-    """Split every block's projections over the `tensor` ranks of a node (ranks are numbered node by node, so the
-    inner mesh dimension stays inside one): q/k/v, gate and up by output columns, o and down by input rows, one
-    all-reduce after attention and one after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is
-    split over the vocabulary and the loss computed on the shards (loss_parallel), so no rank holds all the logits.
-    Returns the data-parallel mesh FSDP2 shards over."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-
-    world = dist.get_world_size()
-    if world % args.tensor:
-        raise SystemExit(f"tensor parallel {args.tensor} does not divide the {world} ranks")
-    mesh = init_device_mesh(device.type, (world // args.tensor, args.tensor), mesh_dim_names=("data", "tensor"))
-    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
-            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
-            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
-    for block in model.blocks:
-        parallelize_module(block, mesh["tensor"], plan)
-        block.self_attn.heads //= args.tensor  # each rank's own heads
-        block.self_attn.kv_heads //= args.tensor
-    if args.vocab % args.tensor == 0:
-        parallelize_module(model.lm_head, mesh["tensor"], ColwiseParallel(output_layouts=Shard(-1),
-                                                                          use_local_output=False))
-        model.vocab_parallel = True
-    return mesh["data"]
-
-
-def init_weights(model: nn.Module, device: torch.device) -> None:
-    """Llama's initialisation (transformers LlamaConfig initializer_range 0.02): normal(0, 0.02) for every linear
-    and embedding weight, ones for the norms. Each parameter is drawn whole from its own seed (its name) and each rank
-    keeps its shard of it: the same model whatever the layout (DDP, FSDP2, tensor parallel), one parameter in memory
-    at a time."""
-    import zlib
-
-    from torch.distributed.tensor import DTensor, distribute_tensor
-
-    on = device if device.type in ("cuda", "cpu") else torch.device("cpu")  # where a generator is sure to exist
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if param.dim() == 1:
-                full = torch.ones(param.shape, device=on)
-            else:
-                generator = torch.Generator(device=on).manual_seed(zlib.crc32(name.encode()))
-                full = torch.empty(param.shape, device=on).normal_(0.0, 0.02, generator=generator)
-            if isinstance(param, DTensor):
-                local = distribute_tensor(full, param.device_mesh, param.placements).to_local()
-                param.to_local().copy_(local)
-            else:
-                param.copy_(full)
-
-
-def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
-    """Scale the gradients so their global L2 norm is at most `max_norm` and return the norm before clipping
-    (inf or nan where a gradient overflowed). DTensor gradients (FSDP2, tensor parallel) live on meshes of different
-    shapes, so each rank sums its shards' squares, divided by how many ranks hold the same shard, and one all-reduce
-    adds them up; DDP's gradients are whole and equal on every rank."""
-    from torch.distributed.tensor import DTensor
-
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    sharded = bool(grads) and isinstance(grads[0], DTensor)
-    device = (grads[0].to_local() if sharded else grads[0]).device if grads else torch.device("cpu")
-    total = torch.zeros((), device=device, dtype=torch.float32)
-    for g in grads:
-        if isinstance(g, DTensor):
-            # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.
-            shards = math.prod(g.device_mesh.size(i) for i, pl in enumerate(g.placements) if not pl.is_replicate())
-            total += g.to_local().float().pow(2).sum() * shards / dist.get_world_size()
-        else:
-            total += g.float().pow(2).sum()
-    if sharded:
-        dist.all_reduce(total)
-    norm = total.sqrt()
-    scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
-    for g in grads:
-        (g.to_local() if isinstance(g, DTensor) else g).mul_(scale)
-    return norm
-
-
-class LossScale:
-    """fp16's dynamic loss scaling (as torch.amp.GradScaler): the loss is multiplied by the scale before backward
-    so small gradients survive fp16; a step whose gradients overflowed is skipped and the scale halved, and after
-    LOSS_SCALE_GROWTH_INTERVAL good steps it doubles. Off (scale 1, never skips) for bf16 and fp32."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled, self.scale, self.good = enabled, LOSS_SCALE_INIT if enabled else 1.0, 0
-
-    def update(self, grad_norm: float) -> bool:
-        """Whether the optimizer may step; adjusts the scale."""
-        if not self.enabled:
-            return True
-        if not math.isfinite(grad_norm):
-            self.scale, self.good = self.scale / 2, 0
-            return False
-        self.good += 1
-        if self.good % LOSS_SCALE_GROWTH_INTERVAL == 0:
-            self.scale *= 2
-        return True
-
-    def state_dict(self) -> dict:
-        return {"scale": self.scale, "good": self.good}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.scale, self.good = float(state["scale"]), int(state["good"])
-
-
-def learning_rate(step: int, args: argparse.Namespace) -> float:
-    """Linear warmup to the peak, then cosine decay to MIN_LR_RATIO of it at the last step (Llama 2's schedule). A
-    function of the step alone: a resumed run continues the same curve."""
-    if args.warmup and step <= args.warmup:
-        return args.lr * step / args.warmup
-    progress = (step - args.warmup) / max(1, args.steps - args.warmup)
-    return args.lr * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
-def optimizer_for(model: nn.Module, args: argparse.Namespace, device: torch.device) -> torch.optim.Optimizer:
-    """AdamW as Llama 2 trained: weight decay on the matrices and embeddings, none on the norms' gains (the
-    usual split, as Megatron-LM and nanoGPT make it). On GPUs the fused kernel: no all-parameter temporaries at the
-    step (foreach AdamW: 4 B/param more)."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    keep = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": keep, "weight_decay": 0.0}],
-                             lr=args.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
-                             fused=True if device.type == "cuda" else None)
-
-
-class Tokens:
-    """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
-    every shard is read lazily, and a window is found by its start's shard (binary search)."""
-
-    def __init__(self, path: Path, seq: int) -> None:
-        import numpy as np
-
-        meta = path / "meta.json" if path.is_dir() else None
-        if meta is not None and not meta.exists():
-            raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
-        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
-        parts = self.info.get("parts", 0)
-        undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
-        if undone:
-            raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")
-        files = sorted(f for f in path.glob("*.bin") if f.stat().st_size) if path.is_dir() else [path]
-        self.shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]  # datasets outgrow memory
-        self.ends = np.cumsum([len(t) for t in self.shards])
-        total = int(self.ends[-1]) if len(self.ends) else 0
-        if total < seq + 1:
-            raise SystemExit(f"{path}: {total} tokens, fewer than one {seq + 1}-token window")
-        # An epoch: every window of seq + 1 tokens starting at a multiple of seq (neighbours share one token, the
-        # last target of one being the first input of the next), each once.
-        self.windows = (total - 1) // seq
-
-    def window(self, start: int, seq: int) -> torch.Tensor:
-        import numpy as np
-
-        pieces, shard = [], int(np.searchsorted(self.ends, start, side="right"))
-        offset = start - (int(self.ends[shard - 1]) if shard else 0)
-        while sum(len(p) for p in pieces) < seq + 1:
-            need = seq + 1 - sum(len(p) for p in pieces)
-            pieces.append(self.shards[shard][offset:offset + need].astype("int64"))
-            shard, offset = shard + 1, 0
-        return torch.from_numpy(np.concatenate(pieces))
-
-
-def permuted(index: int, size: int, key: str) -> int:
-    """A pseudo-random permutation of range(size) keyed by `key`, evaluated at `index` without building it (a
-    four-round Feistel network over the next even power of two, walking the cycle until it lands inside): the order
-    of an epoch of half a billion windows costs no memory, and every window comes exactly once."""
-    bits = max(2, (size - 1).bit_length())
-    bits += bits % 2
-    half, mask = bits // 2, (1 << (bits // 2)) - 1
-    x = index
-    while True:
-        left, right = x >> half, x & mask
-        for round_ in range(4):
-            digest = hashlib.blake2b(f"{key}/{round_}/{right}".encode(), digest_size=8).digest()
-            left, right = right, left ^ (int.from_bytes(digest, "little") & mask)
-        x = (left << half) | right
-        if x < size:
-            return x
-
-
-def sample(index: int, args: argparse.Namespace, tokens: "Tokens | None") -> torch.Tensor:
-    """The `index`-th sequence of the run (seq + 1 tokens): epoch index // windows, its position in that epoch's
-    order. Synthetic tokens (no --data) are drawn from the index's own seed."""
-    if tokens is None:
-        generator = torch.Generator().manual_seed(1_000_003 + index)
-        return torch.randint(0, args.vocab, (args.seq + 1,), generator=generator)
-    epoch, position = divmod(index, tokens.windows)
-    return tokens.window(permuted(position, tokens.windows, f"epoch-{epoch}") * args.seq, args.seq)
-
-
-def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int,
-              tokens: "Tokens | None") -> torch.Tensor:
-    """This data rank's sequences for one micro-step: the step's global batch is args.global_batch consecutive
-    samples, micro-step m of rank r takes its --batch of them. The same samples make up a step whatever the ranks,
-    micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
-    first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
-    return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
 
 
 def prepare_here(args: argparse.Namespace) -> None:
@@ -648,51 +426,6 @@ def prune(directory: Path, keep: int) -> None:
     done = sorted(d for d in directory.glob("step-*") if d.is_dir() and newest and d.name <= newest.name)
     for old in done[:-keep] if keep > 0 else []:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
-    """The final weights as a Hugging Face directory, gathered onto rank 0's CPU, renamed into place when whole."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if rank == 0:
-        from safetensors.torch import save_file
-
-        dtype = torch.bfloat16 if args.device != "cpu" else torch.float32  # served in bf16, as trained
-        tmp = args.export_dir.with_name(args.export_dir.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        save_file({k: v.to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
-                  metadata={"format": "pt"})
-        config = {**hf_config(args, str(dtype).removeprefix("torch.")), **special_ids(args.tokenizer)}
-        (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        # Where a server reads when to stop: the tokenizer's own ids, not transformers' Llama 2 defaults (1, 2).
-        generation = {k: v for k, v in config.items() if k in ("bos_token_id", "eos_token_id")}
-        (tmp / "generation_config.json").write_text(json.dumps(generation, indent=2))
-        for name in TOKENIZER_FILES if args.tokenizer else ():
-            if (args.tokenizer / name).exists():
-                shutil.copy(args.tokenizer / name, tmp / name)
-        shutil.rmtree(args.export_dir, ignore_errors=True)
-        tmp.replace(args.export_dir)
-        print(f"exported {args.export_dir} (Hugging Face LlamaForCausalLM)", flush=True)
-    dist.barrier()
-
-
-def special_ids(tokenizer_dir: Path | None) -> dict:
-    """bos_token_id and eos_token_id of the tokenizer the export carries (tokenizer_config.json's tokens)."""
-    if not tokenizer_dir or not (tokenizer_dir / "tokenizer_config.json").exists():
-        return {}
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-    config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
-    ids = {}
-    for name in ("bos", "eos"):
-        token = config.get(f"{name}_token")
-        token = token.get("content") if isinstance(token, dict) else token
-        if token and tokenizer.token_to_id(token) is not None:
-            ids[f"{name}_token_id"] = tokenizer.token_to_id(token)
-    return ids
 
 
 def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
