@@ -67,7 +67,8 @@ def test_more_data_ranks_than_the_global_batch_has_sequences_take_tensor_paralle
 def test_the_global_batch_is_fixed_in_tokens_whatever_the_node_count(nodes):
     t = _training({"training.instance_count": nodes})
     lay = t.parallelism
-    assert lay.global_batch * lay.sequence == GLOBAL_BATCH_TOKENS and lay.global_batch % (lay.data * lay.micro_batch) == 0
+    assert lay.global_batch * lay.sequence == GLOBAL_BATCH_TOKENS
+    assert lay.global_batch % (lay.data * lay.micro_batch) == 0
     assert lay.steps == math.ceil(t.estimate.tokens_billion * 1e9 / GLOBAL_BATCH_TOKENS)
     assert any("gradient accumulation" in d and f"{GLOBAL_BATCH_TOKENS:,} tokens" in d for d in t.decisions)
 

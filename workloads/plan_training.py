@@ -497,7 +497,7 @@ def _run_length(w: Workload, spread: Parallelism, tokens_billion: float | None, 
     asked = w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS
     per_step = spread.global_batch * spread.sequence
     micro_steps = spread.global_batch // (spread.data * spread.micro_batch)
-    said = "training.global_batch_tokens" if w.training.global_batch_tokens else "Llama 2's, training.global_batch_tokens"
+    said = "training.global_batch_tokens" + ("" if w.training.global_batch_tokens else ", Llama 2's")
     seq = "training.sequence_length" if w.training.sequence_length else "training.sequence_length, assumed"
     line = (f"global batch: {spread.global_batch:,} sequences of {spread.sequence:,} tokens ({seq}) = {per_step:,} "
             f"tokens ({said}: {asked:,}) = {spread.data:,} data ranks x {spread.micro_batch} sequence x {micro_steps} "
