@@ -24,7 +24,7 @@ import pytest
 from workloads import load, plan
 from workloads import layout as keys
 from workloads.parallelism import trainer_refusal
-from workloads.train_commands import EXAMPLES_ON_NODE
+from workloads.train_commands import EXAMPLES_ON_NODE, sbatch_script
 
 from .conftest import ROOT, VARIANTS
 from .golden import (EXAMPLES, SCALED_DOWN, generates, record_training_jobs, run, torchrun, train_tokenizer,
@@ -109,7 +109,8 @@ def test_the_submit_output_runs_as_printed(tmp_path, synth, corpus_and_tokenizer
     submit = s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
     t = plan(load("huge")).training
     (prep_script, prep_args), (train_script, train_args) = _sbatch_jobs(submit)
-    assert prep_script == "prepare.sbatch" and train_script == "train-trainium.sbatch"
+    # huge plans p6-b200 on demand since the capacity merge (GPU nodes); the script follows the plan's accelerator.
+    assert prep_script == "prepare.sbatch" and train_script == sbatch_script(t.accelerator_kind)
     assert "--dependency=afterok:${prep%%;*}" in submit  # training waits for the prepare step to succeed
     assert train_args[train_args.index("--steps") + 1] == str(t.parallelism.steps)
     # The sbatch scripts pass their arguments on: prepare.py "$@", and train.py after --device and --layout.

@@ -66,8 +66,10 @@ def tokens(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("sharding", ["none", "full"])
 def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, tokens, sharding):
     # The plan's layout names its export directory on /fsx: here it goes under the test's own directory.
+    # The plan's global batch (1,024 sequences) and warmup are a 70B run's: here one micro-step of two ranks x 2.
     run = ["--steps", "6", "--checkpoint-every", "2", "--layout", str(layouts[sharding]), "--data", str(tokens),
-           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(tmp_path / "export")]
+           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(tmp_path / "export"),
+           "--global-batch", "4", "--warmup", "0", "--tensor", "1"]
     straight = _torchrun(tmp_path, *run)
     assert ("FSDP2" if sharding == "full" else "DDP") + ", cpu" in straight
     reference = _losses(straight)
