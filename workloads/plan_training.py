@@ -532,7 +532,7 @@ def _checkpoint_cadence(w: Workload, spread: Parallelism, fsx: FsxPlan | None, e
     every = max(1, min(spread.steps, math.ceil(write_s / CHECKPOINT_OVERHEAD / step_s)))
     overhead = write_s / (every * step_s + write_s)
     decisions.append(f"checkpoints: every {every:,} steps ({every * step_s / 60:,.0f} min at {step_s:,.1f} s a step), "
-                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write would cost "
+                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write would take "
                      f"{overhead:.1%} of wall-clock (at most {CHECKPOINT_OVERHEAD:.0%})")
     return replace(spread, checkpoint_every=every)
 
