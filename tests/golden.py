@@ -13,8 +13,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "slurm"
 # Appended after the plan's arguments (argparse: the last wins): the plan's layout and data, a CPU-sized shape.
+# The plan's global batch (1,024 sequences) and warmup are the run's at scale: here two ranks, one sequence each, one
+# micro-step; a tensor-parallel layout runs at degree 2 on the two ranks (tests/test_golden_path.py).
 SCALED_DOWN = ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32", "--steps", "3",
-               "--checkpoint-every", "100", "--log-every", "1"]
+               "--checkpoint-every", "100", "--log-every", "1", "--batch", "1", "--global-batch", "2", "--warmup", "1",
+               "--tensor", "1"]
 
 
 def write_corpus(directory: Path) -> Path:

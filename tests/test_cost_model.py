@@ -184,3 +184,13 @@ def test_megatron_bridge_fp8_runs_are_within_the_fp8_range(system, model, gpus, 
     r = est.utilisation_range(CAT.types[itype], 70 if "70B" in model else 405, U, precision="fp8", recompute=True)
     assert r.low - 1e-4 <= tflops / peak <= r.high + 1e-4  # the rows are rounded to 0.01%
     assert U.peaks["fp8"][CAT.types[itype].accelerator.model][0] == peak
+
+
+def test_an_fp8_plan_warns_that_the_shipped_trainer_computes_in_bf16():
+    """The estimate is priced at fp8; train.py has no float8 layers, so the plan must not promise fp8 compute."""
+    p = plan(load("huge", {"training.precision": "fp8", "training.instance_type": "p5.48xlarge"}))
+    assert p.training.precision == "fp8" and p.training.parallelism.precision == "bf16"
+    assert [f.field for f in p.findings if f.level == "WARNING" and "computes in bf16" in f.message] == \
+        ["training.precision"]
+    assert not [f for f in plan(load("huge", {"training.instance_type": "p5.48xlarge"})).findings
+                if "computes in bf16" in f.message]

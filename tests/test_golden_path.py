@@ -24,7 +24,7 @@ import pytest
 from workloads import load, plan
 from workloads import layout as keys
 from workloads.parallelism import trainer_refusal
-from workloads.train_commands import EXAMPLES_ON_NODE
+from workloads.train_commands import EXAMPLES_ON_NODE, sbatch_script
 
 from .conftest import ROOT, VARIANTS
 from .golden import (EXAMPLES, SCALED_DOWN, generates, record_training_jobs, run, torchrun, train_tokenizer,
@@ -61,8 +61,10 @@ def corpus_and_tokenizer(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_the_configs_plan_layouts_of_every_kind_the_trainer_runs():
-    """DDP and FSDP2 both appear (so the run below covers both), and no plan asks the trainer for what it refuses."""
+    """DDP, FSDP2 and tensor parallel with FSDP2 across all appear (so the run below covers them), and no plan asks
+    the trainer for what it refuses."""
     assert {shape[1] for shape in LAYOUTS} == {"none", "full"}
+    assert any(shape[2] > 1 for shape in LAYOUTS), LAYOUTS
     for (device, *_), (name, spread) in LAYOUTS.items():
         from workloads.parallelism import Parallelism
 
@@ -77,9 +79,11 @@ def test_every_planned_layout_trains_in_the_shipped_trainer(tmp_path, shape):
     name, spread = LAYOUTS[shape]
     path = tmp_path / "layout.json"
     path.write_text(json.dumps({**spread, "export_dir": ""}))
-    out = torchrun(["--device", "cpu", "--layout", str(path), *SCALED_DOWN, "--checkpoint-dir", str(tmp_path / "c")],
-                   cwd=tmp_path)
-    assert ("FSDP2" if spread["sharding"] == "full" else "DDP") + ", cpu" in out, name
+    tensor = min(spread["tensor"], 2)  # two CPU ranks: the plan's degree where it is 2, else 2 for its path
+    out = torchrun(["--device", "cpu", "--layout", str(path), *SCALED_DOWN, "--tensor", str(tensor),
+                    "--global-batch", str(2 // tensor), "--checkpoint-dir", str(tmp_path / "c")], cwd=tmp_path)
+    how = ("FSDP2" if spread["sharding"] == "full" else "DDP") + (f", tensor parallel {tensor}" if tensor > 1 else "")
+    assert how + ", cpu" in out, name
     assert re.search(r"^step 3 loss", out, re.M), out
 
 
@@ -105,8 +109,8 @@ def test_the_submit_output_runs_as_printed(tmp_path, synth, corpus_and_tokenizer
     submit = s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
     t = plan(load("huge")).training
     (prep_script, prep_args), (train_script, train_args) = _sbatch_jobs(submit)
-    # huge plans p6-b200.48xlarge on demand (GPU); tests/test_sbatch_scripts.py runs the Trainium script too.
-    assert t.instance_type.startswith("p") and prep_script == "prepare.sbatch" and train_script == "train-gpu.sbatch"
+    # huge plans p6-b200 on demand since the capacity merge (GPU nodes); the script follows the plan's accelerator.
+    assert prep_script == "prepare.sbatch" and train_script == sbatch_script(t.accelerator_kind)
     assert "--dependency=afterok:${prep%%;*}" in submit  # training waits for the prepare step to succeed
     assert train_args[train_args.index("--steps") + 1] == str(t.parallelism.steps)
     # The sbatch scripts pass their arguments on: prepare.py "$@", and train.py after --device and --layout.

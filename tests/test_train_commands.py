@@ -68,7 +68,7 @@ def test_the_steps_train_the_plans_tokens():
     t = plan(load("huge")).training
     s = t.parallelism
     tokens = t.estimate.tokens_billion * 1e9
-    assert s.steps * s.data * s.sequence >= tokens > (s.steps - 1) * s.data * s.sequence
+    assert s.steps * s.global_batch * s.sequence >= tokens > (s.steps - 1) * s.global_batch * s.sequence
 
 
 @pytest.mark.parametrize("workload", ["intermediate", "examples/workloads/llm-finetune-realtime.yaml"])

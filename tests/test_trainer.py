@@ -66,8 +66,10 @@ def tokens(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("sharding", ["none", "full"])
 def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, tokens, sharding):
     # The plan's layout names its export directory on /fsx: here it goes under the test's own directory.
+    # The plan's global batch (1,024 sequences) and warmup are a 70B run's: here one micro-step of two ranks x 2.
     run = ["--steps", "6", "--checkpoint-every", "2", "--layout", str(layouts[sharding]), "--data", str(tokens),
-           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(tmp_path / "export")]
+           "--lr", "1e-2", "--checkpoint-dir", str(tmp_path / "ckpt"), "--export-dir", str(tmp_path / "export"),
+           "--global-batch", "4", "--warmup", "0", "--tensor", "1"]
     straight = _torchrun(tmp_path, *run)
     assert ("FSDP2" if sharding == "full" else "DDP") + ", cpu" in straight
     reference = _losses(straight)
@@ -93,12 +95,15 @@ def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, toke
     assert (tmp_path / "export" / "config.json").exists()
 
 
-def test_a_tensor_or_pipeline_layout_is_refused_with_its_reason(tmp_path):
-    layout = tmp_path / "tp.json"
-    layout.write_text(json.dumps({"data": 1, "tensor": 2, "pipeline": 1, "sharding": "full"}))
-    done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layout", str(layout)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "tensor 2 x pipeline 1" in done.stderr and "Traceback" not in done.stderr
+def test_a_pipeline_layout_or_an_impossible_tensor_degree_is_refused_with_its_reason(tmp_path):
+    for spread, said in (({"data": 1, "tensor": 1, "pipeline": 2, "sharding": "full"}, "pipeline 2"),
+                         ({"data": 1, "tensor": 2, "pipeline": 1, "sharding": "none"}, "sharding none"),
+                         ({"data": 1, "tensor": 8, "pipeline": 1, "sharding": "full", "heads": 4}, "--heads 4")):
+        layout = tmp_path / "layout.json"
+        layout.write_text(json.dumps(spread))
+        done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layout", str(layout)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):
@@ -201,3 +206,24 @@ def test_sigterm_to_torchrun_mid_run_writes_a_checkpoint_and_the_next_run_resume
     assert len(list((tmp_path / "ckpt" / f"step-{step:08d}").glob("*.distcp"))) == 2
     resumed = _torchrun(tmp_path, *run[:1], str(step + 1), *run[2:])
     assert f"at step {step}" in resumed and sorted(_losses(resumed)) == [step + 1]
+
+
+def test_tensor_parallel_2_x_data_parallel_2_trains_and_resumes_as_the_data_parallel_run(tmp_path, tokens):
+    """Issue 33: the layout the planner emits at scale, tensor parallel inside a node with FSDP2 across, on four CPU
+    ranks (gloo): TP 2 x DP 2 with two micro-steps per step gives the losses of FSDP2 over four data ranks with one,
+    step by step (one global batch of 8 sequences, the same initial weights, the same samples), and after a stop
+    and a resume the later steps still match (the checkpoint holds the sharded AdamW moments and the step)."""
+    common = ["--steps", "4", "--checkpoint-every", "2", "--data", str(tokens), "--lr", "1e-2", "--warmup", "0",
+              "--sharding", "full", "--global-batch", "8"]
+    data_parallel = _losses(_torchrun(tmp_path, *common, "--checkpoint-dir", str(tmp_path / "dp"), ranks=4))
+    assert sorted(data_parallel) == [1, 2, 3, 4] and data_parallel[4] < data_parallel[1]
+    tp = [*common, "--tensor", "2", "--checkpoint-dir", str(tmp_path / "tp")]
+    stopped = _torchrun(tmp_path, *tp, "--stop-after", "2", ranks=4)
+    assert "tensor parallel 2" in stopped and "2 data ranks x 2 x 2 micro-steps" in stopped, stopped
+    resumed = _torchrun(tmp_path, *tp, ranks=4)
+    assert "at step 2" in resumed
+    tensor_parallel = {**_losses(stopped), **_losses(resumed)}
+    assert sorted(tensor_parallel) == [1, 2, 3, 4]
+    assert all(tensor_parallel[k] == pytest.approx(data_parallel[k], rel=1e-5) for k in data_parallel), (
+        tensor_parallel, data_parallel)
+    assert (tmp_path / "tp" / "latest").read_text().strip() == "step-00000004"

@@ -1,12 +1,19 @@
 """How a deep-learning model is spread over the planned cluster: data, tensor and pipeline degrees and sharding.
 
-The seeds name three modes (data, tensor and pipeline parallel) plus sharded data parallel. The choice is the
-simplest layout whose memory per accelerator fits, in this order:
-1. data parallel (PyTorch DDP): every rank holds the whole model state;
-2. sharded data parallel (PyTorch FSDP2 `fully_shard`, ZeRO-3): model state split over every rank;
-3. tensor parallel inside a node, FSDP across: also splits each layer's activations and working weights;
-4. pipeline parallel across nodes on top: splits the layers' stored activations.
+The seeds name three modes (data, tensor and pipeline parallel) plus sharded data parallel. The choice, from memory
+and communication:
+1. data parallel (PyTorch DDP) where every rank holds the whole model state;
+2. else sharded: FSDP2 (`fully_shard`, ZeRO-3) over the data ranks, with tensor parallel inside a node (DTensor:
+   each block's projections split over t ranks on NVLink or NeuronLink) where FSDP2 alone would recompute every block
+   (its activations do not fit: tensor parallel divides them by t, a second forward costs a third more compute), or
+   would have more data ranks than the global batch has sequences, or not a whole number of micro-steps per step
+   (tensor parallel divides the data ranks by t: each gathers its shards for t times as many tokens);
+3. pipeline parallel across nodes on top: splits the layers' stored activations (the shipped trainer refuses it, so
+   the planner refuses such a candidate: trainer_refusal).
 A layout that still does not fit is refused, naming the fields that would change it.
+
+The global batch is fixed in tokens (training.global_batch_tokens, Llama 2's 4M by default): each data rank takes one
+sequence per micro-step and accumulates gradients over global batch / data ranks micro-steps, whatever the node count.
 
 Memory per rank, in bytes, as examples/slurm/train.py holds it (measured on an H100, 2026-11-23: the fixtures of
 tests/test_parallelism.py). The peak is the larger of the forward/backward and the optimizer step:
@@ -30,7 +37,7 @@ tests/test_parallelism.py). The peak is the larger of the forward/backward and t
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .catalog import InstanceType, devices
 
@@ -42,8 +49,14 @@ LOGIT_BYTES = 16  # per token and vocabulary entry
 STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
 # Model FLOPs over hardware FLOPs with every block recomputed: 6N of 8N per token (a second forward of 2N).
 RECOMPUTE_EFFICIENCY = 6 / 8
-SEQUENCE = 4096  # tokens per training sequence, one sequence per rank per micro-step
-VOCAB = 32000  # the decoder's vocabulary (Llama 2's tokenizer), written into the layout for the trainer
+SEQUENCE = 4096  # tokens per training sequence by default (training.sequence_length), one per rank per micro-step
+VOCAB = 32000  # the decoder's vocabulary by default (Llama 2's tokenizer; model.vocab_size), written into the layout
+# Llama 2's pretraining recipe (Touvron et al. 2023, https://arxiv.org/abs/2307.09288, section 2.2 and Table 1): a
+# global batch of 4M tokens; peak learning rate 3e-4 for 7B and 13B, 1.5e-4 for 34B and 70B; 2000 warmup steps (the
+# trainer holds the rest: AdamW betas 0.9/0.95, weight decay 0.1, cosine to 10%, clipping 1.0).
+GLOBAL_BATCH_TOKENS = 4 * 2**20
+RECIPE_LR = ((20, 3e-4), (float("inf"), 1.5e-4))  # (up to billions of parameters, peak learning rate)
+RECIPE_WARMUP = 2000
 # Model state, working weights and activations fill at most this share of a rank's memory; the rest is the
 # framework, communication buffers and fragmentation (the allocator reserved 1.04-1.08x what tensors held in
 # the H100 measurements with the fused optimizer).
@@ -75,26 +88,35 @@ class Parallelism:
     export_dir: str = ""  # where the trainer writes the final Hugging Face directory (FSx exports it to models/)
     shutdown_timeout_s: int = 30  # torchrun's wait after SIGTERM: the checkpoint time (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
     signal_lead_s: int = 120  # how early Slurm signals before the time limit: the shutdown time plus a step
-    steps: int = 0  # the plan's tokens over the global batch (data ranks x one sequence); 0: the trainer's default
+    steps: int = 0  # the plan's tokens over the global batch; 0: the trainer's default
+    micro_batch: int = 1  # sequences per data rank per micro-step
+    global_batch: int = 0  # sequences per optimizer step: data x micro_batch x micro-steps (0: data x micro_batch)
+    precision: str = "bf16"  # compute dtype: bf16, or fp16 with loss scaling where the accelerator has no bf16
+    lr: float = 3e-4  # peak learning rate (RECIPE_LR)
+    warmup_steps: int = 0  # linear warmup before the cosine decay
+    checkpoint_every: int = 0  # steps between the background checkpoints (0: the trainer's default)
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
         return json.dumps(asdict(self), sort_keys=True)
 
 
-# What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP and
-# FSDP2 (`fully_shard`) with tensor and pipeline degrees of 1. On Trn1 (device xla: Neuron 2.28's PyTorch/XLA stack)
-# DDP only: FSDP2 is native PyTorch, which TorchNeuron brings to Trn2 and not to Trn1, and PyTorch/XLA's own sharding
-# (NxD's ZeRO-1, tensor parallel) is not in the example.
+# What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP,
+# FSDP2 (`fully_shard`) and tensor parallel (DTensor) with FSDP2 across, never pipeline parallel. On Trn1 (device xla:
+# Neuron 2.28's PyTorch/XLA stack) DDP only: FSDP2 and DTensor are native PyTorch, which TorchNeuron brings to Trn2
+# and not to Trn1, and PyTorch/XLA's own sharding (NxD's ZeRO-1, tensor parallel) is not in the example.
 TRAINER_SHARDING = {"cuda": ("none", "full"), "neuron": ("none", "full"), "xla": ("none",)}
 
 
 def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | None:
     """Why the shipped trainer cannot run this layout on `device`, or None when it can. `what`: the model and
     cluster in words, for the message."""
-    if spread.tensor > 1 or spread.pipeline > 1:
-        return (f"{what} needs tensor parallel {spread.tensor} x pipeline {spread.pipeline} ({spread.reason}); the "
-                "shipped trainer runs data-parallel layouts (DDP, FSDP2)")
+    if spread.pipeline > 1:
+        return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
+                "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")
+    if spread.tensor > 1 and (spread.sharding != "full" or device == "xla"):
+        return (f"{what} needs tensor parallel {spread.tensor} ({spread.reason}), which the shipped trainer runs with "
+                "FSDP2 across nodes on native PyTorch (CUDA, TorchNeuron), not on the Neuron 2.28 PyTorch/XLA stack")
     if spread.sharding not in TRAINER_SHARDING.get(device, ()):
         return (f"{what} fits only with its state sharded over every rank (FSDP2), which the Neuron 2.28 PyTorch/XLA "
                 "stack Trn1 trains on does not run: the shipped trainer trains data-parallel (DDP) there, and DDP "
@@ -103,7 +125,7 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
 
 
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                 sharded: bool, vocab: int = VOCAB, recompute: bool = True) -> float:
+                 sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE) -> float:
     """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
     split = shards if sharded else tensor * pipeline
     state = params * STATE_BYTES_PER_PARAM / split
@@ -113,40 +135,52 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
     if recompute:  # each layer's input kept, one layer's activations while it recomputes
-        activations = (2 * SEQUENCE * hidden * kept_layers + LAYER_ACTIVATION_BYTES * SEQUENCE * hidden) / tensor
+        activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
     else:  # every layer's activations kept for backward
-        activations = LAYER_ACTIVATION_BYTES * SEQUENCE * hidden * kept_layers / tensor
-    logits = LOGIT_BYTES * SEQUENCE * vocab / tensor
+        activations = LAYER_ACTIVATION_BYTES * sequence * hidden * kept_layers / tensor
+    logits = LOGIT_BYTES * sequence * vocab / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
 
 
+def recipe_lr(parameters_billion: float) -> float:
+    return next(lr for limit, lr in RECIPE_LR if parameters_billion <= limit)
+
+
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
-           nodes: int, kv_heads: int | None = None) -> Parallelism | None:
-    """The simplest layout that fits, or None when none does on this many nodes of this type. `kv_heads`:
-    grouped-query attention's key/value heads (None: as many as `heads`)."""
+           nodes: int, kv_heads: int | None = None, vocab: int = VOCAB, sequence: int = SEQUENCE,
+           global_batch_tokens: int = GLOBAL_BATCH_TOKENS) -> Parallelism | None:
+    """The layout that fits and trains fastest by the rules of the module docstring, or None when none fits on this
+    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`)."""
     kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
     budget = rank_gib * MEMORY_FRACTION
     params = parameters_billion * 1e9
+    batch = max(1, global_batch_tokens // sequence)  # sequences per optimizer step
+    precision = "fp16" if itype.peak_tflops_dtype == "fp16" else "bf16"  # catalog: the type's tensor-core dtype
+
+    def need(tensor: int, pipeline: int, sharded: bool, recompute: bool) -> float:
+        return gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded,
+                            vocab=vocab, recompute=recompute, sequence=sequence)
 
     def layout(tensor: int, pipeline: int, sharded: bool, reason: str) -> Parallelism | None:
         for recompute in (False, True):  # recompute only when the activations do not fit otherwise
-            need = gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline,
-                                sharded=sharded, recompute=recompute)
-            if need <= budget:
-                return Parallelism(data=ranks // (tensor * pipeline), tensor=tensor, pipeline=pipeline,
+            gib = need(tensor, pipeline, sharded, recompute)
+            if gib <= budget:
+                data = ranks // (tensor * pipeline)
+                micro_steps = max(1, round(batch / data))
+                return Parallelism(data=data, tensor=tensor, pipeline=pipeline,
                                    sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
-                                   gib_per_rank=round(need, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
-                                   hidden=hidden, heads=heads, kv_heads=kv_heads, sequence=SEQUENCE, vocab=VOCAB,
-                                   recompute=recompute,
+                                   gib_per_rank=round(gib, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
+                                   hidden=hidden, heads=heads, kv_heads=kv_heads, sequence=sequence, vocab=vocab,
+                                   recompute=recompute, global_batch=data * micro_steps, precision=precision,
+                                   lr=recipe_lr(parameters_billion),
                                    reason=reason + ("; activation checkpointing (recompute every block)"
                                                     if recompute else "; no activation checkpointing needed"))
         return None
 
-    found = layout(1, 1, False, "the whole model state fits on every rank: plain data parallel (DDP)") \
-        or layout(1, 1, True, "the model state fits only sharded over every rank: FSDP2 full shard")
+    found = layout(1, 1, False, "the whole model state fits on every rank: plain data parallel (DDP)")
     if found:
         return found
     # Tensor parallel stays inside a node (NVLink, NeuronLink); each rank holds whole heads, so the degree divides the
@@ -154,11 +188,16 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
     # num_attention_heads and num_query_groups by the tensor-parallel size).
     degrees = [t for t in (2, 4, 8, 16, 32, 64)
                if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0]
-    for t in degrees:
-        found = layout(t, 1, True, f"activations need splitting: tensor parallel {t} inside each node, FSDP2 "
-                                   "across")
-        if found:
-            return found
+    sharded = [(t, found) for t in [1, *degrees]
+               if (found := layout(t, 1, True, "")) is not None]
+    if sharded:
+        def cost(item: tuple[int, Parallelism]) -> tuple:
+            t, spread = item
+            return (spread.recompute, spread.data > batch, batch % spread.data != 0, t)
+
+        t, best = min(sharded, key=cost)
+        plain = dict(sharded).get(1)
+        return replace(best, reason=_sharded_reason(t, best, plain, batch, sequence))
     for p in (p for p in range(2, nodes + 1) if nodes % p == 0 and p <= layers):
         for t in degrees or [1]:
             found = layout(t, p, True, f"layers' activations need splitting too: pipeline parallel {p} across "
@@ -166,3 +205,24 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
             if found:
                 return found
     return None
+
+
+def _sharded_reason(t: int, best: Parallelism, plain: Parallelism | None, batch: int, sequence: int) -> str:
+    """Why FSDP2 alone, or why tensor parallel t inside each node with FSDP2 across: what FSDP2 alone would cost."""
+    recompute = ("; activation checkpointing (recompute every block)" if best.recompute
+                 else "; no activation checkpointing needed")
+    if t == 1:
+        return "the model state fits only sharded over every rank: FSDP2 full shard" + recompute
+    if plain is None:
+        why = "FSDP2 alone does not fit (activations and logits per rank)"
+    elif plain.recompute and not best.recompute:
+        why = (f"FSDP2 alone would recompute every block ({sequence:,}-token activations do not fit), a third more "
+               f"compute; tensor parallel {t} divides them by {t}")
+    elif plain.data > batch:
+        why = (f"FSDP2 alone would run {plain.data:,} data ranks for a {batch:,}-sequence global batch; tensor "
+               f"parallel {t} leaves {best.data:,}")
+    else:
+        why = (f"FSDP2 alone's {plain.data:,} data ranks take no whole number of micro-steps of a {batch:,}-sequence "
+               f"global batch; with tensor parallel {t}, {best.data:,} do")
+    return (f"{why}: tensor parallel {t} inside each node (NVLink/NeuronLink), FSDP2 over the {best.data:,} data "
+            f"ranks across nodes, each gathering its shards for {t} times the tokens" + recompute)

@@ -32,6 +32,12 @@ def _console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=150)
 
 
+def _compute(precision: str) -> str:
+    """The layout's compute dtype in words: fp16 where the accelerator has no bf16 (T4) trains with loss scaling."""
+    return "fp16 compute, dynamic loss scaling: no bf16 on this accelerator" if precision == "fp16" else \
+        f"{precision} compute"
+
+
 def _interfaces(t: TrainingPlan) -> str:
     """The launch template's layout in a line: the ENA primary, then where the EFA devices sit."""
     efa = [i for i in t.network_interfaces if i.kind != "interface"]
@@ -93,7 +99,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
         lay = t.parallelism
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
                       f"ranks, {'FSDP2 full shard' if lay.sharding == 'full' else 'DDP (no sharding)'}; about "
-                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({t.precision or 'bf16'} compute, fp32 weights + AdamW, "
+                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{f' (priced at {t.precision})' if t.precision and t.precision != lay.precision else ''}, fp32 weights + AdamW, "
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.fsx:

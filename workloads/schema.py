@@ -74,6 +74,11 @@ class Training(_Frozen):
     # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
     # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell).
     precision: Literal["bf16", "fp8", "fp16"] | None = None
+    # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
+    # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);
+    # the plan says so.
+    sequence_length: int | None = Field(default=None, ge=128, le=1_048_576)
+    global_batch_tokens: int | None = Field(default=None, ge=128, le=1 << 30)
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")

@@ -1,4 +1,4 @@
-"""Train the planned Llama decoder with PyTorch's own data parallelism, checkpoint to /fsx, resume, and export the
+"""Train the planned Llama decoder with PyTorch's own parallelism, checkpoint to /fsx, resume, and export the
 final model as a Hugging Face directory the serving containers read.
 
     torchrun ... train.py --device cuda|neuron|xla|cpu --layout /opt/ml-estate/layout.json \
@@ -8,13 +8,19 @@ The model is Llama (RMSNorm, SwiGLU, rotary positions, grouped-query attention) 
 names. `--device xla`: Trn1's legacy PyTorch/XLA path (Neuron 2.28), data-parallel.
 
 The layout file is the plan's `training.parallelism` (python -m workloads plan NAME --json), which the TrainStack
-writes on every node: the model's shape and how it is spread. `sharding: none` trains with DistributedDataParallel,
-`sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3). Tensor and pipeline degrees
-above 1 are refused here, with the reason: this example covers the data-parallel layouts.
+writes on every node: the model's shape, how it is spread and how it trains. `sharding: none` trains with
+DistributedDataParallel, `sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3); `tensor`
+above 1 splits every block's projections inside a node with PyTorch's DTensor tensor parallelism (Megatron's column
+and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
+Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
 
-Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps and when
-Slurm signals the job (SIGTERM/SIGUSR1); rank 0 then points CHECKPOINT_DIR/latest at it and prunes to --keep. A
-start resumes after `latest` with the batches an uninterrupted run would draw.
+Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
+the data order (an epoch draws every window once, a function of the step, so a resumed run draws the same): recipe.py.
+
+Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
+plan's cadence), in the background (dcp.async_save: training goes on while the shards are written), and
+synchronously when Slurm signals the job (SIGTERM/SIGUSR1) and at the end; once a checkpoint is complete rank 0
+points CHECKPOINT_DIR/latest at it and prunes to --keep. A start resumes after `latest`.
 
 Data: --data is the prepare step's directory (examples/slurm/prepare.py: token shards and meta.json, whose vocabulary
 the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
@@ -27,6 +33,7 @@ say where instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -43,14 +50,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
+from torch.distributed.tensor.parallel import loss_parallel
 from torch.utils.checkpoint import checkpoint as recompute
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
+from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
+from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients, init_weights,  # noqa: E402
+                    learning_rate, optimizer_for, tensor_parallel)
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
-# Hugging Face tokenizer files copied into the export when --tokenizer names a directory holding them.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
-ROPE_THETA = 500000.0  # Llama 3's rotary base (params.json rope_theta)
-NORM_EPS = 1e-5
 
 
 def parse() -> argparse.Namespace:
@@ -58,8 +67,14 @@ def parse() -> argparse.Namespace:
     p.add_argument("--device", choices=tuple(BACKENDS), default="cuda")
     p.add_argument("--layout", type=Path, help="the plan's training.parallelism as JSON")
     p.add_argument("--steps", type=int, help="default: the layout's (the plan's tokens over the global batch), else 1000")
-    p.add_argument("--batch", type=int, default=1, help="sequences per rank per step")
-    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--batch", type=int, help="sequences per data rank per micro-step (default: the layout's, else 1)")
+    p.add_argument("--global-batch", type=int, help="sequences per optimizer step (default: the layout's, else data "
+                   "ranks x --batch); the micro-steps between optimizer steps follow from it")
+    p.add_argument("--lr", type=float, help="peak learning rate (default: the layout's, else 3e-4)")
+    p.add_argument("--warmup", type=int, help="warmup steps (default: the layout's, else 2000 or a tenth of the run)")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
+                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32)")
+    p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
     p.add_argument("--hidden", type=int)
@@ -73,7 +88,7 @@ def parse() -> argparse.Namespace:
                    "synthetic tokens when absent")
     p.add_argument("--text", type=Path, help="raw text to tokenize into --data first, on each node (prepare.py)")
     p.add_argument("--checkpoint-dir", type=Path, help="default: CHECKPOINT_DIR, else /fsx/checkpoints/<job name>")
-    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--checkpoint-every", type=int, help="default: the layout's cadence (the plan's), else 100")
     p.add_argument("--keep", type=int, help="checkpoints kept (the plan sized FSx for this many; default 2)")
     p.add_argument("--export-dir", type=Path, help="the final model as a Hugging Face directory (default: the "
                    "layout's export_dir, which FSx exports to the serving contract's models/ prefix)")
@@ -84,10 +99,13 @@ def parse() -> argparse.Namespace:
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
-                           ("sharding", "none"), ("keep", 2), ("steps", 0)):
+                           ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
+                           ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),
+                           ("checkpoint_every", 100)):
         if getattr(args, field) is None:
-            key = {"seq": "sequence", "keep": "keep_checkpoints"}.get(field, field)
-            setattr(args, field, layout.get(key, default))
+            key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
+                   "warmup": "warmup_steps"}.get(field, field)
+            setattr(args, field, layout.get(key, default) or default)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads
@@ -98,6 +116,8 @@ def parse() -> argparse.Namespace:
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
+    if args.warmup < 0:
+        args.warmup = min(RECIPE_WARMUP, args.steps // 10)
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
     chosen = []  # paths this script picked itself, not told: on a cluster they are on FSx
     if args.checkpoint_dir is None:
@@ -116,9 +136,17 @@ def parse() -> argparse.Namespace:
     if missing:  # fail at the start, not after the last step
         p.error(f"this run needs {', '.join(missing)} (examples/slurm/train.py's packages: numpy, tokenizers, "
                 "safetensors), which this Python does not have")
-    if layout.get("tensor", 1) != 1 or layout.get("pipeline", 1) != 1:
-        p.error(f"the layout asks for tensor {layout.get('tensor')} x pipeline {layout.get('pipeline')}: this example "
-                "trains data-parallel layouts (DDP, FSDP2); use a tensor/pipeline-parallel trainer for this plan")
+    if layout.get("pipeline", 1) != 1:
+        p.error(f"the layout asks for pipeline {layout.get('pipeline')}: this example trains data and tensor parallel "
+                "layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across); use a pipeline-parallel "
+                "trainer for this plan")
+    if args.tensor > 1:
+        if args.sharding != "full" or args.device == "xla":
+            p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full) on cuda, neuron or "
+                    f"cpu, not with sharding {args.sharding} on {args.device}")
+        for name, value in (("heads", args.heads), ("kv-heads", args.kv_heads), ("intermediate", args.intermediate)):
+            if value % args.tensor:  # each rank holds whole heads and an equal slice of the SwiGLU width
+                p.error(f"--{name} {value} is not divisible by the tensor-parallel degree {args.tensor}")
     for flag, path in chosen:
         if path.is_relative_to(FSX) and not os.path.ismount(FSX):
             # Off the cluster (a laptop, a test run, a GPU box) /fsx is no file system: creating it there writes
@@ -226,6 +254,7 @@ class Llama(nn.Module):
                           intermediate=intermediate)
         self.lm_head = nn.Linear(hidden, vocab, bias=False)
         self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
+        self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
 
     @property
     def blocks(self) -> nn.ModuleList:
@@ -243,28 +272,21 @@ class Llama(nn.Module):
         return self.lm_head(self.model.norm(x))
 
 
-def hf_config(args: argparse.Namespace, dtype: str) -> dict:
-    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": args.vocab,
-            "hidden_size": args.hidden, "intermediate_size": args.intermediate, "num_hidden_layers": args.layers,
-            "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads, "head_dim": args.hidden // args.heads,
-            "hidden_act": "silu", "max_position_embeddings": args.seq, "rms_norm_eps": NORM_EPS,
-            "rope_theta": ROPE_THETA, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
-            "tie_word_embeddings": False, "torch_dtype": dtype}
-
-
 class Training(Stateful):
-    """What a checkpoint holds: model and optimizer (sharded as they are) and the step."""
+    """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
+    learning rate and the data order are functions of the step."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        self.model, self.optimizer, self.step = model, optimizer, 0
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale") -> None:
+        self.model, self.optimizer, self.scaler, self.step = model, optimizer, scaler, 0
 
     def state_dict(self) -> dict:
         model, optim = get_state_dict(self.model, self.optimizer)
-        return {"model": model, "optim": optim, "step": self.step}
+        return {"model": model, "optim": optim, "step": self.step, "loss_scale": self.scaler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         self.step = state["step"]
+        self.scaler.load_state_dict(state["loss_scale"])
 
 
 def setup(kind: str) -> torch.device:
@@ -289,13 +311,12 @@ def setup(kind: str) -> torch.device:
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute)
-    torch.manual_seed(0)  # every rank starts from the same weights
+    compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
-        model = Llama(**shape)
-        init_weights(model)
-        model = model.to(device)
+        model = Llama(**shape).to(device)
+        init_weights(model, device)
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
@@ -306,75 +327,17 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
         model = Llama(**shape)
-    # bf16 compute, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if device.type != "cpu" \
-        else MixedPrecisionPolicy()
+    data_mesh = None
+    if args.tensor > 1:
+        data_mesh = tensor_parallel(model, args, device)
+    # Compute in the layout's dtype, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
+    mp = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32) if compute else MixedPrecisionPolicy()
     for block in model.blocks:
-        fully_shard(block, mp_policy=mp)
-    fully_shard(model, mp_policy=mp)
+        fully_shard(block, mesh=data_mesh, mp_policy=mp)
+    fully_shard(model, mesh=data_mesh, mp_policy=mp)
     model.to_empty(device=device)
-    # Each rank fills its own shards. Where DTensor's random ops track offsets (CUDA), the shards come from one
-    # seed's stream; elsewhere (CPU, possibly Neuron) every rank would draw the same values into its shard, so each
-    # rank seeds apart.
-    torch.manual_seed(1 + dist.get_rank())
-    init_weights(model)
+    init_weights(model, device)
     return model
-
-
-def init_weights(model: nn.Module) -> None:
-    """Llama's initialisation (transformers LlamaConfig initializer_range 0.02): normal(0, 0.02) for every linear
-    and embedding weight, ones for the norms."""
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            elif isinstance(module, RMSNorm):
-                module.reset_parameters()
-
-
-class Tokens:
-    """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
-    every shard is read lazily, and a window is found by its start's shard (binary search)."""
-
-    def __init__(self, path: Path, seq: int) -> None:
-        import numpy as np
-
-        meta = path / "meta.json" if path.is_dir() else None
-        if meta is not None and not meta.exists():
-            raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
-        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
-        parts = self.info.get("parts", 0)
-        undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
-        if undone:
-            raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")
-        files = sorted(f for f in path.glob("*.bin") if f.stat().st_size) if path.is_dir() else [path]
-        self.shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]  # datasets outgrow memory
-        self.ends = np.cumsum([len(t) for t in self.shards])
-        total = int(self.ends[-1]) if len(self.ends) else 0
-        if total < seq + 1:
-            raise SystemExit(f"{path}: {total} tokens, fewer than one {seq + 1}-token window")
-        self.total = total - seq  # window starts: 0 .. total - seq - 1 (each window holds seq + 1 tokens)
-
-    def window(self, start: int, seq: int) -> torch.Tensor:
-        import numpy as np
-
-        pieces, shard = [], int(np.searchsorted(self.ends, start, side="right"))
-        offset = start - (int(self.ends[shard - 1]) if shard else 0)
-        while sum(len(p) for p in pieces) < seq + 1:
-            need = seq + 1 - sum(len(p) for p in pieces)
-            pieces.append(self.shards[shard][offset:offset + need].astype("int64"))
-            shard, offset = shard + 1, 0
-        return torch.from_numpy(np.concatenate(pieces))
-
-
-def batch_for(args: argparse.Namespace, rank: int, world: int, step: int, tokens: Tokens | None) -> torch.Tensor:
-    """This rank's slice of the step's global batch: N ranks at batch b train as one rank at N x b."""
-    generator = torch.Generator().manual_seed(1_000_003 * step)
-    size, mine = args.batch * world, slice(rank * args.batch, (rank + 1) * args.batch)
-    if tokens is None:
-        return torch.randint(0, args.vocab, (size, args.seq + 1), generator=generator)[mine]
-    starts = torch.randint(0, tokens.total, (size,), generator=generator)[mine].tolist()
-    return torch.stack([tokens.window(s, args.seq) for s in starts])
 
 
 def prepare_here(args: argparse.Namespace) -> None:
@@ -415,6 +378,36 @@ def save(state: Training, directory: Path, rank: int, keep: int) -> None:
     dist.barrier()
 
 
+class Checkpointer:
+    """The plan's regular checkpoints in the background: dcp.async_save copies each rank's shards to host memory and
+    returns, a thread writes them (over its own gloo group, apart from training's collectives) while training goes
+    on. `latest` moves, and old ones are pruned, only when the write is complete, at the next checkpoint or before
+    a synchronous save(); a job killed meanwhile resumes from the previous one."""
+
+    def __init__(self, directory: Path, rank: int, keep: int, asynchronous: bool) -> None:
+        self.directory, self.rank, self.keep, self.pending = directory, rank, keep, None
+        self.group = dist.new_group(backend="gloo") if asynchronous else None
+
+    def save(self, state: Training) -> None:
+        if self.group is None:
+            return save(state, self.directory, self.rank, self.keep)
+        self.wait()
+        path = self.directory / f"step-{state.step:08d}"
+        self.pending = (dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group), path)
+
+    def wait(self) -> None:
+        """Finish the write in flight and publish it. DCP's coordinator (rank 0) writes the metadata only after
+        every rank's shards are written, so rank 0's future completing means the checkpoint is whole."""
+        if self.pending is None:
+            return
+        future, path = self.pending
+        future.result()
+        self.pending = None
+        if self.rank == 0:
+            publish(self.directory / "latest", path.name + "\n")
+            prune(self.directory, self.keep)
+
+
 def publish(path: Path, text: str) -> None:
     """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
     previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
@@ -435,56 +428,12 @@ def prune(directory: Path, keep: int) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
-    """The final weights as a Hugging Face directory, gathered onto rank 0's CPU, renamed into place when whole."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if rank == 0:
-        from safetensors.torch import save_file
-
-        dtype = torch.bfloat16 if args.device != "cpu" else torch.float32  # served in bf16, as trained
-        tmp = args.export_dir.with_name(args.export_dir.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        save_file({k: v.to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
-                  metadata={"format": "pt"})
-        config = {**hf_config(args, str(dtype).removeprefix("torch.")), **special_ids(args.tokenizer)}
-        (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        # Where a server reads when to stop: the tokenizer's own ids, not transformers' Llama 2 defaults (1, 2).
-        generation = {k: v for k, v in config.items() if k in ("bos_token_id", "eos_token_id")}
-        (tmp / "generation_config.json").write_text(json.dumps(generation, indent=2))
-        for name in TOKENIZER_FILES if args.tokenizer else ():
-            if (args.tokenizer / name).exists():
-                shutil.copy(args.tokenizer / name, tmp / name)
-        shutil.rmtree(args.export_dir, ignore_errors=True)
-        tmp.replace(args.export_dir)
-        print(f"exported {args.export_dir} (Hugging Face LlamaForCausalLM)", flush=True)
-    dist.barrier()
-
-
-def special_ids(tokenizer_dir: Path | None) -> dict:
-    """bos_token_id and eos_token_id of the tokenizer the export carries (tokenizer_config.json's tokens)."""
-    if not tokenizer_dir or not (tokenizer_dir / "tokenizer_config.json").exists():
-        return {}
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-    config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
-    ids = {}
-    for name in ("bos", "eos"):
-        token = config.get(f"{name}_token")
-        token = token.get("content") if isinstance(token, dict) else token
-        if token and tokenizer.token_to_id(token) is not None:
-            ids[f"{name}_token_id"] = tokenizer.token_to_id(token)
-    return ids
-
-
 def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
     """The checkpoint folder belongs to one run: a new start with another model, layout or data would resume the
     old run's step (or fail inside DCP), so it is refused, naming what differs."""
     run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
-           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq, "sharding": args.sharding,
+           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq,
+           "global_batch": args.global_batch,  # the data order and the schedule follow it
            "data": str(args.data) if args.data else None,
            "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
     path = args.checkpoint_dir / "run.json"
@@ -516,10 +465,16 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     tokens = Tokens(args.data, args.seq) if args.data else None
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
+    data_ranks, data_rank = world // args.tensor, rank // args.tensor  # tensor ranks are neighbours (inner mesh dim)
+    args.global_batch = args.global_batch or data_ranks * args.batch
+    micro_steps, left = divmod(args.global_batch, data_ranks * args.batch)
+    if left or not micro_steps:
+        raise SystemExit(f"the global batch of {args.global_batch} sequences is not a whole number of micro-steps of "
+                         f"{data_ranks} data ranks x {args.batch} (--global-batch, --batch)")
     model = build(args, device)
-    # On GPUs the fused kernel: no all-parameter temporaries at the step (foreach AdamW: 4 B/param more).
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, fused=True if device.type == "cuda" else None)
-    state = Training(model, optimizer)
+    optimizer = optimizer_for(model, args, device)
+    fp16 = args.precision == "fp16" and device.type != "cpu"
+    state = Training(model, optimizer, LossScale(fp16))
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     same_run(args, tokens, rank)
     dist.barrier()  # run.json is written before any rank checkpoints
@@ -528,52 +483,86 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
             print(f"resumed from {resume} at step {state.step}", flush=True)
+    checkpoints = Checkpointer(args.checkpoint_dir, rank, args.keep, asynchronous=device.type in ("cuda", "cpu"))
     stop = {"signal": None}
     for sig in (signal.SIGTERM, signal.SIGUSR1):  # Slurm's warning before a requeue, preemption or time limit
         signal.signal(sig, lambda number, _: stop.update(signal=number))
     if rank == 0:
+        how = "FSDP2" if args.sharding == "full" else "DDP"
+        how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
-              f"({'FSDP2' if args.sharding == 'full' else 'DDP'}, {args.device})",
-              flush=True)
-    # bf16 compute as the plan assumes: FSDP2 casts through its MixedPrecisionPolicy; DDP on GPUs needs autocast
-    # (fp32 master weights stay in the module). Neuron's compiler casts fp32 matmuls to bf16 itself by default.
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and args.sharding == "none")
+              f"({how}, {args.device}); global batch {args.global_batch} sequences = {data_ranks} data ranks x "
+              f"{args.batch} x {micro_steps} micro-steps", flush=True)
+    # The layout's compute dtype: FSDP2 casts through its MixedPrecisionPolicy; DDP on GPUs needs autocast (fp32
+    # master weights stay in the module). Neuron's compiler casts fp32 matmuls to bf16 itself by default.
+    compute = torch.float16 if args.precision == "fp16" else torch.bfloat16
+    autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
+                              and args.precision != "fp32")
     since = (time.time(), state.step)
     model.train()
     while state.step < args.steps:
         state.step += 1
-        batch = batch_for(args, rank, world, state.step, tokens).to(device)
-        with autocast:
-            logits = model(batch[:, :-1])
-            loss = F.cross_entropy(logits.float().reshape(-1, args.vocab), batch[:, 1:].reshape(-1))
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(state.step, args)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        loss_sum = torch.zeros((), device=device)
+        for micro in range(micro_steps):
+            last = micro == micro_steps - 1
+            batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
+            # Gradients are reduced across the data ranks once, after the last micro-step.
+            if args.sharding == "full":
+                model.set_requires_gradient_sync(last)
+            sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
+            # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
+            # computes its shard's part of the softmax, never gathering the logits.
+            split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
+            with sync, split:
+                loss = forward_loss(model, batch, args, autocast)
+                (loss * (state.scaler.scale / micro_steps)).backward()
+            loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
+        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
+        if state.scaler.enabled:
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.mul_(1 / state.scaler.scale)
+        if state.scaler.update(norm.item() if state.scaler.enabled else 0.0):
+            optimizer.step()
         if device.type == "xla":
             import torch_xla
 
             torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         # One collective for the mean loss and for whether any rank was signalled: all ranks stop together.
-        reduced = torch.stack([loss.detach().float(), torch.tensor(float(stop["signal"] is not None),
-                                                                   device=device)])
+        reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
+                                                                    device=device)])
         dist.all_reduce(reduced)
         if rank == 0 and (state.step % args.log_every == 0 or state.step == args.steps):
             now = time.time()  # the rate since the last line: the first steps' warm-up does not blur it
-            rate = (state.step - since[1]) * args.batch * args.seq * world / (now - since[0])
+            rate = (state.step - since[1]) * args.global_batch * args.seq / (now - since[0])
             since = (now, state.step)
             peak = (f" peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
                     f"{torch.cuda.max_memory_reserved() / 2**30:.1f} reserved") if device.type == "cuda" else ""
-            print(f"step {state.step} loss {reduced[0].item() / world:.6f} "
-                  f"{rate:,.0f} tokens/s{peak}", flush=True)
+            print(f"step {state.step} loss {reduced[0].item() / world:.6f} lr {learning_rate(state.step, args):.3e} "
+                  f"grad norm {norm.item() / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}", flush=True)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
-        if state.step % args.checkpoint_every == 0 or state.step == args.steps or stopping:
+        if stopping or state.step == args.steps:
+            checkpoints.wait()  # the background write first: `latest` moves in step order
             save(state, args.checkpoint_dir, rank, args.keep)
+        elif state.step % args.checkpoint_every == 0:
+            checkpoints.save(state)
         if stopping:
             if rank == 0:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
             break
+    checkpoints.wait()
     if state.step == args.steps and args.export_dir:
         export(model, args, rank)
+
+
+def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast) -> torch.Tensor:
+    """The mean next-token cross-entropy of the batch."""
+    with autocast:
+        logits = model(batch[:, :-1])
+    return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].reshape(-1))
 
 
 if __name__ == "__main__":

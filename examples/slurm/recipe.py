@@ -1,0 +1,222 @@
+"""What examples/slurm/train.py needs to train at scale, beside it: tensor parallel inside a node, one initialisation
+whatever the layout, Llama 2's optimiser recipe, gradient clipping over sharded gradients, fp16 loss scaling and the
+data order of an epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+# Llama 2's pretraining recipe (https://arxiv.org/abs/2307.09288, section 2.2 "Training Details").
+ADAM_BETAS, ADAM_EPS, WEIGHT_DECAY, CLIP_NORM, MIN_LR_RATIO = (0.9, 0.95), 1e-5, 0.1, 1.0, 0.1
+RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warms up over its first tenth
+# Dynamic loss scaling for fp16 (torch.amp.GradScaler's defaults: init_scale 2**16, growth_interval 2000).
+LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
+
+
+def tensor_parallel(model: nn.Module, args: argparse.Namespace, device: torch.device):
+    """Split every block's projections over the `tensor` ranks of a node (ranks are numbered node by node, so the
+    inner mesh dimension stays inside one): q/k/v, gate and up by output columns, o and down by input rows, one
+    all-reduce after attention and one after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is
+    split over the vocabulary and the loss computed on the shards (loss_parallel), so no rank holds all the logits.
+    Returns the data-parallel mesh FSDP2 shards over."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    world = dist.get_world_size()
+    if world % args.tensor:
+        raise SystemExit(f"tensor parallel {args.tensor} does not divide the {world} ranks")
+    mesh = init_device_mesh(device.type, (world // args.tensor, args.tensor), mesh_dim_names=("data", "tensor"))
+    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
+    for block in model.blocks:
+        parallelize_module(block, mesh["tensor"], plan)
+        block.self_attn.heads //= args.tensor  # each rank's own heads
+        block.self_attn.kv_heads //= args.tensor
+    if args.vocab % args.tensor == 0:
+        parallelize_module(model.lm_head, mesh["tensor"], ColwiseParallel(output_layouts=Shard(-1),
+                                                                          use_local_output=False))
+        model.vocab_parallel = True
+    return mesh["data"]
+
+
+def init_weights(model: nn.Module, device: torch.device) -> None:
+    """Llama's initialisation (transformers LlamaConfig initializer_range 0.02): normal(0, 0.02) for every linear
+    and embedding weight, ones for the norms. Each parameter is drawn whole from its own seed (its name) and each rank
+    keeps its shard of it: the same model whatever the layout (DDP, FSDP2, tensor parallel), one parameter in memory
+    at a time."""
+    import zlib
+
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    on = device if device.type in ("cuda", "cpu") else torch.device("cpu")  # where a generator is sure to exist
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.dim() == 1:
+                full = torch.ones(param.shape, device=on)
+            else:
+                generator = torch.Generator(device=on).manual_seed(zlib.crc32(name.encode()))
+                full = torch.empty(param.shape, device=on).normal_(0.0, 0.02, generator=generator)
+            if isinstance(param, DTensor):
+                local = distribute_tensor(full, param.device_mesh, param.placements).to_local()
+                param.to_local().copy_(local)
+            else:
+                param.copy_(full)
+
+
+def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
+    """Scale the gradients so their global L2 norm is at most `max_norm` and return the norm before clipping
+    (inf or nan where a gradient overflowed). DTensor gradients (FSDP2, tensor parallel) live on meshes of different
+    shapes, so each rank sums its shards' squares, divided by how many ranks hold the same shard, and one all-reduce
+    adds them up; DDP's gradients are whole and equal on every rank."""
+    from torch.distributed.tensor import DTensor
+
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    sharded = bool(grads) and isinstance(grads[0], DTensor)
+    device = (grads[0].to_local() if sharded else grads[0]).device if grads else torch.device("cpu")
+    total = torch.zeros((), device=device, dtype=torch.float32)
+    for g in grads:
+        if isinstance(g, DTensor):
+            # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.
+            shards = math.prod(g.device_mesh.size(i) for i, pl in enumerate(g.placements) if not pl.is_replicate())
+            total += g.to_local().float().pow(2).sum() * shards / dist.get_world_size()
+        else:
+            total += g.float().pow(2).sum()
+    if sharded:
+        dist.all_reduce(total)
+    norm = total.sqrt()
+    scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for g in grads:
+        (g.to_local() if isinstance(g, DTensor) else g).mul_(scale)
+    return norm
+
+
+class LossScale:
+    """fp16's dynamic loss scaling (as torch.amp.GradScaler): the loss is multiplied by the scale before backward
+    so small gradients survive fp16; a step whose gradients overflowed is skipped and the scale halved, and after
+    LOSS_SCALE_GROWTH_INTERVAL good steps it doubles. Off (scale 1, never skips) for bf16 and fp32."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.scale, self.good = enabled, LOSS_SCALE_INIT if enabled else 1.0, 0
+
+    def update(self, grad_norm: float) -> bool:
+        """Whether the optimizer may step; adjusts the scale."""
+        if not self.enabled:
+            return True
+        if not math.isfinite(grad_norm):
+            self.scale, self.good = self.scale / 2, 0
+            return False
+        self.good += 1
+        if self.good % LOSS_SCALE_GROWTH_INTERVAL == 0:
+            self.scale *= 2
+        return True
+
+    def state_dict(self) -> dict:
+        return {"scale": self.scale, "good": self.good}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.scale, self.good = float(state["scale"]), int(state["good"])
+
+
+def learning_rate(step: int, args: argparse.Namespace) -> float:
+    """Linear warmup to the peak, then cosine decay to MIN_LR_RATIO of it at the last step (Llama 2's schedule). A
+    function of the step alone: a resumed run continues the same curve."""
+    if args.warmup and step <= args.warmup:
+        return args.lr * step / args.warmup
+    progress = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return args.lr * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def optimizer_for(model: nn.Module, args: argparse.Namespace, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW as Llama 2 trained: weight decay on the matrices and embeddings, none on the norms' gains (the
+    usual split, as Megatron-LM and nanoGPT make it). On GPUs the fused kernel: no all-parameter temporaries at the
+    step (foreach AdamW: 4 B/param more)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    keep = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": keep, "weight_decay": 0.0}],
+                             lr=args.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
+                             fused=True if device.type == "cuda" else None)
+
+
+def permuted(index: int, size: int, key: str) -> int:
+    """A pseudo-random permutation of range(size) keyed by `key`, evaluated at `index` without building it (a
+    four-round Feistel network over the next even power of two, walking the cycle until it lands inside): the order
+    of an epoch of half a billion windows costs no memory, and every window comes exactly once."""
+    bits = max(2, (size - 1).bit_length())
+    bits += bits % 2
+    half, mask = bits // 2, (1 << (bits // 2)) - 1
+    x = index
+    while True:
+        left, right = x >> half, x & mask
+        for round_ in range(4):
+            digest = hashlib.blake2b(f"{key}/{round_}/{right}".encode(), digest_size=8).digest()
+            left, right = right, left ^ (int.from_bytes(digest, "little") & mask)
+        x = (left << half) | right
+        if x < size:
+            return x
+
+
+class Tokens:
+    """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
+    every shard is read lazily, and a window is found by its start's shard (binary search)."""
+
+    def __init__(self, path: Path, seq: int) -> None:
+        import numpy as np
+
+        meta = path / "meta.json" if path.is_dir() else None
+        if meta is not None and not meta.exists():
+            raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
+        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
+        parts = self.info.get("parts", 0)
+        undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
+        if undone:
+            raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")
+        files = sorted(f for f in path.glob("*.bin") if f.stat().st_size) if path.is_dir() else [path]
+        self.shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]  # datasets outgrow memory
+        self.ends = np.cumsum([len(t) for t in self.shards])
+        total = int(self.ends[-1]) if len(self.ends) else 0
+        if total < seq + 1:
+            raise SystemExit(f"{path}: {total} tokens, fewer than one {seq + 1}-token window")
+        # An epoch: every window of seq + 1 tokens starting at a multiple of seq (neighbours share one token, the
+        # last target of one being the first input of the next), each once.
+        self.windows = (total - 1) // seq
+
+    def window(self, start: int, seq: int) -> torch.Tensor:
+        import numpy as np
+
+        pieces, shard = [], int(np.searchsorted(self.ends, start, side="right"))
+        offset = start - (int(self.ends[shard - 1]) if shard else 0)
+        while sum(len(p) for p in pieces) < seq + 1:
+            need = seq + 1 - sum(len(p) for p in pieces)
+            pieces.append(self.shards[shard][offset:offset + need].astype("int64"))
+            shard, offset = shard + 1, 0
+        return torch.from_numpy(np.concatenate(pieces))
+
+
+def sample(index: int, args: argparse.Namespace, tokens: "Tokens | None") -> torch.Tensor:
+    """The `index`-th sequence of the run (seq + 1 tokens): epoch index // windows, its position in that epoch's
+    order. Synthetic tokens (no --data) are drawn from the index's own seed."""
+    if tokens is None:
+        generator = torch.Generator().manual_seed(1_000_003 + index)
+        return torch.randint(0, args.vocab, (args.seq + 1,), generator=generator)
+    epoch, position = divmod(index, tokens.windows)
+    return tokens.window(permuted(position, tokens.windows, f"epoch-{epoch}") * args.seq, args.seq)
+
+
+def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int,
+              tokens: "Tokens | None") -> torch.Tensor:
+    """This data rank's sequences for one micro-step: the step's global batch is args.global_batch consecutive
+    samples, micro-step m of rank r takes its --batch of them. The same samples make up a step whatever the ranks,
+    micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
+    first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
+    return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
