@@ -34,7 +34,7 @@ def _console() -> Console:
 
 def _compute(precision: str) -> str:
     """The layout's compute dtype in words: fp16 where the accelerator has no bf16 (T4) trains with loss scaling."""
-    return "fp16 compute, dynamic loss scaling: no bf16 on this accelerator" if precision == "fp16" else \
+    return "fp16 compute, dynamic loss scaling: this accelerator has no bfloat16" if precision == "fp16" else \
         f"{precision} compute"
 
 
