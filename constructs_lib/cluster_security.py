@@ -5,6 +5,8 @@
   self-rule. Out: HTTPS (SSM, S3, ECR, PCS) and HTTP (OS package mirrors) through the NAT.
 - lustre: TCP 988 and 1018-1023 from the cluster and from the file servers themselves.
 - nfs: TCP 2049 from the cluster (EFS shared home).
+- workspace: notebooks and ML users' models: HTTPS out only (S3, SageMaker, ECR), nothing in. Not the cluster's
+  group, whose all-traffic self-rule would put a notebook next to every node and the file systems on every port.
 """
 
 from __future__ import annotations
@@ -45,3 +47,7 @@ class ClusterSecurityGroups(Construct):
                                      description="EFS shared home: NFS from the cluster only")
         self.nfs.add_ingress_rule(self.cluster, ec2.Port.tcp(2049), "NFS from the cluster")
         self.cluster.add_egress_rule(self.nfs, ec2.Port.tcp(2049), "NFS to the shared home")
+
+        self.workspace = ec2.SecurityGroup(self, "Workspace", vpc=vpc, allow_all_outbound=False,
+                                           description="Notebooks and ML user models: HTTPS out only, nothing in")
+        self.workspace.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3, SageMaker and ECR")

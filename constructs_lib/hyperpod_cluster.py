@@ -31,6 +31,7 @@ from .logs_key import kept_log_group
 from .lustre import LustreFileSystem
 from .node_image import framework_script
 from .nag import GRANT_ACTIONS, acknowledge_cdk_handler, acknowledge_wildcards
+from .sagemaker_access import allow_log_writes
 from .ssm_access import allow_ssm_sessions
 
 LIFECYCLE = Path(__file__).resolve().parent.parent / "lifecycle" / "hyperpod"
@@ -115,6 +116,8 @@ class HyperPodCluster(Construct):
             vpc_config=C.VpcConfigProperty(security_group_ids=[security_group.security_group_id],
                                            subnets=[subnet.subnet_id]),
         )
+        # The nodes write their logs as the role, to this cluster's groups only (below).
+        allow_log_writes(role, group=f"/aws/sagemaker/Clusters/{self.cluster.cluster_name}/*")
         # The role's permissions and the scripts must exist before HyperPod runs them.
         self.cluster.node.add_dependency(role.node.find_child("DefaultPolicy"), scripts)
         self.cluster_arn = self.cluster.attr_cluster_arn

@@ -97,8 +97,11 @@ def acknowledge_own_handler(handler: IConstruct, *, reason: str, network: str) -
 
 def _acknowledge_deploy_time(handler: IConstruct, *, reason: str, network: str) -> None:
     for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of its resources"),
-                      ("LambdaDLQ", "CloudFormation invokes it synchronously and receives its failure; there is no "
-                                    "asynchronous event to lose"),
+                      ("LambdaDLQ", "CloudFormation invokes it asynchronously with a callback URL (Lambda Developer "
+                                    "Guide, \"Using AWS Lambda with CloudFormation\") and the stack operation fails "
+                                    "when no success comes back through it; the failure is in the stack's events and "
+                                    "the function's log group, and a queued copy of the event would answer an "
+                                    "operation already over"),
                       ("LambdaInsideVPC", network)):
         acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
 

@@ -61,6 +61,10 @@ class IdleStoppingNotebook(Construct):
             self, "AutoStop",
             on_start=[sagemaker.CfnNotebookInstanceLifecycleConfig.NotebookInstanceLifecycleHookProperty(
                 content=Fn.base64(autostop_script(idle_minutes)))])
+        # What a team's ML users' notebooks may start with too (team_ml_users.py: no other lifecycle configuration).
+        self.lifecycle_config_arn = Stack.of(self).format_arn(
+            service="sagemaker", resource="notebook-instance-lifecycle-config",
+            resource_name=lifecycle.attr_notebook_instance_lifecycle_config_name)
         identity = Names.unique_id(self)
         self.notebook = sagemaker.CfnNotebookInstance(
             self, "Notebook", instance_type=instance_type, role_arn=self.role.role_arn,

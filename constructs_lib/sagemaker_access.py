@@ -22,14 +22,9 @@ def image_repository_arn(image_uri: str, *, partition: str) -> str:
 
 def allow_sagemaker_basics(role: iam.Role, *, image_uris: Sequence[str]) -> None:
     """`image_uris`: the images the role pulls (exactly their repositories, in the accounts the URIs name: ECR
-    authorizes a pull on the repository); none for a role that pulls no image (HyperPod nodes)."""
+    authorizes a pull on the repository); none for a role that pulls no image (HyperPod nodes). Its logs are granted
+    where their group is known (allow_log_writes): never every /aws/sagemaker/* group of the account."""
     stack = Stack.of(role)
-    log_groups = stack.format_arn(service="logs", resource="log-group", resource_name="/aws/sagemaker/*",
-                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
-    role.add_to_principal_policy(iam.PolicyStatement(
-        actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-        resources=[log_groups],
-    ))
     if image_uris:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
         role.add_to_principal_policy(iam.PolicyStatement(
@@ -40,9 +35,35 @@ def allow_sagemaker_basics(role: iam.Role, *, image_uris: Sequence[str]) -> None
         actions=["cloudwatch:PutMetricData"], resources=["*"],
         conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
     ))
-    acknowledge_wildcards(role, resources=[log_groups, "*"], reason=(
-        "SageMaker basics: logs confined to /aws/sagemaker/* log groups; ecr:GetAuthorizationToken and "
-        "cloudwatch:PutMetricData have no resource-level permissions (the latter is limited by namespace)."))
+    acknowledge_wildcards(role, resources=["*"], reason=(
+        "SageMaker basics: ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level permissions "
+        "(the latter is limited by namespace)."))
+
+
+def allow_log_writes(role: iam.IRole, *, group: str, streams: str = "*") -> None:
+    """Create and write the streams named `streams` (a name pattern) in the log group `group` (a name, or a pattern
+    of names), and nothing else of CloudWatch Logs. SageMaker writes a container's logs as the role it runs as, so a
+    role that may write every /aws/sagemaker/* group writes into other teams' endpoints and jobs too.
+
+    Resources as the CloudWatch Logs service authorization reference types them ("Actions, resources, and condition
+    keys for Amazon CloudWatch Logs", https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html):
+    CreateLogGroup and DescribeLogStreams on log-group, CreateLogStream and PutLogEvents on log-stream
+    (log-group:NAME:log-stream:STREAM), so a shared group such as /aws/sagemaker/TrainingJobs is written only under the
+    streams of one's own jobs, which SageMaker names JOB-NAME/... (aws/sagemaker-python-sdk reads a job's logs with
+    describe_log_streams(logStreamNamePrefix=job_name + "/"))."""
+    stack = Stack.of(role)
+
+    def arn(name: str) -> str:
+        return stack.format_arn(service="logs", resource="log-group", resource_name=name,
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    group_arn, stream_arn = arn(group), arn(f"{group}:log-stream:{streams}")
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+                                                     resources=[group_arn]))
+    role.add_to_principal_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                                                     resources=[stream_arn]))
+    acknowledge_wildcards(role, resources=[a for a in (group_arn, stream_arn) if "*" in a], reason=(
+        "Log streams are named by SageMaker when it starts a container: only the streams of this role's own "
+        "endpoint or jobs (by name prefix), in its own log group."))
 
 
 def allow_vpc_access(role: iam.Role, *, vpc: ec2.IVpc, security_group: ec2.ISecurityGroup,

@@ -2,21 +2,39 @@
 budget with alerts (80% actual, 100% forecast). What its ML users may do is team_ml_users.py.
 
 The instance limits use the `sagemaker:InstanceTypes` condition key (SageMaker IAM condition
-keys: it lists every instance type a create request asks for) and `ec2:InstanceType`.
+keys: it lists every instance type a create request asks for) on every action whose row in the service
+authorization reference lists it (workloads/catalog/sagemaker_references.yaml `sized`: the creates, and the
+updates such as UpdateCluster that resize), and `ec2:InstanceType`.
 """
 
 from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
 
 from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from workloads.packaged import read_packaged_yaml
+
 from .nag import acknowledge, acknowledge_wildcards
 
-# Requests that carry instance types (the boundary caps them for every role of the team).
-SIZED_CREATES = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateEndpointConfig",
-                 "sagemaker:CreateNotebookInstance", "sagemaker:CreateTransformJob",
-                 "sagemaker:CreateHyperParameterTuningJob", "sagemaker:CreateCluster"]
+REFERENCES_FILE = Path(__file__).resolve().parent.parent / "workloads" / "catalog" / "sagemaker_references.yaml"
+
+
+@cache
+def sagemaker_references() -> dict:
+    """The reference's facts: `references` (Write actions whose request names another resource: their resource types
+    and condition keys) and `sized` (actions whose request carries sagemaker:InstanceTypes)."""
+    return read_packaged_yaml(REFERENCES_FILE)
+
+
+def sized_actions() -> list[str]:
+    """Every SageMaker action a request for instance types goes through, creates and updates alike."""
+    return [f"sagemaker:{a}" for a in sagemaker_references()["sized"]]
+
+
 IAM_WRITES = ["iam:Create*", "iam:Delete*", "iam:Put*", "iam:Attach*", "iam:Detach*", "iam:Update*", "iam:Add*",
               "iam:Remove*", "iam:Tag*", "iam:Untag*", "iam:Set*"]
 
@@ -35,7 +53,7 @@ class TeamGuardrails(Construct):
                                           statements=[
             iam.PolicyStatement(sid="CapOnly", actions=["*"], resources=["*"]),
             iam.PolicyStatement(sid="NoIamChanges", effect=iam.Effect.DENY, actions=IAM_WRITES, resources=["*"]),
-            iam.PolicyStatement(sid="OnlyAllowedSageMakerTypes", effect=iam.Effect.DENY, actions=SIZED_CREATES,
+            iam.PolicyStatement(sid="OnlyAllowedSageMakerTypes", effect=iam.Effect.DENY, actions=sized_actions(),
                                 resources=["*"], conditions={"ForAnyValue:StringNotLike": {"sagemaker:InstanceTypes": ml}}),
             iam.PolicyStatement(sid="OnlyAllowedEc2Types", effect=iam.Effect.DENY, actions=["ec2:RunInstances"],
                                 resources=["arn:aws:ec2:*:*:instance/*"],

@@ -5,8 +5,15 @@ the team's tag, which they can neither change nor remove.
 Every condition key below is one the IAM service authorization reference lists for the action
 ("Actions, resources, and condition keys for Amazon SageMaker AI"): sagemaker:InstanceTypes,
 sagemaker:VpcSubnets, sagemaker:VpcSecurityGroupIds, sagemaker:VolumeKmsKey, sagemaker:OutputKmsKey,
-sagemaker:NetworkIsolation, sagemaker:DirectInternetAccess, sagemaker:RootAccess, and on AddTags
-sagemaker:TaggingAction, which is present only when the tags come with a create request.
+sagemaker:NetworkIsolation, sagemaker:DirectInternetAccess, sagemaker:RootAccess, sagemaker:ModelArn,
+sagemaker:FileSystemId, sagemaker:NotebookInstanceLifecycleConfigArns, and on AddTags sagemaker:TaggingAction, which
+is present only when the tags come with a create request.
+
+A create that takes another resource takes only the team's (workloads/catalog/sagemaker_references.yaml lists every
+such action): what it creates is named `TEAM-...` (the resource ARN), an endpoint is created or updated only on an
+endpoint config with the team's tag (the endpoint-config resource of CreateEndpoint and UpdateEndpoint), and an
+endpoint config or transform job names only a `TEAM-...` model (sagemaker:ModelArn: a model ARN carries no tag, so
+its name does the work; workloads/teams.py refuses a team name that starts with another's name and a hyphen).
 
 Reads are the team's own too: every Describe*/List* action whose resource type carries aws:ResourceTag is
 allowed on the team's tag only (workloads/catalog/sagemaker_reads.yaml, from the same reference); the List
@@ -16,21 +23,27 @@ the team's tag as its visibility condition.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from workloads.packaged import read_packaged_yaml
 
 from .nag import acknowledge_wildcards
-from .team_guardrails import SIZED_CREATES, instance_patterns
+from .team_guardrails import instance_patterns
 
-# HyperPod clusters are the estate's (TrainStack builds them in the team's subnet, security group and key);
-# CreateCluster takes none of the VPC or key condition keys the jobs below are bound by, so ML users get none.
-SIZED_USER_CREATES = [a for a in SIZED_CREATES if a != "sagemaker:CreateCluster"]
-OTHER_CREATES = ["sagemaker:CreateModel", "sagemaker:CreateEndpoint"]
+# What each create makes (its first resource type in the reference). HyperPod clusters are the estate's (TrainStack
+# builds them in the team's subnet, security group and key); ML users get no CreateCluster.
+SIZED_USER_CREATES = {"sagemaker:CreateTrainingJob": "training-job", "sagemaker:CreateProcessingJob": "processing-job",
+                      "sagemaker:CreateEndpointConfig": "endpoint-config",
+                      "sagemaker:CreateNotebookInstance": "notebook-instance",
+                      "sagemaker:CreateTransformJob": "transform-job",
+                      "sagemaker:CreateHyperParameterTuningJob": "hyper-parameter-tuning-job"}
+OTHER_CREATES = {"sagemaker:CreateModel": "model", "sagemaker:CreateEndpoint": "endpoint"}
 OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJob", "sagemaker:StopTransformJob",
                         "sagemaker:UpdateEndpoint", "sagemaker:DeleteEndpoint", "sagemaker:DeleteEndpointConfig",
                         "sagemaker:DeleteModel", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
@@ -41,12 +54,15 @@ OWN_RESOURCE_ACTIONS = ["sagemaker:StopTrainingJob", "sagemaker:StopProcessingJo
 OWN_READ_ACTIONS = ["sagemaker:Describe*", "sagemaker:List*"]
 READS_FILE = Path(__file__).resolve().parent.parent / "workloads" / "catalog" / "sagemaker_reads.yaml"
 # Jobs that run containers in a VPC of their own choosing; they must choose the team's.
-IN_VPC = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob",
-          "sagemaker:CreateNotebookInstance"]
+IN_VPC_JOBS = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob"]
+IN_VPC = [*IN_VPC_JOBS, "sagemaker:CreateNotebookInstance"]
 # Jobs whose containers can be cut off the network (EnableNetworkIsolation); SageMaker still moves their data.
-ISOLATED = ["sagemaker:CreateTrainingJob", "sagemaker:CreateProcessingJob", "sagemaker:CreateHyperParameterTuningJob"]
+ISOLATED = IN_VPC_JOBS
 WITH_OUTPUT_KEY = [*ISOLATED, "sagemaker:CreateTransformJob"]
 WITH_VOLUME_KEY = [*WITH_OUTPUT_KEY, "sagemaker:CreateEndpointConfig", "sagemaker:CreateNotebookInstance"]
+# Creates that name a model (sagemaker:ModelArn; CreateInferenceComponent is not granted, denied all the same).
+NAMING_A_MODEL = ["sagemaker:CreateEndpointConfig", "sagemaker:CreateTransformJob", "sagemaker:CreateInferenceComponent"]
+WITH_FILE_SYSTEM = ["sagemaker:CreateTrainingJob", "sagemaker:CreateHyperParameterTuningJob"]
 TEAM_TAG = "team"
 
 
@@ -67,29 +83,64 @@ def resourceless_lists() -> list[str]:
     return sorted(lists)
 
 
+def team_name_prefix(team: str) -> str:
+    """What every name a team's ML users create starts with (and the team's `submit`/`process` jobs)."""
+    return f"{team}-"
+
+
 class TeamMlUsers(Construct):
+    """`security_group_ids`: the jobs' group (the cluster's: distributed jobs talk among themselves);
+    `workspace_security_group_ids`: notebooks' and models' (HTTPS out only). `pass_role_arns`: the team's roles that
+    SageMaker runs its work as; `file_system_ids`: the team's file systems a job may mount; `lifecycle_config_arns`:
+    the notebook lifecycle configurations of the team's estate."""
+
     def __init__(self, scope: Construct, construct_id: str, *, team: str, allowed_families: list[str],
-                 subnet_ids: list[str], security_group_ids: list[str], key_arn: str) -> None:
+                 subnet_ids: list[str], security_group_ids: list[str], workspace_security_group_ids: list[str],
+                 key_arn: str, pass_role_arns: Sequence[str], file_system_ids: Sequence[str] = (),
+                 lifecycle_config_arns: Sequence[str] = ()) -> None:
         super().__init__(scope, construct_id)
+        if not pass_role_arns:
+            raise ValueError("TeamMlUsers needs the roles the team's work runs as")
         ml, _ = instance_patterns(allowed_families)
         tagged = {"StringEquals": {f"aws:RequestTag/{TEAM_TAG}": team}}
         own = {"StringEquals": {f"aws:ResourceTag/{TEAM_TAG}": team}}
+        stack = Stack.of(self)
+
+        def named(kind: str, name: str = team_name_prefix(team) + "*") -> str:
+            return stack.format_arn(service="sagemaker", resource=kind, resource_name=name)
 
         def deny(sid: str, actions: list[str], conditions: dict) -> iam.PolicyStatement:
             return iam.PolicyStatement(sid=sid, effect=iam.Effect.DENY, actions=actions, resources=["*"],
                                        conditions=conditions)
 
+        file_systems = ({"Null": {"sagemaker:FileSystemId": "false"},
+                         "StringNotEquals": {"sagemaker:FileSystemId": list(file_system_ids)}}
+                        if file_system_ids else {"Null": {"sagemaker:FileSystemId": "false"}})
+        lifecycle = ({"ForAnyValue:ArnNotLike": {"sagemaker:NotebookInstanceLifecycleConfigArns":
+                                                 list(lifecycle_config_arns)}}
+                     if lifecycle_config_arns else {"Null": {"sagemaker:NotebookInstanceLifecycleConfigArns": "false"}})
+        created = sorted({named(kind) for kind in SIZED_USER_CREATES.values()})
         self.policy = iam.ManagedPolicy(self, "Policy", description=f"ML users of team {team}", statements=[
-            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=SIZED_USER_CREATES, resources=["*"], conditions={
+            # Only the resource each create makes, named TEAM-...: a request that also names a training plan or
+            # reserved capacity (CreateTrainingJob's other resources) matches nothing here and is refused.
+            iam.PolicyStatement(sid="CreateOnAllowedInstanceTypes", actions=list(SIZED_USER_CREATES),
+                                resources=created, conditions={
                 "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ml},
                 "Null": {"sagemaker:InstanceTypes": "false"}, **tagged}),
-            iam.PolicyStatement(sid="CreateTagged", actions=OTHER_CREATES, resources=["*"], conditions=tagged),
+            iam.PolicyStatement(sid="CreateModelsTagged", actions=["sagemaker:CreateModel"], resources=[named("model")],
+                                conditions=tagged),
+            # CreateEndpoint authorizes the endpoint and the endpoint config it deploys: the config must be the team's.
+            iam.PolicyStatement(sid="CreateEndpointsTagged", actions=["sagemaker:CreateEndpoint"],
+                                resources=[named("endpoint")], conditions=tagged),
+            iam.PolicyStatement(sid="CreateEndpointsOnOwnConfigs", actions=["sagemaker:CreateEndpoint"],
+                                resources=[named("endpoint-config", "*")], conditions=own),
             # Tags that come with a create request (the create itself requires the team tag).
             iam.PolicyStatement(sid="TagOnCreate", actions=["sagemaker:AddTags"], resources=["*"], conditions={
                 "Null": {"sagemaker:TaggingAction": "false"}, **tagged}),
             # Re-tagging only what already carries the team's tag: another team's resource stays out of reach.
             iam.PolicyStatement(sid="TagOwn", actions=["sagemaker:AddTags", "sagemaker:DeleteTags"], resources=["*"],
                                 conditions=own),
+            # Every resource of the request carries the team's tag: UpdateEndpoint's endpoint and its new config.
             iam.PolicyStatement(sid="ManageOwn", actions=OWN_RESOURCE_ACTIONS, resources=["*"], conditions=own),
             iam.PolicyStatement(sid="ReadOwn", actions=OWN_READ_ACTIONS, resources=["*"], conditions=own),
             iam.PolicyStatement(sid="ListTheTeamsKinds", actions=resourceless_lists(), resources=["*"]),
@@ -98,21 +149,31 @@ class TeamMlUsers(Construct):
             # visibility conditions": a policy with the key denies a Search that names no VisibilityConditions).
             iam.PolicyStatement(sid="SearchOwn", actions=["sagemaker:Search"], resources=["*"], conditions={
                 "StringEquals": {f"sagemaker:SearchVisibilityCondition/Tags.{TEAM_TAG}": team}}),
-            iam.PolicyStatement(sid="PassTeamRoles", actions=["iam:PassRole"], resources=["*"], conditions={
-                "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com",
-                                 f"aws:ResourceTag/{TEAM_TAG}": team}}),
+            # The roles the team's work runs as, by ARN: a tag would also reach every other role of the team (CDK's
+            # handlers, the state machines'), whose rights a notebook or job could then borrow.
+            iam.PolicyStatement(sid="PassTheTeamsWorkRoles", actions=["iam:PassRole"], resources=list(pass_role_arns),
+                                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}),
             # The team tag is the boundary between teams: it is never changed to another team nor removed.
             deny("TeamTagNeverChanges", ["sagemaker:AddTags"], {
                 "Null": {f"aws:RequestTag/{TEAM_TAG}": "false"},
                 "StringNotEquals": {f"aws:RequestTag/{TEAM_TAG}": team}}),
             deny("TeamTagNeverRemoved", ["sagemaker:DeleteTags"], {
                 "ForAnyValue:StringEquals": {"aws:TagKeys": [TEAM_TAG]}}),
+            # Only the team's models: a model ARN carries no tag, so the name does (sagemaker:ModelArn is one ARN; an
+            # endpoint config without a model, for inference components, is refused with it).
+            deny("OnlyTheTeamsModels", NAMING_A_MODEL, {"ArnNotLike": {"sagemaker:ModelArn": named("model")}}),
+            deny("OnlyTheTeamsFileSystems", WITH_FILE_SYSTEM, file_systems),
+            deny("OnlyTheTeamsNotebookLifecycles", ["sagemaker:CreateNotebookInstance"], lifecycle),
             # Inside the team's network.
             deny("JobsInAVpc", IN_VPC, {"Null": {"sagemaker:VpcSubnets": "true"}}),
             deny("OnlyTheTeamsSubnets", [*IN_VPC, "sagemaker:CreateModel"], {
                 "ForAnyValue:StringNotEquals": {"sagemaker:VpcSubnets": subnet_ids}}),
-            deny("OnlyTheTeamsSecurityGroups", [*IN_VPC, "sagemaker:CreateModel"], {
+            deny("JobsInTheTeamsSecurityGroup", IN_VPC_JOBS, {
                 "ForAnyValue:StringNotEquals": {"sagemaker:VpcSecurityGroupIds": security_group_ids}}),
+            # Notebooks and models in a group of their own, HTTPS out only: not the cluster's all-traffic group,
+            # which would put them next to every node and the file systems on every port.
+            deny("NotebooksAndModelsInTheWorkspaceGroup", ["sagemaker:CreateNotebookInstance", "sagemaker:CreateModel"],
+                 {"ForAnyValue:StringNotEquals": {"sagemaker:VpcSecurityGroupIds": workspace_security_group_ids}}),
             # A model outside a VPC (serverless has none) must be network-isolated.
             deny("ModelsInTheVpcOrIsolated", ["sagemaker:CreateModel"], {
                 "Null": {"sagemaker:VpcSubnets": "true"}, "BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
@@ -129,8 +190,10 @@ class TeamMlUsers(Construct):
             deny("NotebooksWithoutRoot", ["sagemaker:CreateNotebookInstance"],
                  {"StringNotEqualsIfExists": {"sagemaker:RootAccess": "Disabled"}}),
         ])
-        acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"], resources=["*"],
-                              reason="Resource ARNs of jobs and endpoints do not exist before they are created; every "
-                                     "create is bound by the team tag, instance types, subnet, security group and key "
-                                     "conditions, every change and every read by the resource's own team tag; the "
-                                     "resource-less List actions are named one by one.")
+        acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"],
+                              resources=["*", *created, named("model"), named("endpoint"),
+                                         named("endpoint-config", "*")],
+                              reason="Resource ARNs of jobs and endpoints do not exist before they are created: every "
+                                     "create names the TEAM- prefix and is bound by the team tag, instance types, "
+                                     "subnet, security group and key conditions, every change and every read by the "
+                                     "resource's own team tag; the resource-less List actions are named one by one.")

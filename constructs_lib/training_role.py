@@ -12,7 +12,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .nag import acknowledge_prefix_grants
-from .sagemaker_access import allow_sagemaker_basics, allow_volume_key, allow_vpc_access
+from .job_log_groups import JOB_LOG_GROUPS
+from .sagemaker_access import allow_log_writes, allow_sagemaker_basics, allow_volume_key, allow_vpc_access
 
 from workloads import layout
 
@@ -28,11 +29,14 @@ class TrainingRole(Construct):
     `job_images`: every image the SageMaker jobs that run as this role pull (workloads.jobs.job_images: `submit`'s
     training image and `process`'s scikit-learn image); empty where no SageMaker job runs as it (Slurm and HyperPod
     nodes). A jobs role pulls exactly those repositories, reads and writes the processing prefixes
-    (layout.PROCESSING_READS / PROCESSING_WRITES), and may grant EBS the data key `key` for the jobs' volumes."""
+    (layout.PROCESSING_READS / PROCESSING_WRITES), may grant EBS the data key `key` for the jobs' volumes, and writes
+    the log streams of jobs whose names start with `job_names` (workloads.jobs.job_names_start) in the account's
+    shared job groups, and no other job's (another team's) there."""
 
     def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket,
                  vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
-                 key: kms.IKey | None = None, job_images: Sequence[str] = (), path: str | None = None) -> None:
+                 key: kms.IKey | None = None, job_images: Sequence[str] = (), job_names: str = "",
+                 path: str | None = None) -> None:
         super().__init__(scope, construct_id)
         # AWS PCS accepts node roles named AWSPCS* or under the path /aws-pcs/.
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"), path=path,
@@ -62,6 +66,10 @@ class TrainingRole(Construct):
                     bucket.grant_put(self.role, prefix + "*")
             if key is not None:  # jobs on EBS-only types encrypt their volumes with the data key (jobs.Estate)
                 allow_volume_key(self.role, key=key)
+            if not job_names:
+                raise ValueError("a jobs role needs the start of its jobs' names (workloads.jobs.job_names_start)")
+            for group in (JOB_LOG_GROUPS["TrainingJobs"], JOB_LOG_GROUPS["ProcessingJobs"]):
+                allow_log_writes(self.role, group=group, streams=f"{job_names}*")
         self.reads, self.writes = tuple(reads), tuple(writes)  # what jobs running as this role may read and write
         acknowledge_prefix_grants(
             self.role, bucket=bucket, prefixes=(*dict.fromkeys((*reads, CHECKPOINT_PREFIX, *writes)),),

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from workloads.artifacts import artifact_checks
-from workloads.jobs import job_images
+from workloads.jobs import job_images, job_names_start
 from workloads.planner import Plan
 
 from .data_stack import DataStack
@@ -27,13 +28,26 @@ class Estate:
     job_logs: JobLogsStack  # shared by every estate of the account and region; no workload or team in it
 
     @property
+    def sagemaker_roles(self) -> tuple[iam.IRole, ...]:
+        """The roles SageMaker runs the estate's work as (jobs, notebook, models): what its ML users may pass."""
+        roles = [self.train.role] if self.train.role_service == "sagemaker" else []
+        if self.train.notebook is not None:
+            roles.append(self.train.notebook.role)
+        return (*roles, *(self.inference.model_roles if self.inference else ()))
+
+    @property
     def stacks(self) -> tuple[cdk.Stack, ...]:
         return tuple(s for s in (self.network, self.data, self.train, self.inference) if s is not None)
 
 
+def stage_of(scope: Construct) -> str:
+    """The team's stage the estate is built in; "" for a lone workload (the App is a Stage too, named "")."""
+    return scope.stage_name if isinstance(scope, cdk.Stage) else ""
+
+
 def commands_target(scope: Construct, workload: str) -> str:
     """What `python -m workloads submit|promote` take to find this estate: a team's copy also names its stage."""
-    stage = scope.stage_name if isinstance(scope, cdk.Stage) else ""  # the App is a Stage too, named ""
+    stage = stage_of(scope)
     return workload + (f" --stage {stage}" if stage else "")
 
 
@@ -70,6 +84,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
                        training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
                        job_images=job_images(plan), workload_name=w.name, alarm_topic=network.alarm_topic,
+                       job_names=job_names_start(w.name, stage_of(scope)),
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",

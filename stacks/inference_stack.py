@@ -4,6 +4,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
@@ -31,6 +32,7 @@ class InferenceStack(EstateStack):
                  latency_ms: int | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
+        self.model_roles: list[iam.IRole] = []  # the roles the endpoints' models run as
         # Every artifact the kinds read, checked once before any model is created.
         self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
         self._watched: list[WatchedEndpoint] = []
@@ -49,6 +51,7 @@ class InferenceStack(EstateStack):
         model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
                              vpc=self._vpc if in_vpc else None, subnets=self._subnets)
         model.model.node.add_dependency(self.artifact_check.resource)
+        self.model_roles.append(model.role)
         cdk.CfnOutput(self, f"{construct_id}Artifact", value=plan.serving.artifact_key,
                       description=f"Upload before deploying, in DataStack.DatasetBucketName: {plan.serving.artifact_layout}")
         return model

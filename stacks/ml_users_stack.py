@@ -17,9 +17,14 @@ class MlUsersStack(cdk.Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, team: Team, estate: Estate, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        security, data = estate.network.security, estate.data
         self.users = TeamMlUsers(
             self, "MlUsers", team=team.name, allowed_families=team.allowed_instance_families,
             subnet_ids=[estate.network.network.private_subnet.subnet_id],
-            security_group_ids=[estate.network.security.cluster.security_group_id], key_arn=estate.data.key.key_arn)
+            security_group_ids=[security.cluster.security_group_id],
+            workspace_security_group_ids=[security.workspace.security_group_id], key_arn=data.key.key_arn,
+            pass_role_arns=[r.role_arn for r in estate.sagemaker_roles],
+            file_system_ids=[fs.file_system_id for fs in (data.lustre, data.home) if fs is not None],
+            lifecycle_config_arns=[estate.train.notebook.lifecycle_config_arn] if estate.train.notebook else [])
         cdk.CfnOutput(self, "MlUsersPolicyArn", value=self.users.policy.managed_policy_arn,
                       description="Attach to the team's ML users or their SSO permission set")

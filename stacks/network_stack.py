@@ -33,3 +33,5 @@ class NetworkStack(EstateStack):
         cdk.CfnOutput(self, "HostingSubnetIds", value=",".join(s.subnet_id for s in self.network.hosting_subnets),
                       description="The hosted endpoints' private subnets, one per zone")
         cdk.CfnOutput(self, "ClusterSecurityGroupId", value=self.security.cluster.security_group_id)
+        cdk.CfnOutput(self, "WorkspaceSecurityGroupId", value=self.security.workspace.security_group_id,
+                      description="Notebooks and ML users' models: HTTPS out only")

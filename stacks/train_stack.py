@@ -38,14 +38,16 @@ class TrainStack(EstateStack):
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
-                 alarm_topic: sns.ITopic, **kwargs: Any) -> None:
+                 alarm_topic: sns.ITopic, job_names: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.workload_name = workload_name
+        self.notebook: IdleStoppingNotebook | None = None
         slurm = training.orchestrator == "slurm"
         # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.jobs.job_images).
-        self.role = TrainingRole(self, "TrainingRole", service="ec2" if slurm else "sagemaker", bucket=bucket,
+        self.role_service = "ec2" if slurm else "sagemaker"  # who runs as self.role: PCS nodes or SageMaker
+        self.role = TrainingRole(self, "TrainingRole", service=self.role_service, bucket=bucket,
                                  vpc=vpc, subnet=subnet, security_group=security.cluster, key=key,
-                                 job_images=job_images, path="/aws-pcs/" if slurm else None).role
+                                 job_images=job_images, job_names=job_names, path="/aws-pcs/" if slurm else None).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
         if job_images:
             cdk.CfnOutput(self, "TrainingImage", value=job_images[0],
@@ -83,7 +85,8 @@ class TrainStack(EstateStack):
         if notebook is not None:
             nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
                                       idle_minutes=notebook.idle_minutes, vpc=vpc, subnet=subnet,
-                                      security_group=security.cluster, key=key)
+                                      security_group=security.workspace, key=key)
+            self.notebook = nb
             cdk.CfnOutput(self, "NotebookName", value=nb.notebook.attr_notebook_instance_name,
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")
 

@@ -296,6 +296,56 @@ def _log_calls(ctx: Ctx, actions: list[str], group: str, doc: str) -> list[Call]
                  doc) for a in actions]
 
 
+def job_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """A job writes its container's logs as its role to the kind's shared group, in streams named JOB-NAME/...:
+    its own streams, never another job's (another team's) there, nor another group."""
+    name = _job_name(value) if isinstance(value, str) else str(value)
+    base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:{rule['group']}"
+    allowed = [Call(a, f"{base}:log-stream:{name}/algo-1-1700000000", doc) for a in rule["actions"]]
+    denied = [Call(a, f"{base}:log-stream:someone-else-{name}/algo-1-1700000000", doc, why="another job's stream")
+              for a in rule["actions"]]
+    denied += [Call(a, f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:/aws/sagemaker/Endpoints/"
+                       f"someone-else:log-stream:AllTraffic/i-0", doc, why="another team's endpoint logs")
+               for a in rule["actions"]]
+    return allowed, denied
+
+
+def endpoint_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """A model writes the container logs of every endpoint that serves it, as its role, to
+    /aws/sagemaker/Endpoints/ENDPOINT-NAME (streams VARIANT/INSTANCE-ID): those groups only."""
+    me = ctx.world.lookup(ctx.role_arn)
+    allowed, names = [], []
+    for s in ctx.world.stacks.values():
+        for lid, r in s.template["Resources"].items():
+            if r["Type"] != "AWS::SageMaker::Endpoint":
+                continue
+            config = ctx.props_of(ctx.world.resolve(s.name, r["Properties"]["EndpointConfigName"]))
+            models = [ctx.world.lookup(v.get("ModelName")) for v in config.get("ProductionVariants", [])]
+            roles = [ctx.world.lookup(ctx.world.resolve(m[0].name, m[0].template["Resources"][m[1]]["Properties"]
+                                                        ["ExecutionRoleArn"])) for m in models if m]
+            if me in roles:
+                names.append(ctx.world.resolve(s.name, r["Properties"]["EndpointName"]))
+    for name in names:
+        base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:/aws/sagemaker/Endpoints/{name}"
+        allowed += [Call(a, f"{base}:log-stream:AllTraffic/i-0123456789abcdef0", doc) for a in rule["actions"]]
+    other = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:"
+    denied = [Call(a, f"{other}/aws/sagemaker/Endpoints/someone-else:log-stream:AllTraffic/i-0", doc,
+                   why="another endpoint's (another team's) logs") for a in rule["actions"]]
+    denied += [Call(a, f"{other}/aws/sagemaker/TrainingJobs:log-stream:someone-else/algo-1-1700000000", doc,
+                    why="a training job's logs") for a in rule["actions"]]
+    return allowed, denied
+
+
+def cluster_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """HyperPod's nodes log as their role to /aws/sagemaker/Clusters/NAME/ID: that cluster's groups only."""
+    base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:/aws/sagemaker/Clusters"
+    allowed = [Call(a, f"{base}/{ctx.props['ClusterName']}/abcdef123456:log-stream:LifecycleConfig/controller/i-0",
+                    doc) for a in rule["actions"]]
+    denied = [Call(a, f"{base}/someone-else/abcdef123456:log-stream:LifecycleConfig/controller/i-0", doc,
+                   why="another cluster's (another team's) logs") for a in rule["actions"]]
+    return allowed, denied
+
+
 def log_group(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
     return _log_calls(ctx, rule["actions"], value, doc), []
 
@@ -417,7 +467,7 @@ def _job_name(expr: str) -> str:
 
 DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
     read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
-    sns_publish, async_input, logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
+    sns_publish, async_input, logs, job_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
     security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine)}
 
 

@@ -313,8 +313,7 @@ def test_a_role_taking_type_or_option_with_no_row_fails():
 
 def test_a_model_reads_only_its_own_artifact_and_grants_only_for_aws_resources():
     ecr = {"Effect": "Allow", "Action": "ecr:*", "Resource": "arn:aws:ecr:us-west-2:763104351884:repository/tgi"}
-    token = {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken", "logs:*", "cloudwatch:PutMetricData"],
-             "Resource": "*"}
+    token = {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"], "Resource": "*"}
     kms = {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"}
     exact = [ecr, token, kms,
              {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::s-bucket/models/llm/*"},
@@ -331,3 +330,8 @@ def test_a_model_reads_only_its_own_artifact_and_grants_only_for_aws_resources()
                     "s3:GetObject on arn:aws:s3:::s-bucket/models/llm.tar.gz", "s3:ListBucket on arn:aws:s3:::s-bucket (only its own artifact's prefix)"):
         assert sibling in text, sibling
     assert "kms:CreateGrant" in text and "grants for AWS resources only" in text
+    # Logs on every /aws/sagemaker/* group (issue 34): another team's endpoint and job logs are written too.
+    logs = {"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": "arn:aws:logs:us-west-2:111111111111:log-group:/aws/sagemaker/*"}
+    text = "\n".join(_messages(_model_world([*exact, logs])))
+    assert "/aws/sagemaker/Endpoints/someone-else" in text and "/aws/sagemaker/TrainingJobs" in text, text

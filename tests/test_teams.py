@@ -180,6 +180,8 @@ def _team_file(tmp_path, change) -> str:
     (lambda ts: ts[2].update(availability_zone="us-west-2a"), "teams[tabular].availability_zone",
      "not a zone of region us-east-1"),
     (lambda ts: ts[0]["budget"].pop("alert_emails"), "teams[vision].budget.alert_emails", "required"),
+    # Names keep teams' models apart (model ARNs carry no tag): vision's users may use every model named vision-*.
+    (lambda ts: ts.append({**ts[0], "name": "vision-x"}), "teams[vision-x].name", "could use its models"),
 ])
 def test_bad_teams_files_are_refused(tmp_path, change, field, fragment):
     path = _team_file(tmp_path, change)

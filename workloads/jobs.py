@@ -206,8 +206,17 @@ def _session(estate: Estate):
                    default_bucket_prefix=layout.JOBS.rstrip("/"))
 
 
-def base_job_name(plan: Plan, kind: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9-]", "-", f"{plan.workload.name}-{kind}")[:40]
+JOB_BASE_NAME_MAX = 40  # the SDK appends a timestamp to the base name
+
+
+def job_names_start(workload: str, team: str = "") -> str:
+    """What every job name `submit` and `process` give starts with: a team's name first, which its ML users' policy
+    requires (TEAM-...) and by which its role writes only its own jobs' log streams (constructs_lib/training_role.py)."""
+    return re.sub(r"[^a-zA-Z0-9-]", "-", f"{team}-{workload}-" if team else f"{workload}-")[:JOB_BASE_NAME_MAX]
+
+
+def base_job_name(plan: Plan, kind: str, *, team: str = "") -> str:
+    return (job_names_start(plan.workload.name, team) + re.sub(r"[^a-zA-Z0-9-]", "-", kind))[:JOB_BASE_NAME_MAX]
 
 
 def job_environment(plan: Plan) -> dict[str, str]:
@@ -272,7 +281,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     # A Hugging Face directory is served as files under a prefix: upload the job's model uncompressed
     # (OutputDataConfig CompressionType NONE, SageMaker Developer Guide "Uncompressed model output").
     uncompressed = artifact_format(w)[0] == "huggingface"
-    name = base_job_name(plan, "train")
+    name = base_job_name(plan, "train", team=estate.team)
     trainer = ModelTrainer(
         sagemaker_session=_session(estate), role=estate.role_arn, base_job_name=name,
         training_image=training_image(plan),
@@ -369,7 +378,7 @@ def process(plan: Plan, *, code: str, input_prefix: str, output_prefix: str, ins
     processor = ScriptProcessor(
         role=estate.role_arn, image_uri=processing_image(estate.region),
         command=["python3"], instance_count=instance_count, instance_type=instance_type,
-        base_job_name=base_job_name(plan, "process"), sagemaker_session=_session(estate),
+        base_job_name=base_job_name(plan, "process", team=estate.team), sagemaker_session=_session(estate),
         network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),
                                      enable_network_isolation=True),
         volume_kms_key=estate.volume_key(instance_type), output_kms_key=estate.key_arn, tags=estate.tags() or None,

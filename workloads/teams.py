@@ -145,6 +145,14 @@ def _rule_errors(teams: list[Team]) -> list[ConfigError]:
                 errors.append(ConfigError(f"teams[{t.name}].alarm_emails.{i}", address,
                                           "an email address such as ml-oncall@example.com",
                                           reason="not an email address; SNS could not notify it"))
+        # Every name a team's ML users create starts with TEAM- (constructs_lib/team_ml_users.py: model ARNs carry no
+        # tag, so names keep teams apart); a team named like another's prefix would match that team's names.
+        for o in teams:
+            if o is not t and o.region == t.region and (o.account == t.account or None in (o.account, t.account)) \
+                    and o.name.startswith(f"{t.name}-"):
+                errors.append(ConfigError(f"teams[{o.name}].name", o.name, f"a name that does not start with "
+                                          f"'{t.name}-' in the account and region of team {t.name}",
+                                          reason=f"team {t.name}'s users could use its models (names {t.name}-*)"))
         unknown = sorted(set(t.allowed_instance_families) - known)
         if unknown:
             errors.append(ConfigError(f"teams[{t.name}].allowed_instance_families", unknown, ", ".join(sorted(known)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import Duration, Size, Stack
+from aws_cdk import Duration, Fn, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -25,14 +25,16 @@ from workloads.serving import RequestContract
 
 from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
-from ..sagemaker_access import allow_reading, allow_volume_key
+from ..job_log_groups import JOB_LOG_GROUPS
+from ..sagemaker_access import allow_log_writes, allow_reading, allow_volume_key
+from .logged_endpoint import stack_id_block
 
-JOB_PREFIX = "batch"
+JOB_PREFIX = "batch"  # job name: batch-<stack ID block>-<execution name>; an execution name is unique per state machine
 
 
 def _member(enum, api_value: str):
     """The CDK enum member of a SageMaker API value: SingleRecord -> SINGLE_RECORD, Line -> LINE."""
-    return enum[re.sub(r"(?<=[a-z])(?=[A-Z])", "_", api_value).upper()]  # job name: batch-<execution name>; an execution name is unique per state machine
+    return enum[re.sub(r"(?<=[a-z])(?=[A-Z])", "_", api_value).upper()]
 
 
 class ScheduledBatchTransform(Construct):
@@ -53,9 +55,14 @@ class ScheduledBatchTransform(Construct):
             # the model's role holds it and the state machine's does not.
             allow_volume_key(model_role, key=volume_key)
         input_uri, output_uri = bucket.s3_url_for_object(input_prefix), bucket.s3_url_for_object(output_prefix)
+        # The account's transform jobs share one log group: this estate's jobs carry its stack's ID, and the model's
+        # role writes their streams only. A scheduled execution has no name given, so Step Functions names it with a
+        # UUID (Step Functions API Reference, StartExecution `name`): 36 characters, the job name 51 of 63.
+        prefix = Fn.join("-", [JOB_PREFIX, stack_id_block(Stack.of(self))])
+        allow_log_writes(model_role, group=JOB_LOG_GROUPS["TransformJobs"], streams=f"{prefix}-*")
         transform = tasks.SageMakerCreateTransformJob(
             self, "Transform",
-            transform_job_name=sfn.JsonPath.format("{}-{}", JOB_PREFIX, sfn.JsonPath.string_at("$$.Execution.Name")),
+            transform_job_name=sfn.JsonPath.format("{}-{}", prefix, sfn.JsonPath.string_at("$$.Execution.Name")),
             model_name=model_name,
             role=model_role,  # otherwise the task makes a role with AmazonSageMakerFullAccess
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,

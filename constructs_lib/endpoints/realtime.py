@@ -60,7 +60,7 @@ class RealtimeEndpoint(Construct):
             acknowledge_no_volume_key(self.config,
                         f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
                         "module and for which it refuses KmsKeyId.")
-        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key)
+        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key, writer=model_role)
         self.endpoint_name = self.endpoint.attr_endpoint_name
 
         target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=min_instances,

@@ -30,5 +30,5 @@ class ServerlessEndpoint(Construct):
                     memory_size_in_mb=memory_mb, max_concurrency=max_concurrency,
                     provisioned_concurrency=provisioned_concurrency))],
         )
-        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key)
+        self.endpoint = logged_endpoint(self, config=self.config, logs_key=logs_key, writer=model_role)
         self.endpoint_name = self.endpoint.attr_endpoint_name
