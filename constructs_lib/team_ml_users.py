@@ -197,3 +197,10 @@ class TeamMlUsers(Construct):
                                      "create names the TEAM- prefix and is bound by the team tag, instance types, "
                                      "subnet, security group and key conditions, every change and every read by the "
                                      "resource's own team tag; the resource-less List actions are named one by one.")
+        wildcard_roles = [a for a in pass_role_arns if isinstance(a, str) and a.endswith("/*")]
+        if wildcard_roles:
+            acknowledge_wildcards(self.policy, resources=wildcard_roles,
+                                  reason="The team's model roles by their IAM path (/TEAM-InferenceStack/models/): "
+                                         "only that stack creates roles there, ML users cannot create roles (the "
+                                         "boundary denies IAM changes), and naming the path keeps this policy from "
+                                         "waiting for the InferenceStack, which deploys once the model exists.")

@@ -29,11 +29,21 @@ class Estate:
 
     @property
     def sagemaker_roles(self) -> tuple[iam.IRole, ...]:
-        """The roles SageMaker runs the estate's work as (jobs, notebook, models): what its ML users may pass."""
+        """The roles SageMaker runs the estate's work as (jobs, notebook, models)."""
         roles = [self.train.role] if self.train.role_service == "sagemaker" else []
         if self.train.notebook is not None:
             roles.append(self.train.notebook.role)
         return (*roles, *(self.inference.model_roles if self.inference else ()))
+
+    def pass_role_arns(self, scope: Construct) -> list[str]:
+        """What the estate's ML users may pass, as ARNs `scope` can name: the job and notebook roles, and the models'
+        roles by their IAM path (role/PATH*), so naming them does not make `scope` wait for the InferenceStack, which
+        deploys only once the model is in the bucket."""
+        arns = [r.role_arn for r in self.sagemaker_roles if not (self.inference and r in self.inference.model_roles)]
+        if self.inference:
+            arns.append(cdk.Stack.of(scope).format_arn(service="iam", region="", resource="role",
+                                                       resource_name=self.inference.model_role_path.lstrip("/") + "*"))
+        return arns
 
     @property
     def stacks(self) -> tuple[cdk.Stack, ...]:

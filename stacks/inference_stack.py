@@ -25,6 +25,11 @@ from workloads.plan_serving import InferencePlan
 from .base import EstateStack
 
 
+def model_role_path(stack_name: str) -> str:
+    """The IAM path of an InferenceStack's model roles: one per stack, so another workload's or team's differ."""
+    return f"/{stack_name}/models/"
+
+
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
                  inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
@@ -33,6 +38,7 @@ class InferenceStack(EstateStack):
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
         self.model_roles: list[iam.IRole] = []  # the roles the endpoints' models run as
+        self.model_role_path = model_role_path(self.stack_name)
         # Every artifact the kinds read, checked once before any model is created.
         self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
         self._watched: list[WatchedEndpoint] = []
@@ -49,7 +55,7 @@ class InferenceStack(EstateStack):
         assert plan.serving is not None
         image = serving_image(container=plan.serving.container, region=self.region, instance_type=plan.instance_type)
         model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
-                             vpc=self._vpc if in_vpc else None, subnets=self._subnets)
+                             vpc=self._vpc if in_vpc else None, subnets=self._subnets, role_path=self.model_role_path)
         model.model.node.add_dependency(self.artifact_check.resource)
         self.model_roles.append(model.role)
         cdk.CfnOutput(self, f"{construct_id}Artifact", value=plan.serving.artifact_key,

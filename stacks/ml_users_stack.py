@@ -23,7 +23,7 @@ class MlUsersStack(cdk.Stack):
             subnet_ids=[estate.network.network.private_subnet.subnet_id],
             security_group_ids=[security.cluster.security_group_id],
             workspace_security_group_ids=[security.workspace.security_group_id], key_arn=data.key.key_arn,
-            pass_role_arns=[r.role_arn for r in estate.sagemaker_roles],
+            pass_role_arns=estate.pass_role_arns(self),
             file_system_ids=[fs.file_system_id for fs in (data.lustre, data.home) if fs is not None],
             lifecycle_config_arns=[estate.train.notebook.lifecycle_config_arn] if estate.train.notebook else [])
         cdk.CfnOutput(self, "MlUsersPolicyArn", value=self.users.policy.managed_policy_arn,

@@ -417,3 +417,15 @@ def test_notebooks_and_models_reach_no_node_and_no_file_system(world, team):
         for r in s.template["Resources"].values():
             if r["Type"] == "AWS::SageMaker::NotebookInstance" and s.name.startswith(f"{team}-"):
                 assert lid in json.dumps(r["Properties"]["SecurityGroupIds"]), s.name
+
+
+def test_the_ml_users_stack_deploys_before_the_inference_stack(teams_synth):
+    """The documented order deploys TEAM/TrainStack and TEAM/MlUsersStack, then the model, then TEAM/*: the ML users'
+    policy names the model roles by the InferenceStack's IAM path, so it must not depend on that stack."""
+    for team, stacks in teams_synth.artifacts.items():
+        depends = stacks["MlUsersStack"].get("dependencies", [])
+        assert not any(d.endswith("InferenceStack") or "InferenceStack." in d for d in depends), (team, depends)
+        template = teams_synth.templates[team]["MlUsersStack"]
+        passed = [s for p in template["Resources"].values() if p["Type"] == "AWS::IAM::ManagedPolicy"
+                  for s in p["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "PassTheTeamsWorkRoles"]
+        assert passed and f":role/{team}-InferenceStack/models/*" in json.dumps(passed), passed

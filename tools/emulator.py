@@ -471,9 +471,8 @@ class Emulator:
 
         from .placeholder_artifacts import upload_placeholders
 
-        # A team's MlUsersStack names its models' roles (what its users may pass), so it follows the InferenceStack.
-        last = (TEAM_STACKS[1],) if stage and not plan.inference else ()
-        first = (*((TEAM_STACKS[0],) if stage else ()), *BEFORE_INFERENCE, *last)
+        # A team's MlUsersStack names its models' roles by their IAM path, so it deploys before the InferenceStack.
+        first = (*((TEAM_STACKS[0],) if stage else ()), *BEFORE_INFERENCE, *((TEAM_STACKS[1],) if stage else ()))
         self.deploy(*app_args, stacks=tuple(f"{stage}/{s}" if stage else s for s in first), quiet=quiet)
         bucket = stack_outputs(plan, ("DataStack",), stage=stage,
                                cloudformation=self.client("cloudformation"))["DatasetBucketName"]

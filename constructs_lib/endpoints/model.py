@@ -25,9 +25,11 @@ class ServingModel(Construct):
     """`vpc` None is for serverless endpoints, which support neither VPC config nor network isolation."""
 
     def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, serving: ServingPlan,
-                 bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet]) -> None:
+                 bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet], role_path: str) -> None:
         super().__init__(scope, construct_id)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        # `role_path`: the stack's own IAM path, known at synthesis, so a team's ML users' policy can name its model
+        # roles (iam:PassRole on role/PATH*) without waiting for the InferenceStack to exist.
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"), path=role_path,
                              description="SageMaker model: reads its artifact and pulls its container")
         key = serving.artifact_key
         # Its own artifact only: a model directory is listed and read under its prefix (S3Prefix), an archive read.
