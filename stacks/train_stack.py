@@ -18,6 +18,7 @@ from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
+from workloads.acceptance import acceptance_submit, calibration_submit
 from workloads.catalog import PRIMARY, load_catalog, load_software
 from workloads.plan_training import TrainingPlan
 from workloads.train_commands import slurm_submit
@@ -115,7 +116,19 @@ class TrainStack(EstateStack):
 
 
 def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
+    hyperpod = t.orchestrator == "hyperpod"
     cdk.CfnOutput(stack, "Submit", value=slurm_submit(workload=workload, nodes=t.instance_count,
-                                                      accelerator_kind=t.accelerator_kind, parallelism=t.parallelism),
+                                                      accelerator_kind=t.accelerator_kind, parallelism=t.parallelism,
+                                                      auto_resume=hyperpod),
                   description="Tokenize datasets/text/ with datasets/tokenizer/, then train the plan's steps on every "
                               "node and export the model where serving reads it (docs/training.md)")
+    itype = load_catalog().get(t.instance_type)
+    cdk.CfnOutput(stack, "Acceptance", value=acceptance_submit(workload=workload, nodes=t.instance_count, itype=itype,
+                                                               accelerator_kind=t.accelerator_kind),
+                  description="Before the first run: a collective over EFA on every node, its bus bandwidth beside "
+                              "the type's EFA line rate (docs/operations.md)")
+    if t.parallelism:
+        cdk.CfnOutput(stack, "Calibrate", value=calibration_submit(
+            workload=workload, nodes=t.instance_count, itype=itype, accelerator_kind=t.accelerator_kind),
+            description="The trainer for a few steps on the plan's layout; then `python -m "
+                                                 "workloads plan --calibrate RESULT.json` (docs/operations.md)")

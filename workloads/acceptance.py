@@ -43,8 +43,7 @@ def acceptance_submit(*, workload: str, nodes: int, itype: InstanceType, acceler
     return f"cd {layout.FSX_MOUNT} && {shlex.join(command)}"
 
 
-def calibration_submit(*, workload: str, nodes: int, itype: InstanceType, accelerator_kind: str | None,
-                       auto_resume: bool = False) -> str:
+def calibration_submit(*, workload: str, nodes: int, itype: InstanceType, accelerator_kind: str | None) -> str:
     """The shipped trainer for CALIBRATION_STEPS on the plan's layout and nodes (the training script, so the same
     environment), writing its measured rate where the FSx link exports it to the bucket. Random tokens: the rate does
     not depend on the data, and the run needs no prepare step."""
@@ -57,5 +56,4 @@ def calibration_submit(*, workload: str, nodes: int, itype: InstanceType, accele
                f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind)}",
                "--steps", str(CALIBRATION_STEPS), "--calibrate-output", result,
                "--peak-tflops", f"{itype.peak_tflops / per_node:g}"]
-    prefix = "AUTO_RESUME=0 " if auto_resume else ""  # a measurement is not resumed
-    return f"cd {layout.FSX_MOUNT} && {prefix}{shlex.join(command)}"
+    return f"cd {layout.FSX_MOUNT} && {shlex.join(command)}"
