@@ -11,7 +11,7 @@ from constructs import Construct
 from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
-from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
+from constructs_lib.node_bootstrap import HEALTH_SCRIPT, Health, Mounts, mime_user_data, node_script
 from constructs_lib.node_image import NodeImage
 from constructs_lib.node_launch_template import NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
@@ -91,8 +91,11 @@ class TrainStack(EstateStack):
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
         layout = t.parallelism.as_json() if t.parallelism else None
-        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout,
-                                                   efa=t.efa_interfaces > 0))
+        itype = load_catalog().get(t.instance_type)
+        health = Health(kind=t.accelerator_kind, devices=itype.accelerator.count) if itype.accelerator else None
+        user_data, login_data = (mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts,
+                                                            layout=layout, efa=t.efa_interfaces > 0, health=checked))
+                                 for checked in (health, None))  # the login node has no accelerators to check
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,
@@ -100,13 +103,13 @@ class TrainStack(EstateStack):
             capacity_block_instance_type=t.instance_type if t.capacity_block else None,
             name_tag=f"{self.stack_name}-compute", root_volume_gib=root_gib)
         login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
-                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login",
+                                   interfaces=PRIMARY, user_data=login_data, name_tag=f"{self.stack_name}-login",
                                    root_volume_gib=root_gib)  # the same image, so at least its snapshot
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                min_nodes=t.compute_min_nodes, scale_down_idle_s=t.scale_down_idle_s,
-                               capacity_block=t.capacity_block)
+                               capacity_block=t.capacity_block, prolog=HEALTH_SCRIPT if health else None)
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from ssm:{image.parent_parameter} with the PCS agent and Slurm")
