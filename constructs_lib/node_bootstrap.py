@@ -53,11 +53,28 @@ MOUNT_BACKOFF_S = 5  # wait after attempt n: n * n * 5 s (5, 20, 45, 80, 125, 18
 # node registers with PCS and before slurmd starts (PCS user guide, "Working with Amazon EC2 user data"), so the
 # drop-in is in place when slurmd starts; a node whose mount failed never runs slurmd and so never takes a job.
 SLURMD_DROPIN = "/etc/systemd/system/slurmd.service.d/ml-estate-mounts.conf"
+# The node's health check (examples/slurm/node-health.sh, shipped in the image): the plan's expected devices in its
+# conf; at boot the full check runs, and a failing node records why and never starts slurmd. Before each job the
+# cluster's Slurm Prolog runs the quick check (PCS supports Prolog among its cluster custom settings; HealthCheckProgram
+# is not among them: AWS SDK reference for PCS SlurmCustomSetting parameterName, "For clusters: Prolog, Epilog,
+# SelectTypeParameters, AccountingStorageEnforce",
+# https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/pcs/aws.sdk.kotlin.services.pcs.model/-slurm-custom-setting/parameter-name.html).
+HEALTH_SCRIPT = "/opt/ml-estate/examples/node-health.sh"
+HEALTH_CONF = "/opt/ml-estate/node-health.conf"
+UNHEALTHY = "/var/lib/ml-estate/unhealthy"  # the failed check's reason; its presence keeps slurmd from starting
 
 
-def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None, efa: bool = False) -> str:
+@dataclass(frozen=True)
+class Health:
+    kind: str  # nvidia-gpu | trainium
+    devices: int  # GPUs, or Neuron devices (chips), as nvidia-smi -L and neuron-ls count them
+
+
+def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None, efa: bool = False,
+                health: Health | None = None) -> str:
     """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node. `efa`: the nodes
-    have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin).
+    have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin). `health`: the compute nodes'
+    expected devices; the node checks itself before slurmd starts (HEALTH_SCRIPT --full).
 
     Order matters: what the jobs read (layout, environment) is written first, so no mount failure can leave a
     node that runs jobs without it; the mounts are retried; slurmd starts only with every mount in place.
@@ -73,6 +90,14 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | N
         lines += [f'mkdir -p "$R{ENV_ON_NODE.rsplit("/", 1)[0]}"', f"cat > \"$R{ENV_ON_NODE}\" <<'EOF'"]
         lines += [f"export {k}={v}" for k, v in env.items()]
         lines.append("EOF")
+    if health:
+        lines += ["# The node's health (node-health.sh): the plan's devices, then the full check; a failure keeps slurmd off",
+                  f'mkdir -p "$R{HEALTH_CONF.rsplit("/", 1)[0]}" "$R{UNHEALTHY.rsplit("/", 1)[0]}"',
+                  f"printf 'KIND=%s\\nDEVICES=%s\\n' {health.kind} {health.devices} > \"$R{HEALTH_CONF}\"",
+                  f'if ! verdict=$(ML_ESTATE_ROOT="$R" bash "$R{HEALTH_SCRIPT}" --full); then',
+                  f'  echo "$verdict" > "$R{UNHEALTHY}"',
+                  '  echo "error: $verdict; slurmd will not start, so this node takes no jobs" >&2',
+                  "fi"]
     required = []  # mount points slurmd needs
     if mounts.lustre_dns or mounts.home_dns:
         lines += [
@@ -113,16 +138,16 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | N
             f'mount_with_retry "$R/home" mount -t nfs4 -o {EFS_OPTIONS} {mounts.home_dns}:/ "$R/home" || '
             'echo "error: /home is not mounted; slurmd will not start, so this node takes no jobs" >&2',
         ]
-    if required:
+    if required or health:
         # systemd mounts them before slurmd (or fails it), and slurmd checks them itself before it starts.
         lines += [
-            "# slurmd starts only with the shared file systems mounted",
+            "# slurmd starts only with the shared file systems mounted" + (" and a healthy node" if health else ""),
             f'mkdir -p "$R{SLURMD_DROPIN.rsplit("/", 1)[0]}"',
             f"cat > \"$R{SLURMD_DROPIN}\" <<'EOF'",
-            "[Unit]",
-            f"RequiresMountsFor={' '.join(required)}",
+            *(["[Unit]", f"RequiresMountsFor={' '.join(required)}"] if required else []),
             "[Service]",
             *(f"ExecStartPre=/usr/bin/mountpoint -q {m}" for m in required),
+            *([f"ExecStartPre=/usr/bin/test ! -e {UNHEALTHY}"] if health else []),
             "EOF",
             "systemctl daemon-reload",
         ]

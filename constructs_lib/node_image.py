@@ -237,7 +237,7 @@ def examples_archive(names: list[str] | None = None) -> str:
 
 
 def _examples() -> list[Path]:
-    return sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py"))
+    return sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py", ".sh"))
 
 
 def example_groups() -> list[list[str]]:

@@ -33,16 +33,19 @@ class SlurmCluster(Construct):
                  security_group: ec2.ISecurityGroup, node_role: iam.Role, image_id: str,
                  compute_template: NodeLaunchTemplate, login_template: NodeLaunchTemplate,
                  instance_type: str, node_count: int, min_nodes: int, scale_down_idle_s: int,
-                 capacity_block: bool) -> None:
+                 capacity_block: bool, prolog: str | None = None) -> None:
         """`min_nodes`: 0 for dynamic compute nodes, `node_count` for static ones; `scale_down_idle_s`: how long a
-        dynamic node may sit idle before PCS ends it."""
+        dynamic node may sit idle before PCS ends it. `prolog`: the node health check Slurm runs before each job
+        (a cluster custom setting PCS supports; a failing Prolog drains the node and requeues the job)."""
         super().__init__(scope, construct_id)
         self.cluster = pcs.CfnCluster(
             self, "Cluster",
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=SLURM_VERSION),
             # AWS::PCS::Cluster SlurmConfiguration ScaleDownIdleTimeInSeconds (CloudFormation reference).
             slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
-                scale_down_idle_time_in_seconds=scale_down_idle_s),
+                scale_down_idle_time_in_seconds=scale_down_idle_s,
+                slurm_custom_settings=[pcs.CfnCluster.SlurmCustomSettingProperty(
+                    parameter_name="Prolog", parameter_value=prolog)] if prolog else None),
             size=cluster_size(node_count + 1),
             networking=pcs.CfnCluster.NetworkingProperty(subnet_ids=[subnet.subnet_id],
                                                          security_group_ids=[security_group.security_group_id]),

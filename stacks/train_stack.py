@@ -12,7 +12,7 @@ from constructs import Construct
 from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
-from constructs_lib.node_bootstrap import Mounts, mime_user_data, node_script
+from constructs_lib.node_bootstrap import HEALTH_SCRIPT, Health, Mounts, mime_user_data, node_script
 from constructs_lib.node_image import NodeImage
 from constructs_lib.node_launch_template import NodeLaunchTemplate
 from constructs_lib.notebook import IdleStoppingNotebook
@@ -20,6 +20,7 @@ from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_monitor import TrainingMonitor
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
+from workloads.acceptance import acceptance_submit, calibration_submit
 from workloads.catalog import PRIMARY, load_catalog, load_software
 from workloads.monitoring import cluster_gpu_nodes, training_dashboard
 from workloads.plan_training import TrainingPlan
@@ -102,8 +103,11 @@ class TrainStack(EstateStack):
                         lustre_mount_name=lustre.mount_name if lustre else None,
                         home_dns=f"{home.file_system_id}.efs.{self.region}.amazonaws.com" if home else None)
         layout = t.parallelism.as_json() if t.parallelism else None
-        user_data = mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts, layout=layout,
-                                                   efa=t.efa_interfaces > 0))
+        itype = load_catalog().get(t.instance_type)
+        health = Health(kind=t.accelerator_kind, devices=itype.accelerator.count) if itype.accelerator else None
+        user_data, login_data = (mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts,
+                                                            layout=layout, efa=t.efa_interfaces > 0, health=checked))
+                                 for checked in (health, None))  # the login node has no accelerators to check
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,
@@ -111,13 +115,13 @@ class TrainStack(EstateStack):
             capacity_block_instance_type=t.instance_type if t.capacity_block else None,
             name_tag=f"{self.stack_name}-compute", root_volume_gib=root_gib)
         login = NodeLaunchTemplate(self, "LoginTemplate", subnet=subnet, security_group=security.cluster,
-                                   interfaces=PRIMARY, user_data=user_data, name_tag=f"{self.stack_name}-login",
+                                   interfaces=PRIMARY, user_data=login_data, name_tag=f"{self.stack_name}-login",
                                    root_volume_gib=root_gib)  # the same image, so at least its snapshot
         cluster = SlurmCluster(self, "Slurm", subnet=subnet, security_group=security.cluster, node_role=self.role,
                                image_id=image.image_id, compute_template=compute, login_template=login,
                                instance_type=t.instance_type, node_count=t.instance_count,
                                min_nodes=t.compute_min_nodes, scale_down_idle_s=t.scale_down_idle_s,
-                               capacity_block=t.capacity_block)
+                               capacity_block=t.capacity_block, prolog=HEALTH_SCRIPT if health else None)
         cdk.CfnOutput(self, "PcsClusterId", value=cluster.cluster_id)
         cdk.CfnOutput(self, "NodeImageId", value=image.image_id,
                       description=f"Baked from the newest {image.parent.query['Filters'][0]['Values'][0]} image "
@@ -128,7 +132,19 @@ class TrainStack(EstateStack):
 
 
 def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
+    hyperpod = t.orchestrator == "hyperpod"
     cdk.CfnOutput(stack, "Submit", value=slurm_submit(workload=workload, nodes=t.instance_count,
-                                                      accelerator_kind=t.accelerator_kind, parallelism=t.parallelism),
+                                                      accelerator_kind=t.accelerator_kind, parallelism=t.parallelism,
+                                                      auto_resume=hyperpod),
                   description="Tokenize datasets/text/ with datasets/tokenizer/, then train the plan's steps on every "
                               "node and export the model where serving reads it (docs/training.md)")
+    itype = load_catalog().get(t.instance_type)
+    cdk.CfnOutput(stack, "Acceptance", value=acceptance_submit(workload=workload, nodes=t.instance_count, itype=itype,
+                                                               accelerator_kind=t.accelerator_kind),
+                  description="Before the first run: a collective over EFA on every node, its bus bandwidth beside "
+                              "the type's EFA line rate (docs/operations.md)")
+    if t.parallelism:
+        cdk.CfnOutput(stack, "Calibrate", value=calibration_submit(
+            workload=workload, nodes=t.instance_count, itype=itype, accelerator_kind=t.accelerator_kind),
+            description="The trainer for a few steps on the plan's layout; then `python -m "
+                                                 "workloads plan --calibrate RESULT.json` (docs/operations.md)")

@@ -182,7 +182,7 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
             shipped.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})
     # Every example arrives on the node, byte for byte: the Submit line runs prepare.sbatch and prepare.py too.
     assert shipped == {p.name: p.read_bytes() for p in (ROOT / "examples" / "slurm").iterdir()
-                       if p.suffix in (".sbatch", ".py")}
+                       if p.suffix in (".sbatch", ".py", ".sh")}
     assert {"train-gpu.sbatch", "train-trainium.sbatch", "train.py", "prepare.sbatch", "prepare.py"} <= set(shipped)
     # Image Builder refuses a component document over 16,000 characters (CloudFormation validation).
     assert len(in_order) == len(components) and all(len(doc) <= 16_000 for doc in in_order)
@@ -273,8 +273,7 @@ def test_on_demand_compute_nodes_scale_to_zero_when_idle(synth):
     assert group["PurchaseOption"] == "ONDEMAND" and group["InstanceConfigs"] == [{"InstanceType": t.instance_type}]
     assert CAT.types[t.instance_type].sold_on_demand(load("huge").region)
     cluster = s.one("TrainStack", "AWS::PCS::Cluster")["Properties"]
-    assert cluster["SlurmConfiguration"] == {"ScaleDownIdleTimeInSeconds": t.scale_down_idle_s} \
-        and t.scale_down_idle_s == 600
+    assert cluster["SlurmConfiguration"]["ScaleDownIdleTimeInSeconds"] == t.scale_down_idle_s == 600
     assert not {"InstanceMarketOptions", "CapacityReservationSpecification", "InstanceType"} & set(data)
     login = _by_prefix(s, "TrainStack", "AWS::PCS::ComputeNodeGroup", "SlurmLogin")
     assert login["ScalingConfiguration"] == {"MinInstanceCount": 1, "MaxInstanceCount": 1}  # where users log in

@@ -189,8 +189,10 @@ def test_a_layout_without_the_shutdown_timeout_stops_the_job_before_torchrun(scr
 
 
 def test_every_sbatch_script_is_run_here():
-    """A new script under examples/slurm is run by a test in this file, or this fails."""
-    covered = {"prepare.sbatch", "train-gpu.sbatch", "train-trainium.sbatch"}
+    """A new script under examples/slurm is run by a test in this file (the acceptance jobs: tests/test_acceptance.py),
+    or this fails."""
+    covered = {"prepare.sbatch", "train-gpu.sbatch", "train-trainium.sbatch", "acceptance-gpu.sbatch",
+               "acceptance-trainium.sbatch"}
     assert {p.name for p in EXAMPLES.glob("*.sbatch")} == covered
     kinds = {plan(load(*VARIANTS[v])).training.accelerator_kind for v in CLUSTERS}
     assert {"nvidia-gpu", "trainium"} <= kinds  # both training scripts run above

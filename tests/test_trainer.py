@@ -227,3 +227,69 @@ def test_tensor_parallel_2_x_data_parallel_2_trains_and_resumes_as_the_data_para
     assert all(tensor_parallel[k] == pytest.approx(data_parallel[k], rel=1e-5) for k in data_parallel), (
         tensor_parallel, data_parallel)
     assert (tmp_path / "tp" / "latest").read_text().strip() == "step-00000004"
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (torchrun's workers), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_rank_killed_mid_run_fails_the_job_and_the_requeued_job_resumes_from_the_last_complete_checkpoint(tmp_path):
+    """A node lost mid-run: one rank dies with SIGKILL (no signal handler, no final checkpoint), torchrun fails the
+    job. Slurm requeues it (#SBATCH --requeue; HyperPod's auto-resume runs the step again): the same command resumes
+    from `latest`, the last checkpoint written whole, and trains on to the end."""
+    import signal
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    run = ["--steps", "40", "--checkpoint-every", "5", "--checkpoint-dir", str(tmp_path / "ckpt")]
+    proc = subprocess.Popen(_command(*run), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("step 12 "):  # after step 10's checkpoint, before step 15's
+                workers = _children(proc.pid)
+                assert len(workers) == 2, workers
+                os.kill(max(workers), signal.SIGKILL)  # one rank, as a node failure takes it
+                break
+        rest, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = "".join(seen) + rest
+    assert proc.returncode != 0, out[-2000:]  # the job fails: Slurm requeues it
+    last = (tmp_path / "ckpt" / "latest").read_text().strip()
+    assert last in ("step-00000010", "step-00000015"), last  # a complete checkpoint, never the killed step's
+    resumed = _torchrun(tmp_path, *run)  # the requeued job: the same command
+    step = int(last.removeprefix("step-"))
+    assert f"resumed from" in resumed and f"at step {step}" in resumed
+    assert sorted(_losses(resumed)) == list(range(step + 1, 41))
+    assert (tmp_path / "ckpt" / "latest").read_text().strip() == "step-00000040"
+
+
+def test_the_calibration_result_feeds_plan_calibrate(tmp_path, capsys):
+    """The trainer on two CPU ranks writes the calibration JSON; `plan --calibrate` reads it and recomputes the run.
+    (tests/fixtures/calibration/cpu-two-ranks.json is such a result, for `make test` without torch runs.)"""
+    from workloads.cli import main as cli
+
+    result = tmp_path / "calibration" / "small.json"
+    out = _torchrun(tmp_path, "--steps", "10", "--checkpoint-dir", str(tmp_path / "ckpt"),
+                    "--calibrate-output", str(result), "--peak-tflops", "0.5")
+    assert "calibration:" in out and "tokens/s" in out and not (tmp_path / "ckpt" / "latest").exists()
+    measured = json.loads(result.read_text())
+    assert measured["ranks"] == 2 and measured["nodes"] == 1 and measured["device"] == "cpu"
+    assert measured["tokens_per_s"] > 0 and 0 < measured["mfu"] < 1 and measured["steps_timed"] == 8
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "calibration" / "cpu-two-ranks.json").read_text())
+    assert set(measured) <= set(fixture)  # the fixture has every field the trainer writes
+    assert cli(["plan", "intermediate", "--calibrate", str(result), "--json"]) == 0
+    calibration = json.loads(capsys.readouterr().out)["calibration"]
+    assert calibration["measured_tokens_s"] == pytest.approx(measured["tokens_per_s"]) and calibration["hours"] > 0

@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
+    p.add_argument("--calibrate", metavar="RESULT.json", help="the calibration job's result: its measured speed beside "
+                   "the plan's, and the run's time and cost recomputed from it")
     sub.add_parser("catalog", help="list the instance catalog with sources")
     fp = sub.add_parser("preflight", help="check the account before cdk deploy: zones, offerings, quotas, capacity, "
                         "artifacts, CDK bootstrap, cost allocation tags, images (read-only, your AWS credentials)")
@@ -111,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         result = plan(load(args.workload, overrides))
         if getattr(args, "strict", False):
             strict(result.findings)
+        calibrated = None
+        if getattr(args, "calibrate", None):
+            from .calibration import calibrate, read_result
+            calibrated = calibrate(result.training, read_result(args.calibrate))
         if args.command in ("submit", "process"):
             return _run_job(args, result)
         if args.command == "promote":
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         report(exc)
         return EXIT_BAD_INPUT
-    _show(result, as_json=args.json)
+    _show(result, as_json=args.json, calibrated=calibrated)
     return 0
 
 
@@ -314,11 +320,13 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
     return stamped.plan, budget
 
 
-def _show(result: Plan, *, as_json: bool, budget: dict | None = None) -> None:
+def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated=None) -> None:
     if as_json:
         out = result.to_dict()
         if budget:
             out["team"] = budget
+        if calibrated:
+            out["calibration"] = calibrated.to_dict()
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
@@ -326,6 +334,9 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None) -> None:
     print_plan(result, budget=budget)
     if budget:
         print_team_budget(budget)
+    if calibrated:
+        from .report import print_calibration
+        print_calibration(result, calibrated)
 
 
 def _invoke(args: argparse.Namespace, result: Plan) -> int:

@@ -102,6 +102,13 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{f' (priced at {t.precision})' if t.precision and t.precision != lay.precision else ''}, fp32 weights + AdamW, "
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
+    if t.orchestrator in ("slurm", "hyperpod") and t.accelerator_kind:
+        from .acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
+        from .catalog import load_catalog
+        console.print(f"  after deploy: {acceptance_script(t.accelerator_kind)} (TrainStack output Acceptance) expects "
+                      f"up to {expected_busbw_gbs(load_catalog().get(t.instance_type)):g} GB/s bus bandwidth over EFA "
+                      f"and fails below {MIN_FRACTION:.0%}; the Calibrate output measures the speed for "
+                      "`plan --calibrate` (docs/operations.md)")
     if t.fsx:
         f = t.fsx
         console.print(f"  FSx for Lustre: {f.storage_capacity_gib:,} GiB at {f.per_unit_mb_s} MB/s/TiB = "
@@ -363,3 +370,23 @@ def print_cost(r, console: Console | None = None) -> None:
         console.print("  [dim]Cost Explorer marks these figures estimated: the month is not closed yet[/dim]")
     console.print("  [dim]Only resources carrying the tags count, and only once the tags are active cost allocation "
                   "tags (docs/operations.md, 'What it really cost')[/dim]")
+
+
+def print_calibration(p: Plan, c, console: Console | None = None) -> None:
+    """The calibration job's measured speed beside the plan's, and the run recomputed from it."""
+    console = console or _console()
+    e = p.training.estimate
+    console.print("[bold]Calibration (measured)[/bold]")
+    for w in c.warnings:
+        console.print(f"  [yellow]WARNING[/yellow] {escape(w)}")
+    planned = (f"planned {e.utilisation:.1%} likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})"
+               if e.utilisation is not None and e.utilisation_range else "planned: no utilisation estimate")
+    mfu = "-" if c.mfu is None else f"{c.mfu:.1%}"
+    console.print(f"  MFU measured {mfu} beside {planned}: {c.verdict}")
+    console.print(f"  {c.measured_tokens_s:,.0f} tokens/s as measured; {c.tokens_s:,.0f} tokens/s on the plan's "
+                  f"{p.training.instance_count} node(s)")
+    if c.hours is not None:
+        planned_h = (f"planned {_hours(e.hours)} likely, {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
+                     if e.hours_range else f"planned {_hours(e.hours)}")
+        console.print(f"  run at the measured rate: {_hours(c.hours)} = {money(c.usd_total)} "
+                      f"({planned_h} = {money(e.usd_total)})")

@@ -38,10 +38,14 @@ def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str
     return args
 
 
-def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism) -> str:
+def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism,
+                 auto_resume: bool = False) -> str:
     """The prepare job on every node, then the training job once it succeeded (afterok; a failed prepare cancels it
     instead of leaving it pending), from /fsx. The jobs are named after the workload: the sbatch scripts keep
-    checkpoints in /fsx/checkpoints/<job name>, one folder per workload (train.py refuses another run's)."""
+    checkpoints in /fsx/checkpoints/<job name>, one folder per workload (train.py refuses another run's).
+    `auto_resume` (HyperPod): the training job runs its step with HyperPod's `srun --auto-resume=1` (SageMaker
+    Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-auto-resume.html);
+    on PCS the script's `#SBATCH --requeue` puts the job back in the queue after a node failure instead."""
     text, tokenizer = layout.on_fsx(layout.TEXT), layout.on_fsx(layout.TOKENIZER)
     export = parallelism.export_dir if parallelism else ""
     shards = tokens_dir(export, workload)
@@ -56,7 +60,7 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
                                 export_dir=export)
     # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
     return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
-            f"sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
+            f"{'AUTO_RESUME=1 ' if auto_resume else ''}sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
 
 
 def job_hyperparameters(parallelism) -> dict[str, str]:

@@ -95,6 +95,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--tokenizer", type=Path, help="a directory with the tokenizer's Hugging Face files to export")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
+    # Calibration (workloads/acceptance.py): a measurement, not a run - no resume, no checkpoint, no export.
+    p.add_argument("--calibrate-output", type=Path, help="write the measured tokens/s and MFU here as JSON")
+    p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
@@ -447,6 +450,38 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
         publish(path, json.dumps(run, indent=2))
 
 
+class Calibration:
+    """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
+    token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
+
+    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
+        self.args, self.world = args, world
+        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
+        self.warmup = max(1, args.steps // 5)
+        self.start = self.last = (time.time(), 0)
+
+    def after(self, step: int) -> None:
+        self.last = (time.time(), step)
+        if step == self.warmup:
+            self.start = self.last
+
+    def write(self, rank: int) -> None:
+        seconds, steps = self.last[0] - self.start[0], self.last[1] - self.start[1]
+        tokens_s = steps * self.args.global_batch * self.args.seq / seconds  # a step: the global batch's sequences
+        peak = self.args.peak_tflops
+        result = {"tokens_per_s": tokens_s, "mfu": 6 * self.parameters * tokens_s / (peak * 1e12 * self.world)
+                  if peak else None, "parameters": self.parameters, "ranks": self.world,
+                  "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
+                      os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
+                  "steps_timed": steps, "seconds": seconds, "device": self.args.device,
+                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
+        if rank == 0:
+            self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
+            publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")
+            print(f"calibration: {tokens_s:,.0f} tokens/s" + (f", MFU {result['mfu']:.1%}" if peak else "") +
+                  f" -> {self.args.calibrate_output}", flush=True)
+
+
 def main() -> None:
     args = parse()
     device = setup(args.device)
@@ -478,7 +513,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     same_run(args, tokens, rank)
     dist.barrier()  # run.json is written before any rank checkpoints
-    resume = latest(args.checkpoint_dir)
+    resume = None if args.calibrate_output else latest(args.checkpoint_dir)
     if resume is not None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
@@ -500,6 +535,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
                               and args.precision != "fp32")
     since = (time.time(), state.step)
     model.train()
+    timed = Calibration(args, world, model) if args.calibrate_output else None
     while state.step < args.steps:
         state.step += 1
         for group in optimizer.param_groups:
@@ -544,6 +580,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             print(f"step {state.step} loss {reduced[0].item() / world:.6f} lr {learning_rate(state.step, args):.3e} "
                   f"grad norm {norm.item() / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}", flush=True)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
+        if timed:
+            timed.after(state.step)
+            if stopping:
+                break
+            continue
         if stopping or state.step == args.steps:
             checkpoints.wait()  # the background write first: `latest` moves in step order
             save(state, args.checkpoint_dir, rank, args.keep)
@@ -554,7 +595,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
             break
     checkpoints.wait()
-    if state.step == args.steps and args.export_dir:
+    if timed:
+        timed.write(rank)
+    elif state.step == args.steps and args.export_dir:
         export(model, args, rank)
 
 

@@ -1,0 +1,85 @@
+"""`python -m workloads plan W --calibrate RESULT.json`: the calibration job's measured speed beside the plan's, and
+the run's time and cost recomputed from it. RESULT.json is what examples/slurm/train.py --calibrate-output writes
+(on a cluster the Calibrate output's job, exported by the FSx link to checkpoints/calibration/ in the bucket).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import estimates as est
+from .catalog import load_catalog
+from .errors import ConfigError
+from .plan_training import TrainingPlan
+
+FIELD = "--calibrate"
+REQUIRED = ("tokens_per_s", "ranks", "nodes", "parameters")
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    measured_tokens_s: float  # as measured, on the result's nodes
+    tokens_s: float  # on the plan's nodes (scaled by nodes where the result ran on fewer or more)
+    mfu: float | None  # on the plan's hardware: 6N FLOPs per token over the cluster's dense peak
+    planned_mfu: float | None
+    planned_range: tuple[float, float] | None
+    hours: float | None  # the run's time at the measured rate
+    usd_total: float | None
+    planned_hours_range: tuple[float, float] | None
+    verdict: str
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def read_result(path: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(FIELD, path, "a JSON file written by train.py --calibrate-output (the Calibrate output's "
+                          "job)", reason=f"cannot be read ({exc.__class__.__name__})") from None
+    missing = [k for k in REQUIRED if not isinstance(data, dict) or not isinstance(data.get(k), (int, float))]
+    if missing or data["tokens_per_s"] <= 0 or data["nodes"] < 1:
+        raise ConfigError(FIELD, path, f"a calibration result with numbers {', '.join(REQUIRED)} (tokens_per_s > 0)",
+                          reason="not a calibration result" + (f" (missing {', '.join(missing)})" if missing else ""))
+    return data
+
+
+def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
+    """The measured rate on the plan's cluster: per node as measured, times the plan's nodes (linear scaling is an
+    assumption, said in a warning, whenever the result ran on another node count)."""
+    e, lay = t.estimate, t.parallelism
+    warnings = []
+    tokens_s = result["tokens_per_s"] * t.instance_count / result["nodes"]
+    if result["nodes"] != t.instance_count:
+        warnings.append(f"measured on {result['nodes']} node(s), the plan has {t.instance_count}: the rate is scaled "
+                        "by nodes, which assumes scaling costs nothing")
+    if lay and result["ranks"] != lay.ranks:
+        warnings.append(f"measured on {result['ranks']} ranks, the plan's layout has {lay.ranks}: run the Calibrate "
+                        "output's job on the cluster for the plan's own figure")
+    if result.get("device") == "cpu":
+        warnings.append("measured on CPU ranks: a test of the path, not the cluster's speed")
+    itype = load_catalog().get(t.instance_type)
+    parameters = result["parameters"]
+    planned_parameters = t.estimate.flops / 6 / (t.estimate.tokens_billion * 1e9) if t.estimate.flops else None
+    if planned_parameters and abs(parameters / planned_parameters - 1) > 0.1:
+        warnings.append(f"measured a {parameters / 1e9:.3g}B-parameter model, the plan trains "
+                        f"{planned_parameters / 1e9:.3g}B: the time and cost below are that model's")
+    mfu = 6 * parameters * tokens_s / (itype.peak_tflops * 1e12 * t.instance_count) if itype.peak_tflops else None
+    hours = usd = None
+    if e.tokens_billion:
+        hours = e.tokens_billion * 1e9 / tokens_s / 3600
+        kind = "EC2 Capacity Block" if e.price_note.startswith("EC2 Capacity Block") else ""
+        usd = est.billed_hours(hours, kind) * e.usd_per_hour if e.usd_total is not None else None
+    verdict = "no planned range to compare"
+    if mfu is not None and e.utilisation_range:
+        low, high = e.utilisation_range
+        verdict = ("within the planned range" if low <= mfu <= high else
+                   f"below the planned range ({mfu / low:.0%} of its low end): check the acceptance job, the layout "
+                   "and the input pipeline" if mfu < low else "above the planned range: the plan is pessimistic here")
+    return Calibrated(measured_tokens_s=result["tokens_per_s"], tokens_s=tokens_s, mfu=mfu, planned_mfu=e.utilisation,
+                      planned_range=e.utilisation_range, hours=hours, usd_total=usd,
+                      planned_hours_range=e.hours_range, verdict=verdict, warnings=tuple(warnings))
