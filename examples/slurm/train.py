@@ -384,8 +384,8 @@ def save(state: Training, directory: Path, rank: int, keep: int) -> None:
 class Checkpointer:
     """The plan's regular checkpoints in the background: dcp.async_save copies each rank's shards to host memory and
     returns, a thread writes them (over its own gloo group, apart from training's collectives) while training goes
-    on. `latest` moves, and old ones are pruned, only when the write is complete, at the next checkpoint or before
-    a synchronous save(); a job killed meanwhile resumes from the previous one."""
+    on. `latest` moves, and old ones are pruned, as soon as the write is complete (rank 0's future: DCP writes the
+    metadata once every rank's shards are written); a job killed before resumes from the previous one."""
 
     def __init__(self, directory: Path, rank: int, keep: int, asynchronous: bool) -> None:
         self.directory, self.rank, self.keep, self.pending = directory, rank, keep, None
@@ -396,19 +396,21 @@ class Checkpointer:
             return save(state, self.directory, self.rank, self.keep)
         self.wait()
         path = self.directory / f"step-{state.step:08d}"
-        self.pending = (dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group), path)
+        future = dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group)
+        if self.rank == 0:  # published from the writer's thread the moment it is whole, not at the next checkpoint
+            future.add_done_callback(lambda done: done.exception() is None and self.publish(path))
+        self.pending = future
+
+    def publish(self, path: Path) -> None:
+        publish(self.directory / "latest", path.name + "\n")
+        prune(self.directory, self.keep)
 
     def wait(self) -> None:
-        """Finish the write in flight and publish it. DCP's coordinator (rank 0) writes the metadata only after
-        every rank's shards are written, so rank 0's future completing means the checkpoint is whole."""
+        """Finish the write in flight (its callback has published it); a failed write raises here."""
         if self.pending is None:
             return
-        future, path = self.pending
+        future, self.pending = self.pending, None
         future.result()
-        self.pending = None
-        if self.rank == 0:
-            publish(self.directory / "latest", path.name + "\n")
-            prune(self.directory, self.keep)
 
 
 def publish(path: Path, text: str) -> None:
