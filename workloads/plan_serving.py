@@ -15,7 +15,7 @@ from . import speed
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_serving
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import TGI_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
+from .serving import VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
 from .startup import Startup, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -142,8 +142,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, bytes_per_param: float | Non
     if itype is None or not cat.allows(name) or w.region not in itype.regions \
             or itype.price(w.region, sagemaker=True) is None:
         return None
-    if _llm(w) and itype.accelerator and itype.accelerator.model in TGI_TOO_OLD:
-        return None  # TGI needs Ampere or newer
+    if _llm(w) and itype.accelerator and itype.accelerator.model in VLLM_TOO_OLD:
+        return None  # vLLM needs compute capability 7.5 or newer
     if bytes_per_param is not None:
         memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
         if not est.serving_fits(w.model.parameters_billion, memory, bytes_per_param):
