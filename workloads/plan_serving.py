@@ -21,7 +21,7 @@ from .startup import Startup, plan_startup
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
 GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
-               "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge")
+               "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge")
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
 # CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
 # prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.

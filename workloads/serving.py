@@ -286,10 +286,19 @@ def kv_bytes_per_token(w: Workload) -> int:
     return 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
 
 
-def kv_cache_gib(w: Workload, batch: int) -> float:
-    """The KV cache the container reserves: `batch` sequences of max_total_tokens (Neuron compiles that shape; TGI
-    admits requests within that token budget)."""
-    return kv_bytes_per_token(w) * w.inference.generation.max_total_tokens * batch / 2**30
+def kv_cache_gib(w: Workload, batch: int, *, tokens: int | None = None) -> float:
+    """The KV cache of `batch` sequences of `tokens` each (absent: max_total_tokens, the shape Neuron compiles)."""
+    return kv_bytes_per_token(w) * (tokens or w.inference.generation.max_total_tokens) * batch / 2**30
+
+
+def paged_kv_cache_gib(w: Workload, batch: int) -> float:
+    """The KV cache vLLM's paged attention holds for `batch` typical requests: blocks are allocated as a sequence
+    grows, so a request holds its own context (typical input plus output), not max_total_tokens; the configured
+    maximum stays a limit (one sequence of max_total_tokens must fit: vLLM refuses to start when its cache cannot
+    hold one request of max_model_len). Kwon et al., "Efficient Memory Management for Large Language Model Serving
+    with PagedAttention" (SOSP 2023, https://arxiv.org/abs/2309.06180)."""
+    tokens_in, tokens_out = w.inference.generation.typical()
+    return max(kv_cache_gib(w, batch, tokens=tokens_in + tokens_out), kv_cache_gib(w, 1))
 
 
 def weights_gib(parameters_billion: float) -> float:
