@@ -63,7 +63,7 @@ def test_the_model_trained_on_the_cluster_is_the_model_served():
     export = p.training.parallelism.export_dir
     link = next(prefix for path, prefix, _, exports in layout.FSX_LINKS if FSX_OUTPUT_DIR.endswith(path) and exports)
     key = link + export.removeprefix(FSX_OUTPUT_DIR + "/") + "/"
-    gpu = [ip for ip in p.inference.values() if ip.serving and ip.serving.container == "tgi"]
+    gpu = [ip for ip in p.inference.values() if ip.serving and ip.serving.container == "vllm"]
     assert gpu and all(ip.serving.artifact_key == key for ip in gpu)
     assert p.path[0].startswith(f"trained on 16 x {p.training.instance_type}") and key in p.path[1]
     assert all(f"reading s3://<DatasetBucketName>/{ip.serving.artifact_key}" in "\n".join(p.path)

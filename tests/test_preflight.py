@@ -204,10 +204,15 @@ def test_serverless_concurrency_and_training_jobs_are_counted_too(moto):
 
 
 def test_a_quota_name_the_region_does_not_have_is_a_warning(moto):
-    found = run("sagemaker_quotas", TRN1_WEST, account("us-west-2", "quotas-sagemaker-enough"))
+    # The types the recorded quotas name (vLLM now serves on T4 too, so the planner may choose g4dn, which the
+    # recorded account lists no quota for).
+    recorded = {"inference.realtime.instance_type": "ml.inf2.xlarge", "inference.async.instance_type": "ml.g6.xlarge",
+                "inference.batch.instance_type": "ml.g6.xlarge"}
+    found = run("sagemaker_quotas", (TRN1_WEST[0], {**TRN1_WEST[1], **recorded}),
+                account("us-west-2", "quotas-sagemaker-enough"))
     assert levels(found) == [INFO, INFO, INFO]  # inf2.xlarge and g6.xlarge endpoint, g6.xlarge transform
     acc = account("us-west-2", "quotas-sagemaker-enough")
-    found = run("sagemaker_quotas", ("huge", {**TRN1, "region": "us-west-2", "availability_zone": "us-west-2b",
+    found = run("sagemaker_quotas", ("huge", {**TRN1, **recorded, "region": "us-west-2", "availability_zone": "us-west-2b",
                                               "inference.batch.instance_type": "ml.g5.xlarge"}), acc)
     missing = [f for f in found if f.level == WARNING]
     assert [f.field for f in missing] == ["ml.g5.xlarge for transform job usage"]

@@ -2,9 +2,10 @@
 
 The requirements below are the containers' own, written here from their sources (not from
 workloads/serving.py, so the two can disagree and the test catch it):
-- TGI (GPU): sagemaker-entrypoint.sh exits "HF_MODEL_ID must be set"; SM_NUM_GPUS is the shard count
-  (huggingface/text-generation-inference, sagemaker-entrypoint.sh).
-- TGI on Neuron: the same entrypoint; tgi_env.py needs HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
+- vLLM DLC (GPU): sagemaker_args.py turns SM_VLLM_<FLAG> into --<flag>; without SM_VLLM_MODEL it serves
+  /opt/ml/model only if that holds files, else HF_MODEL_ID (aws/deep-learning-containers scripts/docker/vllm);
+  vLLM refuses a tensor-parallel size that does not divide the attention heads.
+- TGI on Neuron: sagemaker-entrypoint.sh exits "HF_MODEL_ID must be set"; tgi_env.py needs HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
   MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS, MAX_BATCH_PREFILL_TOKENS, or it looks the model up on the Hub
   (huggingface/optimum-neuron, text-generation-inference/tgi_env.py).
 - PyTorch DLC and scikit-learn container: the handler module is SAGEMAKER_PROGRAM under code/ in the archive
@@ -34,13 +35,15 @@ SERVING_VARIANTS = ("small", "intermediate", "huge", "small-all-kinds")
 def _container(image: str) -> str:
     repo = image.split("/", 1)[1].split(":")[0]
     tag = image.rsplit(":", 1)[1]
+    if repo == "vllm":
+        return "vllm"
     if repo == "huggingface-pytorch-tgi-inference":
         # The published TGI tags (Hugging Face, "Available DLCs on AWS"): ...-tgi3.3.6-gpu-py311-cu124-ubuntu22.04
         # and ...-optimum3.3.6-neuronx-py310-ubuntu22.04. Any other tag names an image no registry holds.
-        for accelerator, container in (("-neuronx-", "tgi-neuronx"), ("-gpu-", "tgi")):
+        for accelerator, container in (("-neuronx-", "tgi-neuronx"),):
             if accelerator in tag:
                 return container
-        raise AssertionError(f"{image}: not a published TGI tag (-gpu- or -neuronx-)")
+        raise AssertionError(f"{image}: not a published TGI on Neuron tag (-neuronx-)")
     return {"pytorch-inference": "pytorch", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
             "sagemaker-scikit-learn": "sklearn"}[repo]
 
@@ -64,20 +67,26 @@ def _check_model(logical: str, props: dict, itype: str | None, heads: int) -> li
     c = props["PrimaryContainer"]
     env, kind = c.get("Environment", {}), _container(c["Image"])
     problems = []
-    if kind in ("tgi", "tgi-neuronx"):
-        if env.get("HF_MODEL_ID") != "/opt/ml/model":
-            problems.append("HF_MODEL_ID must name the model directory SageMaker fills (/opt/ml/model)")
+    if kind in ("vllm", "tgi-neuronx"):
+        model = env.get("SM_VLLM_MODEL") if kind == "vllm" else env.get("HF_MODEL_ID")
+        if model != "/opt/ml/model":
+            problems.append("the model must be the directory SageMaker fills (/opt/ml/model)")
         source = c.get("ModelDataSource", {}).get("S3DataSource", {})
         if (source.get("S3DataType"), source.get("CompressionType")) != ("S3Prefix", "None"):
             problems.append("an LLM directory is served uncompressed from an S3 prefix")
-        if not (int(env.get("MAX_INPUT_TOKENS", 0)) < int(env.get("MAX_TOTAL_TOKENS", 0))):
-            problems.append("MAX_INPUT_TOKENS must be below MAX_TOTAL_TOKENS")
         acc = load_catalog().types[itype.removeprefix("ml.")].accelerator
-        if kind == "tgi":
-            shards = int(env.get("SM_NUM_GPUS", 0))
+        if kind == "vllm":
+            shards = int(env.get("SM_VLLM_TENSOR_PARALLEL_SIZE", 0))
             if not (1 <= shards <= acc.count and heads % shards == 0):
-                problems.append(f"SM_NUM_GPUS={shards}: 1..{acc.count} GPUs of {itype}, dividing {heads} heads")
+                problems.append(f"SM_VLLM_TENSOR_PARALLEL_SIZE={shards}: 1..{acc.count} GPUs of {itype}, dividing "
+                                f"{heads} heads")
+            if not int(env.get("SM_VLLM_MAX_MODEL_LEN", 0)) > 0 or not int(env.get("SM_VLLM_MAX_NUM_SEQS", 0)) > 0:
+                problems.append("SM_VLLM_MAX_MODEL_LEN and SM_VLLM_MAX_NUM_SEQS bound the sequences vLLM admits")
+            if any(k.startswith(("HF_NUM", "MAX_", "SM_NUM")) for k in env):
+                problems.append(f"TGI settings vLLM ignores: {sorted(env)}")
         else:
+            if not (int(env.get("MAX_INPUT_TOKENS", 0)) < int(env.get("MAX_TOTAL_TOKENS", 0))):
+                problems.append("MAX_INPUT_TOKENS must be below MAX_TOTAL_TOKENS")
             missing = [k for k in NEURON_ENV if k not in env]
             if missing:
                 problems.append(f"missing {missing}: without them tgi_env.py looks the model up on the Hub")
@@ -117,7 +126,7 @@ def test_neuron_export_and_gpu_weights_live_apart(synth):
     for logical, r in s.resources("InferenceStack", "AWS::SageMaker::Model").items():
         c = r["Properties"]["PrimaryContainer"]
         uris[_container(c["Image"])] = json.dumps(c["ModelDataSource"]["S3DataSource"]["S3Uri"])
-    assert set(uris) == {"tgi-neuronx", "tgi"} and uris["tgi-neuronx"] != uris["tgi"]
+    assert set(uris) == {"tgi-neuronx", "vllm"} and uris["tgi-neuronx"] != uris["vllm"]
 
 
 def test_llm_batch_sends_one_record_per_request(synth):
@@ -158,7 +167,7 @@ def test_tensor_parallel_degree_is_the_containers_and_holds_the_weights(params, 
     ("huge", {"inference.realtime.artifact_key": "models/llm/"}, "inference.async.artifact_key"),
     ("intermediate", {"inference.realtime.instance_type": "ml.m5.xlarge"}, "inference.realtime.instance_type"),
     ("huge", {"inference.realtime.instance_type": "ml.inf2.8xlarge"}, "inference.realtime.instance_type"),
-    ("intermediate", {"inference.async.instance_type": "ml.g4dn.xlarge"}, "inference.async.instance_type"),  # T4
+    ("intermediate", {"inference.async.instance_type": "ml.p3.2xlarge"}, "inference.async.instance_type"),  # V100
     ("intermediate", {"inference.generation.max_input_tokens": "4096"}, "inference.generation"),
 ])
 def test_a_config_no_container_can_serve_is_refused_with_the_field(workload, overrides, field):
@@ -173,34 +182,35 @@ def test_each_kind_may_have_its_own_artifact():
     assert p.inference["realtime"].serving.artifact_key == "models/model.tar.gz"
 
 
-def test_tgi_runs_only_on_ampere_or_newer_and_in_bfloat16_there():
-    """TGI needs FlashAttention 2 (Ampere or newer; tgi-t4-issue): T4 and V100 types are refused for an LLM, naming
-    the field; every other GPU type of the catalog on SageMaker serves in bfloat16 (their peak figure is bf16)."""
-    from workloads.serving import TGI_TOO_OLD, plan_serving
+def test_vllm_runs_on_turing_or_newer_in_bfloat16_where_the_gpu_has_it():
+    """vLLM needs compute capability 7.5 or newer (vLLM docs, GPU installation): V100 types are refused for an LLM,
+    naming the field; T4 serves in float16, every GPU with a bf16 peak in bfloat16."""
+    from workloads.serving import VLLM_TOO_OLD, plan_serving
 
     w = load("intermediate", {"model.parameters_billion": "1", "model.attention_heads": "32"})
     refused = served = 0
     for itype in load_catalog().types.values():
         if not (itype.accelerator and itype.accelerator.kind == "nvidia-gpu" and itype.on_sagemaker):
             continue
-        if itype.accelerator.model in TGI_TOO_OLD or itype.peak_tflops_dtype != "bf16":
+        if itype.accelerator.model in VLLM_TOO_OLD:
             with pytest.raises(ConfigError) as err:
                 plan_serving("realtime", w, itype)
-            assert err.value.field == "inference.realtime.instance_type" and "FlashAttention" in str(err.value)
+            assert err.value.field == "inference.realtime.instance_type" and "7.5" in str(err.value)
             refused += 1
         else:
-            assert plan_serving("realtime", w, itype).environment["DTYPE"] == "bfloat16", itype.name
+            dtype = "bfloat16" if itype.peak_tflops_dtype == "bf16" else "float16"
+            assert plan_serving("realtime", w, itype).environment["SM_VLLM_DTYPE"] == dtype, itype.name
             served += 1
     assert refused and served, "the catalog should hold GPUs on both sides of the rule"
 
 
 @pytest.mark.parametrize("workload", ["intermediate", "huge"])
-def test_no_tgi_llm_is_planned_on_t4_or_v100(workload):
-    """The planner never picks a T4 or V100 for a Hugging Face LLM, nor shows one among the candidates."""
-    from workloads.serving import TGI_TOO_OLD
+def test_no_llm_is_planned_on_v100(workload):
+    """The planner never picks a V100 for a Hugging Face LLM, nor shows one among the candidates."""
+    from workloads.serving import VLLM_TOO_OLD
 
     names = {t.name: t for t in load_catalog().types.values()}
     for ip in plan(load(workload)).inference.values():
         for c in (*ip.candidates, ip):
             t = names.get((c.instance_type or "").removeprefix("ml."))
-            assert t is None or t.accelerator is None or t.accelerator.model not in TGI_TOO_OLD, c.instance_type
+            assert t is None or t.accelerator is None or t.accelerator.model not in VLLM_TOO_OLD, c.instance_type

@@ -135,7 +135,7 @@ def test_no_kms_key_on_local_nvme_instances(synth):
     assert config["ProductionVariants"][0]["InstanceType"] == "ml.g5.xlarge"
     assert "KmsKeyId" not in config
     model = _one(s, "AWS::SageMaker::Model", "RealtimeModel")
-    assert "tgi" in model["PrimaryContainer"]["Image"] and "gpu" in model["PrimaryContainer"]["Image"]
+    assert "/vllm:server-sagemaker-cuda-" in model["PrimaryContainer"]["Image"]
 
 
 def test_classic_ml_serves_from_its_framework_image(synth):

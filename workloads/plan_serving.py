@@ -15,13 +15,13 @@ from . import speed
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_serving
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import TGI_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
+from .serving import VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
 from .startup import Startup, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
 GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
-               "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge")
+               "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge")
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
 # CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
 # prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
@@ -142,8 +142,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, bytes_per_param: float | Non
     if itype is None or not cat.allows(name) or w.region not in itype.regions \
             or itype.price(w.region, sagemaker=True) is None:
         return None
-    if _llm(w) and itype.accelerator and itype.accelerator.model in TGI_TOO_OLD:
-        return None  # TGI needs Ampere or newer
+    if _llm(w) and itype.accelerator and itype.accelerator.model in VLLM_TOO_OLD:
+        return None  # vLLM needs compute capability 7.5 or newer
     if bytes_per_param is not None:
         memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
         if not est.serving_fits(w.model.parameters_billion, memory, bytes_per_param):

@@ -2,14 +2,20 @@
 environment it needs to start. Pure Python: the CDK side turns `Container.image` into a URI with
 the sagemaker SDK's image_uris (constructs_lib/images.py).
 
-What each container needs, checked at its source on 2026-11-22:
+What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-25):
 
-- Hugging Face TGI, GPU (sagemaker image `huggingface-llm` 3.3.6): its sagemaker-entrypoint.sh exits
-  with "HF_MODEL_ID must be set" when HF_MODEL_ID is unset and turns SM_NUM_GPUS into the shard count
-  (huggingface/text-generation-inference, sagemaker-entrypoint.sh); MAX_INPUT_TOKENS, MAX_TOTAL_TOKENS,
-  MAX_BATCH_PREFILL_TOKENS and DTYPE are text-generation-launcher settings read from the environment.
-- Hugging Face TGI on Neuron (`huggingface-llm-neuronx` 0.3.0, optimum-neuron TGI 3.3.6): the same
-  entrypoint check; tgi_env.py skips its Hugging Face Hub lookup only when HF_NUM_CORES, HF_AUTO_CAST_TYPE,
+- AWS's vLLM DLC for SageMaker, Amazon Linux 2023 build (sagemaker image `vllm-server` 2.3, tag
+  server-sagemaker-cuda-v2.3, vLLM 0.27.0): its sagemaker_entrypoint.sh runs sagemaker_args.py, which turns every
+  SM_VLLM_<FLAG> variable into `--<flag>` of vLLM's OpenAI server (SM_VLLM_TENSOR_PARALLEL_SIZE=8 ->
+  --tensor-parallel-size 8) and, when SM_VLLM_MODEL is unset, serves /opt/ml/model if it holds files, else
+  HF_MODEL_ID (aws/deep-learning-containers e0ecedea, scripts/docker/vllm/sagemaker_entrypoint.sh and
+  sagemaker_args.py; docker/vllm/Dockerfile.amzn2023 target vllm-sagemaker-amzn2023). Chosen over LMI (`djl-lmi`,
+  which the SDK also resolves): the DLC runs upstream vLLM's own server with any vLLM flag, and AWS recommends its
+  Amazon Linux images over the Ubuntu vLLM builds, which it cannot guarantee to patch (DLC Framework Support
+  Policy, https://aws.github.io/deep-learning-containers/reference/support_policy/).
+- Hugging Face TGI on Neuron (`huggingface-llm-neuronx` 0.3.0, optimum-neuron TGI 3.3.6): TGI's
+  sagemaker-entrypoint.sh exits with "HF_MODEL_ID must be set" when HF_MODEL_ID is unset
+  (huggingface/text-generation-inference, sagemaker-entrypoint.sh); tgi_env.py skips its Hugging Face Hub lookup only when HF_NUM_CORES, HF_AUTO_CAST_TYPE,
   MAX_BATCH_SIZE, MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS and MAX_BATCH_PREFILL_TOKENS are all set, and refuses
   a model whose Neuron config (tp_degree, batch_size, sequence_length, cast type) does not match them
   (huggingface/optimum-neuron, text-generation-inference/tgi_env.py). A network-isolated endpoint cannot
@@ -78,7 +84,14 @@ class RequestContract:
         return "SingleRecord" if self.records == "one" else "MultiRecord"
 
 
-# Checked at each container's source on 2026-11-22.
+# Checked at each container's source on 2026-11-22 (vLLM's on 2026-11-25).
+_VLLM_REQUEST = RequestContract(
+    reads=("application/json",), records="one", content_type="application/json", accept="application/json",
+    source="vllm-project/vllm vllm/entrypoints/sagemaker/api_router.py: POST /invocations depends on "
+           "validate_json_request (application/json only) and validates the one JSON body against each generate "
+           "request type in turn (chat completion with messages, completion with prompt), answering with that "
+           "endpoint's JSON",
+    sample='{"prompt": "What is the capital of France?", "max_tokens": 32}')
 _TGI_REQUEST = RequestContract(
     reads=("application/json",), records="one", content_type="application/json", accept="application/json",
     source="huggingface/text-generation-inference router/src/server.rs routes POST /invocations to "
@@ -86,7 +99,7 @@ _TGI_REQUEST = RequestContract(
            "generate, chat or completion request, and axum refuses a body not sent as application/json",
     sample='{"inputs": "What is the capital of France?", "parameters": {"max_new_tokens": 32}}')
 REQUESTS = {
-    "tgi": _TGI_REQUEST,
+    "vllm": _VLLM_REQUEST,
     "tgi-neuronx": _TGI_REQUEST,  # optimum-neuron's TGI image runs the same router
     "pytorch": RequestContract(
         reads=("application/json", "text/csv", "application/x-npy"), records="one", content_type="application/json",
@@ -133,8 +146,10 @@ class Container:
 
 
 CONTAINERS = {c.key: c for c in (
-    Container("tgi", "Hugging Face TGI 3.3.6 (GPU)", (("framework", "huggingface-llm"), ("version", "3.3.6")),
-              "huggingface", ("nvidia-gpu",)),
+    # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
+    # (tests/sources/published_images/dlc_frameworks.yaml); the SDK's table goes to 2.6, not confirmed published.
+    Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.27.0, Amazon Linux 2023)",
+              (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",)),
     # inference_tool "neuronx": the published tag is 2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04 (Hugging Face,
     # "Deploying on AWS: Available DLCs on AWS", https://huggingface.co/docs/sagemaker/dlcs/available); without it
     # image_uris builds an `-inf2-` tag that no registry holds. The SDK's own LLM helper passes it too
@@ -169,7 +184,7 @@ NEURON_LAYOUT = ("Neuron export of the Hugging Face model (optimum-cli export ne
 
 def proof_key(artifact_key: str) -> str:
     """The one object whose presence proves an artifact is uploaded: a Hugging Face directory's config.json, which the
-    LLM containers read first (TGI loads the model's config before any weight), or the single archive itself."""
+    LLM containers read first (vLLM and TGI load the model's config before any weight), or the single archive itself."""
     return artifact_key + "config.json" if artifact_key.endswith("/") else artifact_key
 
 
@@ -271,10 +286,19 @@ def kv_bytes_per_token(w: Workload) -> int:
     return 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
 
 
-def kv_cache_gib(w: Workload, batch: int) -> float:
-    """The KV cache the container reserves: `batch` sequences of max_total_tokens (Neuron compiles that shape; TGI
-    admits requests within that token budget)."""
-    return kv_bytes_per_token(w) * w.inference.generation.max_total_tokens * batch / 2**30
+def kv_cache_gib(w: Workload, batch: int, *, tokens: int | None = None) -> float:
+    """The KV cache of `batch` sequences of `tokens` each (absent: max_total_tokens, the shape Neuron compiles)."""
+    return kv_bytes_per_token(w) * (tokens or w.inference.generation.max_total_tokens) * batch / 2**30
+
+
+def paged_kv_cache_gib(w: Workload, batch: int) -> float:
+    """The KV cache vLLM's paged attention holds for `batch` typical requests: blocks are allocated as a sequence
+    grows, so a request holds its own context (typical input plus output), not max_total_tokens; the configured
+    maximum stays a limit (one sequence of max_total_tokens must fit: vLLM refuses to start when its cache cannot
+    hold one request of max_model_len). Kwon et al., "Efficient Memory Management for Large Language Model Serving
+    with PagedAttention" (SOSP 2023, https://arxiv.org/abs/2309.06180)."""
+    tokens_in, tokens_out = w.inference.generation.typical()
+    return max(kv_cache_gib(w, batch, tokens=tokens_in + tokens_out), kv_cache_gib(w, 1))
 
 
 def weights_gib(parameters_billion: float) -> float:
@@ -287,8 +311,9 @@ def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: f
     return weights_gib(parameters_billion) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
 
 
-# Tensor-parallel degrees each LLM container allows. TGI shards attention heads over GPUs, so the degree divides
-# them (text-generation-inference: num_heads % world_size == 0). Neuron pads the heads instead: Hugging Face
+# Tensor-parallel degrees each LLM container allows. vLLM shards attention heads over GPUs, so the degree divides
+# them (vllm-project/vllm, ModelConfig.verify_with_parallel_config: "Total number of attention heads must be
+# divisible by tensor parallel size"). Neuron pads the heads instead: Hugging Face
 # compiles Llama-3.3-70B (64 heads) for all 24 NeuronCores of inf2.48xlarge (hf-optimum-neuron-llama2-7b source
 # note), so any core count that divides the instance's (1 or even) is a candidate.
 def tensor_degrees(itype: InstanceType, heads: int) -> list[int]:
@@ -305,8 +330,10 @@ def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, 
     return next((d for d in tensor_degrees(itype, heads) if holds(parameters_billion, itype, d, kv_cache_gib)), None)
 
 
-# TGI needs FlashAttention 2, which runs on Ampere or newer (tgi-t4-issue): never plan it on these.
-TGI_TOO_OLD = frozenset({"NVIDIA T4", "NVIDIA V100 16GB", "NVIDIA V100 32GB"})
+# vLLM runs on compute capability 7.5 or newer (vLLM docs, "GPU installation", v0.31.0: "compute capability 7.5 or
+# higher (e.g., T4, RTX20xx, A100, L4, H100, B200"), https://docs.vllm.ai/en/v0.31.0/getting_started/installation/
+# gpu/): never plan it on Volta (7.0).
+VLLM_TOO_OLD = frozenset({"NVIDIA V100 16GB", "NVIDIA V100 32GB"})
 
 
 def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | None) -> Container:
@@ -315,11 +342,11 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
     where = f"ml.{itype.name}" if itype else "serverless (CPU only)"
     field = f"inference.{kind}.instance_type" if itype else "inference.serverless"
     if fmt == "huggingface":
-        key = {"nvidia-gpu": "tgi", "inferentia": "tgi-neuronx"}.get(acc or "")
-        if key == "tgi" and itype and itype.accelerator.model in TGI_TOO_OLD:
-            raise ConfigError(field, where, "an Ampere or newer GPU type (g5, g6, p4d, p5) or Inferentia2 (inf2)",
-                              reason=f"TGI needs FlashAttention 2, which does not run on the {itype.accelerator.model} "
-                                     "(huggingface/text-generation-inference issue 2456)")
+        key = {"nvidia-gpu": "vllm", "inferentia": "tgi-neuronx"}.get(acc or "")
+        if key == "vllm" and itype and itype.accelerator.model in VLLM_TOO_OLD:
+            raise ConfigError(field, where, "a Turing or newer GPU type (g4dn, g5, g6, g6e, p4d, p5) or Inferentia2 (inf2)",
+                              reason=f"vLLM needs compute capability 7.5 or newer; the {itype.accelerator.model} is 7.0 "
+                                     "(vLLM docs, GPU installation)")
         if key is None or (acc == "inferentia" and itype and itype.accelerator.model not in NEURON_CORES_PER_CHIP):
             raise ConfigError(field, where, "a GPU (g5, g6, p4d, p5) or Inferentia2 (inf2) type; or "
                               "inference.artifact.format framework-archive",
@@ -388,7 +415,11 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
                      f"--model <model> --batch_size {batch} --sequence_length {g.max_total_tokens} "
                      f"--num_cores {degree} --auto_cast_type {g.dtype} <dir>")
     else:
-        # GPUs without bf16 (T4, V100) serve in fp16.
+        # GPUs without bf16 (T4) serve in fp16. SM_VLLM_* become vLLM server flags (sagemaker_args.py): the model
+        # directory, the shards, the longest sequence (max_total_tokens: a limit; paged attention allocates the
+        # cache as sequences grow) and the most sequences decoded together.
         dtype = "bfloat16" if g.dtype == "bf16" and itype.peak_tflops_dtype == "bf16" else "float16"
-        env = {"HF_MODEL_ID": MODEL_DIR, "SM_NUM_GPUS": str(degree), "DTYPE": dtype, **limits}
+        env = {"SM_VLLM_MODEL": MODEL_DIR, "SM_VLLM_TENSOR_PARALLEL_SIZE": str(degree),
+               "SM_VLLM_MAX_MODEL_LEN": str(g.max_total_tokens), "SM_VLLM_MAX_NUM_SEQS": str(batch),
+               "SM_VLLM_DTYPE": dtype}
     return ServingPlan(**common, environment=env, tensor_parallel=degree, notes=tuple(notes))

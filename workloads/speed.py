@@ -24,7 +24,7 @@ from . import estimates as est
 from .catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation,
                       runtime_of)
 from .schema import Workload
-from .serving import holds, kv_bytes_per_token, kv_cache_gib
+from .serving import holds, kv_bytes_per_token, kv_cache_gib, paged_kv_cache_gib
 
 ENCODER_TOKENS_PER_REQUEST = 512
 # Where the CPU figures were measured (tools/bench_cpu_*.py), said beside every figure that rests on them.
@@ -158,8 +158,10 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     cap, cap_source = max_batch(itype)
     most = min(cap, g.max_batch_size or cap, max_concurrency or cap)
     batch, missed = 1, targets.missed(prefill_ms + step_ms(1), tpot_ms(1), latency_ms(1))
+    # vLLM (GPUs) pages the cache: requests hold their own context. Neuron compiles batch x max_total_tokens.
+    cache_of = paged_kv_cache_gib if runtime == "nvidia-gpu" else kv_cache_gib
     for b in range(most, 0, -1):
-        if holds(params, itype, degree, kv_cache_gib(w, b)) and \
+        if holds(params, itype, degree, cache_of(w, b)) and \
                 not targets.missed(prefill_ms + step_ms(b), tpot_ms(b), latency_ms(b)):
             batch, missed = b, ""
             break

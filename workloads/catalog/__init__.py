@@ -525,3 +525,37 @@ def load_serving() -> ServingFacts:
         cpu_classic=tuple(cpu), cpu_classic_likely=next(c for c in cpu if c.name == classic["likely"]),
         cpu_encoder=tuple(Measurement(float(c["gflops_per_vcpu"]), c["source"], c["what"]) for c in data["cpu_encoder"]),
     )
+
+
+@dataclass(frozen=True)
+class ImageSupport:
+    """How long a serving container is supported (catalog/serving_images.yaml)."""
+
+    container: str
+    image: str
+    ga: str | None
+    eop: str | None  # end of patch, ISO date
+    status: str  # dated | supported-while-latest | maintenance | unknown
+    note: str
+    sources: tuple[str, ...]
+
+    def problem(self, today: str) -> str:
+        """'' while supported on `today` (ISO date); else why not."""
+        if self.status == "maintenance":
+            return f"{self.image} is in maintenance: {self.note}"
+        if self.eop and self.eop < today:
+            return f"{self.image} is past its end of patch {self.eop}: {self.note}"
+        return ""
+
+
+@cache
+def load_image_support() -> dict[str, ImageSupport]:
+    data = _load_yaml("serving_images.yaml")
+    known = {key: Source(key, s["title"], s["url"], str(s["checked"]), s.get("note") or "")
+             for key, s in data["sources"].items()}
+    out = {}
+    for key, raw in data["containers"].items():
+        _cited(f"serving_images.yaml {key}", raw["sources"], known)
+        out[key] = ImageSupport(key, raw["image"], raw["ga"], raw["eop"], raw["status"], raw["note"],
+                                tuple(raw["sources"]))
+    return out
