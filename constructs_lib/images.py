@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from workloads.planner import Plan
 
 # Frameworks whose image depends on the instance type (CPU, GPU or Neuron build).
-_BY_INSTANCE = ("pytorch", "tensorflow", "huggingface-llm-neuronx")
+_BY_INSTANCE = ("ray-serve", "tensorflow", "huggingface-llm-neuronx")
 SERVERLESS_IMAGE_TYPE = "ml.m5.large"  # serverless runs on CPU: the CPU build
 
 

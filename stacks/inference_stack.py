@@ -74,7 +74,8 @@ class InferenceStack(EstateStack):
             min_instances=p.min_instances, max_instances=p.max_instances,
             invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), startup=p.startup,
             bucket=self._bucket,
-            capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent)
+            capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent,
+            inference_ami_version=p.serving.inference_ami_version)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         self._watch("realtime", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
@@ -95,7 +96,8 @@ class InferenceStack(EstateStack):
             instance_type=p.instance_type,
             max_instances=p.max_instances, max_concurrent_invocations=p.max_concurrent_invocations_per_instance,
             bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
-            failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p), startup=p.startup)
+            failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p), startup=p.startup,
+            inference_ami_version=p.serving.inference_ami_version)
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
         self._watch("async", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)

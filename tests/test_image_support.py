@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.catalog import load_image_support
+from workloads.catalog import ImageSupport, load_image_support
 from workloads.serving import CONTAINERS
 
 from .test_published_images import serving_cases, team_plans, variant_plan
 
 TODAY = "2026-11-25"
 # Found by this test, not fixed yet (see each container's note in serving_images.yaml).
-NOT_REPLACED_YET = {"tgi-neuronx", "pytorch"}
+NOT_REPLACED_YET = {"tgi-neuronx"}
 
 
 def test_every_container_has_support_data():
@@ -43,7 +43,17 @@ def test_no_image_in_use_is_past_support_or_in_maintenance(container, request):
     assert not problem, f"{problem} (used by {', '.join(where[:4])})"
 
 
+@pytest.mark.parametrize("container", sorted(CONTAINERS))
+def test_no_container_the_planner_can_choose_is_past_support(container, request):
+    """Not only the shipped workloads': any workload may be planned onto any container (before: the PyTorch 2.6
+    TorchServe image, past its end of patch 2026-06-30, served every non-LLM PyTorch model)."""
+    if container in NOT_REPLACED_YET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=load_image_support()[container].note))
+    assert not load_image_support()[container].problem(TODAY)
+
+
 def test_the_check_fails_on_a_date_past_end_of_patch():
-    support = load_image_support()["pytorch"]
+    # PyTorch 2.6 inference (TorchServe): end of patch 2026-06-30 (DLC Framework Support Policy).
+    support = ImageSupport("pytorch", "pytorch-inference:2.6", "2025-01-29", "2026-06-30", "dated", "", ())
     assert support.problem("2026-06-30") == "" and "end of patch" in support.problem("2026-07-01")
     assert "maintenance" in load_image_support()["tgi-neuronx"].problem("2000-01-01")

@@ -8,8 +8,10 @@ workloads/serving.py, so the two can disagree and the test catch it):
 - TGI on Neuron: sagemaker-entrypoint.sh exits "HF_MODEL_ID must be set"; tgi_env.py needs HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
   MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS, MAX_BATCH_PREFILL_TOKENS, or it looks the model up on the Hub
   (huggingface/optimum-neuron, text-generation-inference/tgi_env.py).
-- PyTorch DLC and scikit-learn container: the handler module is SAGEMAKER_PROGRAM under code/ in the archive
-  (aws/sagemaker-pytorch-inference-toolkit; aws/sagemaker-scikit-learn-container).
+- scikit-learn container: the handler module is SAGEMAKER_PROGRAM under code/ in the archive
+  (aws/sagemaker-scikit-learn-container).
+- Ray Serve DLC (PyTorch models that are not LLMs): /opt/ml/model/config.yaml, else SM_RAYSERVE_APP (module:app), or
+  the container exits (aws/deep-learning-containers scripts/docker/ray/sagemaker_entrypoint.sh).
 - XGBoost built-in: model.tar.gz with `xgboost-model`.
 """
 
@@ -44,7 +46,7 @@ def _container(image: str) -> str:
             if accelerator in tag:
                 return container
         raise AssertionError(f"{image}: not a published TGI on Neuron tag (-neuronx-)")
-    return {"pytorch-inference": "pytorch", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
+    return {"ray": "ray-serve", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
             "sagemaker-scikit-learn": "sklearn"}[repo]
 
 
@@ -101,8 +103,10 @@ def _check_model(logical: str, props: dict, itype: str | None, heads: int) -> li
     else:
         if not str(json.dumps(c.get("ModelDataUrl", ""))).endswith('.tar.gz"]]}'):
             problems.append(f"{kind} reads a model.tar.gz through ModelDataUrl")
-        if kind in ("pytorch", "sklearn") and env.get("SAGEMAKER_PROGRAM") != "inference.py":
+        if kind == "sklearn" and env.get("SAGEMAKER_PROGRAM") != "inference.py":
             problems.append("SAGEMAKER_PROGRAM names the handler in code/")
+        if kind == "ray-serve" and not re.fullmatch(r"[A-Za-z_]\w*:[A-Za-z_]\w*", env.get("SM_RAYSERVE_APP", "")):
+            problems.append("SM_RAYSERVE_APP names the Ray Serve application (module:app) when no config.yaml is there")
     return [f"{logical} ({kind} on {itype}): {p}" for p in problems]
 
 

@@ -15,7 +15,8 @@ from . import speed
 from .catalog import ML_PREFIX, Catalog, InstanceType, load_serving
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, layout_of, plan_serving, tensor_degrees
+from .serving import (VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, container_for, layout_of, plan_serving,
+                      tensor_degrees)
 from .startup import Startup, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -156,10 +157,19 @@ def _compare(kind: str, w: Workload, cat: Catalog, names: tuple[str, ...],
     out = []
     for name in names:
         itype = _eligible(name, w, cat, bytes_per_param)
-        if itype is None or (_llm(w) and itype.accelerator is None):
+        if itype is None or (_llm(w) and itype.accelerator is None) or not _container_runs(kind, w, itype):
             continue
         out += [(_candidate(kind, w, itype, d, s), itype, s) for d, s in _speeds(kind, w, itype)]
     return out
+
+
+def _container_runs(kind: str, w: Workload, itype: InstanceType) -> bool:
+    """Whether this kind's container runs on the type (a batch job cannot give Ray Serve's GPU build its host)."""
+    try:
+        container_for(kind, artifact_format(w)[0], w.model.framework, itype)
+    except ConfigError:
+        return False
+    return True
 
 
 def _ranked(kind: str, cands: list[tuple[ServingCandidate, InstanceType, speed.Speed]]

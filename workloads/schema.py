@@ -163,7 +163,7 @@ class Artifact(_Frozen):
     huggingface: a Hugging Face model directory (config.json, safetensors, tokenizer) under a prefix
     ending in "/", served uncompressed by an LLM serving container; on Inferentia2 the directory is
     the Neuron export (optimum-cli export neuron) with the plan's batch, sequence and core count.
-    framework-archive: model.tar.gz with the weights and code/inference.py (PyTorch or TensorFlow container).
+    framework-archive: model.tar.gz with the weights and code/inference.py (PyTorch: Ray Serve; TensorFlow Serving).
     xgboost: model.tar.gz holding the booster saved as `xgboost-model`.
     scikit-learn: model.tar.gz holding the model (joblib) and code/inference.py with model_fn.
     """

@@ -20,9 +20,16 @@ What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-
   a model whose Neuron config (tp_degree, batch_size, sequence_length, cast type) does not match them
   (huggingface/optimum-neuron, text-generation-inference/tgi_env.py). A network-isolated endpoint cannot
   reach the Hub, so the artifact must be the Neuron export itself.
-- PyTorch and TensorFlow DLCs: the SageMaker inference toolkit loads the handler module named by
-  SAGEMAKER_PROGRAM from code/ inside the archive, and pip-installs code/requirements.txt at start, which
-  fails on a network-isolated endpoint (aws/sagemaker-pytorch-inference-toolkit, torchserve.py).
+- Ray Serve DLC for SageMaker (`ray-serve` 1.4, Ray 2.57, PyTorch, Amazon Linux 2023) for PyTorch models that are not
+  LLMs: the PyTorch 2.6 TorchServe images ended on 2026-06-30 and AWS's PyTorch images since are not configured for
+  serving ("For inference workloads, use the vLLM, vLLM-Omni, or Ray DLCs": aws/deep-learning-containers e0ecedea,
+  docs/pytorch/deployment/sagemaker.md). Its sagemaker_entrypoint.sh puts /opt/ml/model and /opt/ml/model/code on
+  PYTHONPATH, pip-installs code/requirements.txt if present (fails with no internet), and runs `serve run` on
+  /opt/ml/model/config.yaml, else on SM_RAYSERVE_APP (module:app); sagemaker_serve.py proxies POST /invocations
+  (body, Content-Type, Accept) to the application's route "/" (scripts/docker/ray/). Its GPU build needs a host AMI
+  other than the default (docs/ray/deployment/sagemaker.md: "GPU deployments require inference_ami_version").
+- TensorFlow DLC: the SageMaker inference toolkit loads the handler module named by SAGEMAKER_PROGRAM from code/
+  inside the archive, and pip-installs code/requirements.txt at start, which fails on a network-isolated endpoint.
 - XGBoost built-in container (`xgboost` 1.7-1): model.tar.gz holding the booster as `xgboost-model`;
   no environment needed (SageMaker Developer Guide, "XGBoost algorithm", model artifacts).
 - scikit-learn container (`sklearn` 1.2-1): script mode, SAGEMAKER_PROGRAM and SAGEMAKER_SUBMIT_DIRECTORY
@@ -43,6 +50,7 @@ from .schema import Workload
 
 MODEL_DIR = "/opt/ml/model"
 CODE_DIR = MODEL_DIR + "/code"
+RAY_APP = "inference:app"  # the Ray Serve application: `app` in code/inference.py
 DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model.tar.gz",
                 "xgboost": "models/model.tar.gz", "scikit-learn": "models/model.tar.gz"}
 _FORMAT_OF_FRAMEWORK = {"pytorch": "framework-archive", "tensorflow": "framework-archive", "xgboost": "xgboost",
@@ -101,12 +109,13 @@ _TGI_REQUEST = RequestContract(
 REQUESTS = {
     "vllm": _VLLM_REQUEST,
     "tgi-neuronx": _TGI_REQUEST,  # optimum-neuron's TGI image runs the same router
-    "pytorch": RequestContract(
-        reads=("application/json", "text/csv", "application/x-npy"), records="one", content_type="application/json",
-        accept="application/json",
-        source="aws/sagemaker-pytorch-inference-toolkit default_pytorch_inference_handler.py default_input_fn -> "
-               "aws/sagemaker-inference-toolkit decoder.py (application/json: json.loads of the whole body, so one "
-               "document a request; text/csv; application/x-npy); default_output_fn encodes application/json",
+    # The adapter passes the body through; the application in code/inference.py parses it. The contract asks it to
+    # read one JSON document a request, the adapter's default Content-Type and Accept.
+    "ray-serve": RequestContract(
+        reads=("application/json",), records="one", content_type="application/json", accept="application/json",
+        source="aws/deep-learning-containers scripts/docker/ray/sagemaker_serve.py invocations: POST /invocations "
+               "forwards the body with its Content-Type and Accept (application/json when absent) to the Ray Serve "
+               "application's route '/', which parses it (code/inference.py's `app`: one JSON document a request)",
         sample="[[0.5, 1.5, 2.5]]"),
     "tensorflow": RequestContract(
         reads=("application/json", "application/jsonlines", "text/csv"), records="many",
@@ -139,11 +148,20 @@ class Container:
     image: tuple[tuple[str, str], ...]  # sagemaker image_uris.retrieve arguments
     reads: str  # the artifact format
     accelerators: tuple[str | None, ...]  # accelerator kinds it runs on (None: CPU)
+    gpu_host_ami: str | None = None  # the InferenceAmiVersion its GPU build needs (None: SageMaker's default host)
+    batch_on_gpu: bool = True  # False: batch transform cannot give its GPU build the host it needs
 
     @property
     def request(self) -> RequestContract:
         return REQUESTS[self.key]
 
+
+# The host AMI the Ray Serve DLC's own SageMaker example deploys its GPU build on (aws/deep-learning-containers
+# e0ecedea, docs/ray/deployment/sagemaker.md: inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"; "GPU
+# deployments require inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers"). A value
+# of ProductionVariant.InferenceAmiVersion (SageMaker API Reference, ProductionVariant: NVIDIA driver 550, CUDA 12.4,
+# CUDA-compat mounting disabled; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html).
+RAY_GPU_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
 
 CONTAINERS = {c.key: c for c in (
     # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
@@ -158,9 +176,12 @@ CONTAINERS = {c.key: c for c in (
     Container("tgi-neuronx", "Hugging Face TGI 3.3.6 on Neuron (optimum-neuron)",
               (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0"), ("inference_tool", "neuronx")),
               "huggingface", ("inferentia",)),
-    Container("pytorch", "PyTorch 2.6 inference DLC",
-              (("framework", "pytorch"), ("version", "2.6"), ("py_version", "py312"), ("image_scope", "inference")),
-              "framework-archive", (None, "nvidia-gpu")),
+    # Ray Serve DLC 1.4.0 (2026-08-12, Ray 2.57.0; docs/ray/changelog/index.md): tags serve-ml-sagemaker-{cpu,cuda}-v1.4
+    # (the SDK's ray-serve 1.4). Batch transform is CPU only: the GPU build needs TransformAmiVersion, which the
+    # Step Functions transform task here does not set.
+    Container("ray-serve", "Ray Serve DLC 1.4 (Ray 2.57, PyTorch, Amazon Linux 2023)",
+              (("framework", "ray-serve"), ("version", "1.4")), "framework-archive", (None, "nvidia-gpu"),
+              gpu_host_ami=RAY_GPU_AMI, batch_on_gpu=False),
     Container("tensorflow", "TensorFlow 2.20 Serving DLC",
               (("framework", "tensorflow"), ("version", "2.20"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
@@ -172,8 +193,9 @@ CONTAINERS = {c.key: c for c in (
 ARTIFACT_LAYOUT = {
     "huggingface": "Hugging Face model directory (config.json, *.safetensors, tokenizer files) under the prefix, "
                    "uncompressed",
-    "framework-archive": "model.tar.gz: the weights and code/inference.py (no code/requirements.txt: the endpoint "
-                         "has no internet)",
+    "framework-archive": "model.tar.gz: the weights and code/inference.py (PyTorch: a Ray Serve application named "
+                         "`app`, or a config.yaml at the top; TensorFlow: the handler) (no code/requirements.txt: the "
+                         "endpoint has no internet)",
     "xgboost": "model.tar.gz holding the booster saved as `xgboost-model`",
     "scikit-learn": "model.tar.gz: the model (joblib) and code/inference.py with model_fn",
 }
@@ -205,6 +227,7 @@ class ServingPlan:
     tensor_parallel: int | None
     request: RequestContract  # what /invocations reads; how batch transform splits and joins for it
     notes: tuple[str, ...] = ()
+    inference_ami_version: str | None = None  # the endpoint variant's host AMI (None: SageMaker's default)
 
 
 # Above this size a PyTorch model without model.architecture is taken for a decoder: the largest common encoders are
@@ -352,8 +375,13 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
                               "inference.artifact.format framework-archive",
                               reason="a Hugging Face LLM is served by an LLM serving container on GPU or Inferentia2")
         return CONTAINERS[key]
-    # A framework archive runs on its framework's container (pytorch, tensorflow).
-    container = CONTAINERS[{"framework-archive": framework, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]]
+    # A framework archive runs on its framework's container (PyTorch: Ray Serve; TensorFlow Serving).
+    archive = {"pytorch": "ray-serve"}.get(framework, framework)
+    container = CONTAINERS[{"framework-archive": archive, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]]
+    if kind == "batch" and acc == "nvidia-gpu" and not container.batch_on_gpu:
+        raise ConfigError(field, where, "a CPU type (c5, c6i, m5)",
+                          reason=f"the {container.title} GPU build needs host AMI {container.gpu_host_ami}, and the "
+                                 "batch transform here sets no TransformAmiVersion")
     if acc not in container.accelerators:
         neuron = "; Inferentia needs a Neuron-compiled model" if acc == "inferentia" else ""
         raise ConfigError(field, where, "CPU types (c5, m5)" if container.accelerators == (None,) else
@@ -380,8 +408,11 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
                   artifact_layout=layout, compressed=fmt != "huggingface", request=container.request)
     if fmt != "huggingface":
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
-            if container.key in ("pytorch", "sklearn") else {}
-        return ServingPlan(**common, environment=env, tensor_parallel=None)
+            if container.key == "sklearn" else {}
+        if container.key == "ray-serve":
+            env = {"SM_RAYSERVE_APP": RAY_APP}  # code/ is on PYTHONPATH; a config.yaml at the top wins over it
+        ami = container.gpu_host_ami if itype and itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else None
+        return ServingPlan(**common, environment=env, tensor_parallel=None, inference_ami_version=ami)
     return _llm(kind, w, itype, common, degree, batch)
 
 

@@ -36,7 +36,8 @@ class AsyncEndpoint(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
                  model_role: iam.IRole, instance_type: str, max_instances: int, max_concurrent_invocations: int,
                  bucket: s3.IBucket, input_prefix: str, output_prefix: str, failure_prefix: str, key: kms.IKey,
-                 volume_key: kms.IKey | None, startup: Startup) -> None:
+                 volume_key: kms.IKey | None, startup: Startup,
+                 inference_ami_version: str | None = None) -> None:
         super().__init__(scope, construct_id)
         # Topics: KMS-encrypted, TLS only (enforce_ssl adds the aws:SecureTransport deny).
         self.success_topic = sns.Topic(self, "Success", master_key=key, enforce_ssl=True)
@@ -64,7 +65,9 @@ class AsyncEndpoint(Construct):
                 # load overrun SageMaker's defaults and the endpoint rolls back.
                 model_data_download_timeout_in_seconds=startup.download_timeout_s,
                 container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
-                volume_size_in_gb=startup.volume_gb)],
+                volume_size_in_gb=startup.volume_gb,
+                # The host AMI the container needs (workloads/serving.py: Ray Serve's GPU build); None: the default.
+                inference_ami_version=inference_ami_version)],
             async_inference_config=C.AsyncInferenceConfigProperty(
                 client_config=C.AsyncInferenceClientConfigProperty(
                     max_concurrent_invocations_per_instance=max_concurrent_invocations),

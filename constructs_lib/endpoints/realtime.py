@@ -28,7 +28,8 @@ class RealtimeEndpoint(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, logs_key: kms.IKey,
                  model_role: iam.IRole, instance_type: str, min_instances: int, max_instances: int,
                  invocations_per_instance: int, kms_key: kms.IKey | None, startup: Startup, bucket: s3.IBucket,
-                 capture_prefix: str, capture_percent: int = 0) -> None:
+                 capture_prefix: str, capture_percent: int = 0,
+                 inference_ami_version: str | None = None) -> None:
         super().__init__(scope, construct_id)
         if kms_key is not None:
             allow_volume_key(model_role, key=kms_key)  # the instances' ML storage volumes (KmsKeyId)
@@ -49,7 +50,9 @@ class RealtimeEndpoint(Construct):
                 # load overrun SageMaker's defaults and the endpoint rolls back.
                 model_data_download_timeout_in_seconds=startup.download_timeout_s,
                 container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
-                volume_size_in_gb=startup.volume_gb)],
+                volume_size_in_gb=startup.volume_gb,
+                # The host AMI the container needs (workloads/serving.py: Ray Serve's GPU build); None: the default.
+                inference_ami_version=inference_ami_version)],
             data_capture_config=sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
                 enable_capture=True, initial_sampling_percentage=capture_percent, destination_s3_uri=capture_uri,
                 kms_key_id=kms_key.key_arn if kms_key else None,
