@@ -1,9 +1,8 @@
 """SageMaker serving container images, resolved offline with the sagemaker SDK's image_uris.
 
 Which container serves what is the planner's decision (workloads/serving.py); this module only
-turns it into an image URI with the arguments recorded there (for TGI on Neuron, inference_tool
-"neuronx": the published tags are `-neuronx-`, and without it image_uris builds an `-inf2-` tag
-that no registry holds). Imported only by the CDK side: the planner never loads the (large)
+turns it into an image URI with the arguments recorded there, and with the published tag where the
+SDK builds another (vLLM on Neuron: the SDK's 0.4.4 tag is not the one AWS publishes). Imported only by the CDK side: the planner never loads the (large)
 sagemaker package. The SDK's answers are remembered per SDK version (workloads/image_cache.py);
 `python -m constructs_lib.images` (run by `make setup`) writes those of every shipped workload.
 """
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from workloads.planner import Plan
 
 # Frameworks whose image depends on the instance type (CPU, GPU or Neuron build).
-_BY_INSTANCE = ("ray-serve", "tensorflow", "huggingface-llm-neuronx")
+_BY_INSTANCE = ("ray-serve", "tensorflow")
 SERVERLESS_IMAGE_TYPE = "ml.m5.large"  # serverless runs on CPU: the CPU build
 
 
@@ -30,7 +29,9 @@ def serving_image(*, container: str, region: str, instance_type: str | None) -> 
     args = dict(CONTAINERS[container].image)
     if args["framework"] in _BY_INSTANCE:
         args["instance_type"] = instance_type or SERVERLESS_IMAGE_TYPE
-    return image_cache.retrieve(region=region, **args)
+    uri = image_cache.retrieve(region=region, **args)
+    pinned = CONTAINERS[container].tag
+    return f"{uri.rsplit(':', 1)[0]}:{pinned}" if pinned else uri
 
 
 def shipped_plans() -> list[Plan]:

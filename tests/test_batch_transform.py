@@ -100,7 +100,7 @@ def test_a_configured_concurrency_is_what_the_job_is_priced_at():
 def test_more_in_flight_than_the_container_serves_waits_and_says_so():
     over = plan(load("huge", {"inference.batch.max_concurrent_transforms": "10",
                               "inference.generation.max_batch_size": "4"})).inference["batch"]
-    assert over.max_concurrent_transforms == 10 and over.concurrency == 4  # TGI serves max_batch_size 4 at once
+    assert over.max_concurrent_transforms == 10 and over.concurrency == 4  # the LLM container serves max_batch_size 4 at once
     assert "the other 6 of max_concurrent_transforms 10 wait" in over.reason
 
 

@@ -77,7 +77,7 @@ def test_70b_on_inf2_uses_all_24_neuron_cores():
     """Hugging Face serves Llama-3.3-70B on inf2.48xlarge compiled for 24 cores (hf-optimum-neuron-llama2-7b)."""
     rt = plan(load("huge")).inference["realtime"]
     assert rt.instance_type == "ml.inf2.48xlarge"
-    assert rt.serving.tensor_parallel == 24 and rt.serving.environment["HF_NUM_CORES"] == "24"
+    assert rt.serving.tensor_parallel == 24 and rt.serving.environment["SM_ON_TENSOR_PARALLEL_SIZE"] == "24"
 
 
 def test_the_batch_job_runs_the_concurrency_it_is_priced_at():

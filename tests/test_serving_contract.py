@@ -5,9 +5,9 @@ workloads/serving.py, so the two can disagree and the test catch it):
 - vLLM DLC (GPU): sagemaker_args.py turns SM_VLLM_<FLAG> into --<flag>; without SM_VLLM_MODEL it serves
   /opt/ml/model only if that holds files, else HF_MODEL_ID (aws/deep-learning-containers scripts/docker/vllm);
   vLLM refuses a tensor-parallel size that does not divide the attention heads.
-- TGI on Neuron: sagemaker-entrypoint.sh exits "HF_MODEL_ID must be set"; tgi_env.py needs HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
-  MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS, MAX_BATCH_PREFILL_TOKENS, or it looks the model up on the Hub
-  (huggingface/optimum-neuron, text-generation-inference/tgi_env.py).
+- vLLM on Neuron: the entrypoint turns SM_ON_<ARG> into `optimum-cli neuron serve --<arg>`; serve needs the model
+  directory (a Neuron export, or it looks the model up on the Hub) and checks tensor_parallel_size, batch_size and
+  sequence_length against the export (huggingface/optimum-neuron v0.4.5, docker/vllm/Dockerfile, serve.py).
 - scikit-learn container: the handler module is SAGEMAKER_PROGRAM under code/ in the archive
   (aws/sagemaker-scikit-learn-container).
 - Ray Serve DLC (PyTorch models that are not LLMs): /opt/ml/model/config.yaml, else SM_RAYSERVE_APP (module:app), or
@@ -29,8 +29,7 @@ from workloads.catalog import load_catalog
 
 from .conftest import ROOT, VARIANTS
 
-NEURON_ENV = ("HF_MODEL_ID", "HF_NUM_CORES", "HF_AUTO_CAST_TYPE", "MAX_BATCH_SIZE", "MAX_TOTAL_TOKENS",
-              "MAX_INPUT_TOKENS", "MAX_BATCH_PREFILL_TOKENS")
+NEURON_ENV = ("SM_ON_MODEL", "SM_ON_TENSOR_PARALLEL_SIZE", "SM_ON_BATCH_SIZE", "SM_ON_SEQUENCE_LENGTH")
 SERVING_VARIANTS = ("small", "intermediate", "huge", "small-all-kinds")
 
 
@@ -39,13 +38,10 @@ def _container(image: str) -> str:
     tag = image.rsplit(":", 1)[1]
     if repo == "vllm":
         return "vllm"
-    if repo == "huggingface-pytorch-tgi-inference":
-        # The published TGI tags (Hugging Face, "Available DLCs on AWS"): ...-tgi3.3.6-gpu-py311-cu124-ubuntu22.04
-        # and ...-optimum3.3.6-neuronx-py310-ubuntu22.04. Any other tag names an image no registry holds.
-        for accelerator, container in (("-neuronx-", "tgi-neuronx"),):
-            if accelerator in tag:
-                return container
-        raise AssertionError(f"{image}: not a published TGI on Neuron tag (-neuronx-)")
+    if repo == "huggingface-vllm-inference-neuronx":
+        # The published tag (AWS DLC data): any other names an image no registry holds.
+        assert tag == "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04", image
+        return "vllm-neuronx"
     return {"ray": "ray-serve", "tensorflow-inference": "tensorflow", "sagemaker-xgboost": "xgboost",
             "sagemaker-scikit-learn": "sklearn"}[repo]
 
@@ -69,8 +65,8 @@ def _check_model(logical: str, props: dict, itype: str | None, heads: int) -> li
     c = props["PrimaryContainer"]
     env, kind = c.get("Environment", {}), _container(c["Image"])
     problems = []
-    if kind in ("vllm", "tgi-neuronx"):
-        model = env.get("SM_VLLM_MODEL") if kind == "vllm" else env.get("HF_MODEL_ID")
+    if kind in ("vllm", "vllm-neuronx"):
+        model = env.get("SM_VLLM_MODEL") if kind == "vllm" else env.get("SM_ON_MODEL")
         if model != "/opt/ml/model":
             problems.append("the model must be the directory SageMaker fills (/opt/ml/model)")
         source = c.get("ModelDataSource", {}).get("S3DataSource", {})
@@ -87,19 +83,20 @@ def _check_model(logical: str, props: dict, itype: str | None, heads: int) -> li
             if any(k.startswith(("HF_NUM", "MAX_", "SM_NUM")) for k in env):
                 problems.append(f"TGI settings vLLM ignores: {sorted(env)}")
         else:
-            if not (int(env.get("MAX_INPUT_TOKENS", 0)) < int(env.get("MAX_TOTAL_TOKENS", 0))):
-                problems.append("MAX_INPUT_TOKENS must be below MAX_TOTAL_TOKENS")
             missing = [k for k in NEURON_ENV if k not in env]
             if missing:
-                problems.append(f"missing {missing}: without them tgi_env.py looks the model up on the Hub")
-            cores = int(env.get("HF_NUM_CORES", 0))
+                problems.append(f"missing {missing}: serve then takes the export's values unchecked, or looks the "
+                                "model up on the Hub")
+            cores = int(env.get("SM_ON_TENSOR_PARALLEL_SIZE", 0))
             # Neuron pads attention heads: any core count dividing the instance's (Hugging Face compiles 64-head
             # Llama-3.3-70B for all 24 cores of inf2.48xlarge).
             if not (1 <= cores <= acc.count * 2 and (acc.count * 2) % cores == 0):
-                problems.append(f"HF_NUM_CORES={cores}: up to {acc.count * 2} NeuronCores of {itype}, dividing them")
-            if env.get("MAX_BATCH_PREFILL_TOKENS") != str(int(env.get("MAX_BATCH_SIZE", 0)) *
-                                                          int(env.get("MAX_INPUT_TOKENS", 0))):
-                problems.append("MAX_BATCH_PREFILL_TOKENS = MAX_BATCH_SIZE x MAX_INPUT_TOKENS (tgi_env.py)")
+                problems.append(f"SM_ON_TENSOR_PARALLEL_SIZE={cores}: up to {acc.count * 2} NeuronCores of {itype}, "
+                                "dividing them")
+            if not int(env.get("SM_ON_BATCH_SIZE", 0)) > 0 or not int(env.get("SM_ON_SEQUENCE_LENGTH", 0)) > 0:
+                problems.append("SM_ON_BATCH_SIZE and SM_ON_SEQUENCE_LENGTH are the export's compiled shapes")
+            if any(k.startswith(("HF_NUM", "MAX_", "SM_VLLM")) for k in env):
+                problems.append(f"settings optimum-neuron's serve ignores: {sorted(env)}")
     else:
         if not str(json.dumps(c.get("ModelDataUrl", ""))).endswith('.tar.gz"]]}'):
             problems.append(f"{kind} reads a model.tar.gz through ModelDataUrl")
@@ -130,7 +127,7 @@ def test_neuron_export_and_gpu_weights_live_apart(synth):
     for logical, r in s.resources("InferenceStack", "AWS::SageMaker::Model").items():
         c = r["Properties"]["PrimaryContainer"]
         uris[_container(c["Image"])] = json.dumps(c["ModelDataSource"]["S3DataSource"]["S3Uri"])
-    assert set(uris) == {"tgi-neuronx", "vllm"} and uris["tgi-neuronx"] != uris["vllm"]
+    assert set(uris) == {"vllm-neuronx", "vllm"} and uris["vllm-neuronx"] != uris["vllm"]
 
 
 def test_llm_batch_sends_one_record_per_request(synth):
@@ -144,10 +141,10 @@ def test_the_plan_shows_container_artifact_and_environment_per_kind():
         assert ip.serving and ip.serving.container and ip.serving.artifact_key and ip.serving.environment, kind
     out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    assert "Serving contract" in out and "HF_NUM_CORES=24" in out and "optimum-cli export neuron" in out
+    assert "Serving contract" in out and "SM_ON_TENSOR_PARALLEL_SIZE=24" in out and "optimum-cli export neuron" in out
     data = json.loads(subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT,
                                      capture_output=True, text=True, check=True).stdout)
-    assert data["inference"]["realtime"]["serving"]["environment"]["HF_MODEL_ID"] == "/opt/ml/model"
+    assert data["inference"]["realtime"]["serving"]["environment"]["SM_ON_MODEL"] == "/opt/ml/model"
 
 
 @pytest.mark.parametrize("params, heads, itype, degree", [

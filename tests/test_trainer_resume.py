@@ -45,7 +45,7 @@ def test_the_export_lands_where_the_serving_contract_reads():
     export = p.training.parallelism.export_dir
     (fs_path, prefix, _, exports), = [link for link in layout.FSX_LINKS if export.startswith("/fsx" + link[0] + "/")]
     key = prefix + export.removeprefix("/fsx" + fs_path + "/") + "/"
-    served = {ip.serving.artifact_key for ip in p.inference.values() if ip.serving and ip.serving.container != "tgi-neuronx"}
+    served = {ip.serving.artifact_key for ip in p.inference.values() if ip.serving and ip.serving.container != "vllm-neuronx"}
     assert exports and served and served == {key}, (key, served)
 
 

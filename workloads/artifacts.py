@@ -36,7 +36,7 @@ def exported_key(t: TrainingPlan) -> str | None:
 def _put(artifact: str, ip: InferencePlan, t: TrainingPlan, target_cli: str) -> str:
     assert ip.serving is not None
     target = f"s3://{BUCKET}/{artifact}"
-    if ip.serving.container == "tgi-neuronx":
+    if ip.serving.container == "vllm-neuronx":
         return (f"export the model for Neuron with the plan's settings (optimum-cli export neuron, see `python -m "
                 f"workloads plan`), then aws s3 sync <neuron export dir> {target}")
     if artifact.endswith("/"):

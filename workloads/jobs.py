@@ -351,7 +351,7 @@ def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=Non
         raise EstateNotDeployed(f"job {job_name} wrote {source}, outside this estate's bucket {estate.bucket}")
     done = []
     for key in sorted({p.serving.artifact_key for p in plan.inference.values()
-                       if p.serving is not None and p.serving.container != "tgi-neuronx"}):
+                       if p.serving is not None and p.serving.container != "vllm-neuronx"}):
         if source_key.endswith("/") != key.endswith("/"):
             continue  # a directory goes to a prefix, an archive to a key
         objects = [source_key] if not key.endswith("/") else [

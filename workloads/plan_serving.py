@@ -202,7 +202,7 @@ def _serving_type(kind: str, w: Workload, cat: Catalog
     else:
         llm = _llm(w)
         names = GPU_SERVING
-        # Inferentia2 serves LLMs through TGI on Neuron; other PyTorch models would need their own Neuron compile.
+        # Inferentia2 serves LLMs through vLLM on Neuron; other PyTorch models would need their own Neuron compile.
         if llm and w.model.neuron_supported and kind == "realtime":
             names = INFERENTIA + GPU_SERVING
         cands = _compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM)

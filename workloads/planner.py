@@ -102,7 +102,7 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
         if ip.serving is None:
             continue
         where = f"ml.{ip.instance_type.removeprefix('ml.')}" if ip.instance_type else "serverless"
-        compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "tgi-neuronx" \
+        compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "vllm-neuronx" \
             else ""
         lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")

@@ -13,13 +13,14 @@ What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-
   which the SDK also resolves): the DLC runs upstream vLLM's own server with any vLLM flag, and AWS recommends its
   Amazon Linux images over the Ubuntu vLLM builds, which it cannot guarantee to patch (DLC Framework Support
   Policy, https://aws.github.io/deep-learning-containers/reference/support_policy/).
-- Hugging Face TGI on Neuron (`huggingface-llm-neuronx` 0.3.0, optimum-neuron TGI 3.3.6): TGI's
-  sagemaker-entrypoint.sh exits with "HF_MODEL_ID must be set" when HF_MODEL_ID is unset
-  (huggingface/text-generation-inference, sagemaker-entrypoint.sh); tgi_env.py skips its Hugging Face Hub lookup only when HF_NUM_CORES, HF_AUTO_CAST_TYPE,
-  MAX_BATCH_SIZE, MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS and MAX_BATCH_PREFILL_TOKENS are all set, and refuses
-  a model whose Neuron config (tp_degree, batch_size, sequence_length, cast type) does not match them
-  (huggingface/optimum-neuron, text-generation-inference/tgi_env.py). A network-isolated endpoint cannot
-  reach the Hub, so the artifact must be the Neuron export itself.
+- vLLM on Neuron (Hugging Face's `huggingface-vllm-inference-neuronx`, vLLM 0.11.0 on optimum-neuron 0.4.5, Neuron SDK
+  2.26.1, NxD Inference): its entrypoint turns every SM_ON_<ARG> variable into `--<arg>` of `optimum-cli neuron serve`
+  (SM_ON_TENSOR_PARALLEL_SIZE=24 -> --tensor_parallel_size 24; huggingface/optimum-neuron v0.4.5, docker/vllm/
+  Dockerfile). `serve` reads the model directory's Neuron config and refuses a batch_size, sequence_length or
+  tensor_parallel_size that differs from the export's, or an export for another instance family; without a Neuron
+  config it looks the model up in the Hugging Face Hub cache, which a network-isolated endpoint cannot reach, so the
+  artifact must be the Neuron export itself. It then starts vLLM's OpenAI server with --max-num-seqs = batch_size and
+  --max-model-len = sequence_length (optimum/commands/neuron/serve.py).
 - Ray Serve DLC for SageMaker (`ray-serve` 1.4, Ray 2.57, PyTorch, Amazon Linux 2023) for PyTorch models that are not
   LLMs: the PyTorch 2.6 TorchServe images ended on 2026-06-30 and AWS's PyTorch images since are not configured for
   serving ("For inference workloads, use the vLLM, vLLM-Omni, or Ray DLCs": aws/deep-learning-containers e0ecedea,
@@ -100,15 +101,11 @@ _VLLM_REQUEST = RequestContract(
            "request type in turn (chat completion with messages, completion with prompt), answering with that "
            "endpoint's JSON",
     sample='{"prompt": "What is the capital of France?", "max_tokens": 32}')
-_TGI_REQUEST = RequestContract(
-    reads=("application/json",), records="one", content_type="application/json", accept="application/json",
-    source="huggingface/text-generation-inference router/src/server.rs routes POST /invocations to "
-           "sagemaker_compatibility (router/src/sagemaker.rs), which takes axum Json<SagemakerRequest>: one JSON "
-           "generate, chat or completion request, and axum refuses a body not sent as application/json",
-    sample='{"inputs": "What is the capital of France?", "parameters": {"max_new_tokens": 32}}')
 REQUESTS = {
     "vllm": _VLLM_REQUEST,
-    "tgi-neuronx": _TGI_REQUEST,  # optimum-neuron's TGI image runs the same router
+    # optimum-neuron's serve runs vLLM 0.11.0's OpenAI server (run_server), whose /invocations takes the same JSON
+    # requests. Read in vLLM's api_server.py of the 0.11 line as stored here, not at the v0.11.0 tag itself.
+    "vllm-neuronx": _VLLM_REQUEST,
     # The adapter passes the body through; the application in code/inference.py parses it. The contract asks it to
     # read one JSON document a request, the adapter's default Content-Type and Accept.
     "ray-serve": RequestContract(
@@ -150,6 +147,7 @@ class Container:
     accelerators: tuple[str | None, ...]  # accelerator kinds it runs on (None: CPU)
     gpu_host_ami: str | None = None  # the InferenceAmiVersion its GPU build needs (None: SageMaker's default host)
     batch_on_gpu: bool = True  # False: batch transform cannot give its GPU build the host it needs
+    tag: str | None = None  # the published tag, where the SDK builds another
 
     @property
     def request(self) -> RequestContract:
@@ -162,20 +160,20 @@ class Container:
 # of ProductionVariant.InferenceAmiVersion (SageMaker API Reference, ProductionVariant: NVIDIA driver 550, CUDA 12.4,
 # CUDA-compat mounting disabled; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html).
 RAY_GPU_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+VLLM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 
 CONTAINERS = {c.key: c for c in (
     # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
     # (tests/sources/published_images/dlc_frameworks.yaml); the SDK's table goes to 2.6, not confirmed published.
     Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.27.0, Amazon Linux 2023)",
               (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",)),
-    # inference_tool "neuronx": the published tag is 2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04 (Hugging Face,
-    # "Deploying on AWS: Available DLCs on AWS", https://huggingface.co/docs/sagemaker/dlcs/available); without it
-    # image_uris builds an `-inf2-` tag that no registry holds. The SDK's own LLM helper passes it too
-    # (aws/sagemaker-python-sdk v2, src/sagemaker/huggingface/llm_utils.py, get_huggingface_llm_image_uri,
-    # backend "huggingface-neuronx"; sagemaker v3 has no such helper).
-    Container("tgi-neuronx", "Hugging Face TGI 3.3.6 on Neuron (optimum-neuron)",
-              (("framework", "huggingface-llm-neuronx"), ("version", "0.3.0"), ("inference_tool", "neuronx")),
-              "huggingface", ("inferentia",)),
+    # The SDK's huggingface-vllm-neuronx goes to 0.4.4 and cannot build it for an inf2 type (processor "inf" refused);
+    # asked with no type it names the account and repository, and the tag is pinned to the one AWS publishes:
+    # 0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 (aws/deep-learning-containers e0ecedea, docs/src/data/
+    # huggingface-vllm-inference-neuronx/0.11-neuronx-sdk2.26.1.yml; tests/sources/published_images).
+    Container("vllm-neuronx", "vLLM 0.11.0 on Neuron (optimum-neuron 0.4.5, Neuron SDK 2.26.1)",
+              (("framework", "huggingface-vllm-neuronx"), ("version", "0.4.4"), ("image_scope", "inference")),
+              "huggingface", ("inferentia",), tag=VLLM_NEURON_TAG),
     # Ray Serve DLC 1.4.0 (2026-08-12, Ray 2.57.0; docs/ray/changelog/index.md): tags serve-ml-sagemaker-{cpu,cuda}-v1.4
     # (the SDK's ray-serve 1.4). Batch transform is CPU only: the GPU build needs TransformAmiVersion, which the
     # Step Functions transform task here does not set.
@@ -200,19 +198,19 @@ ARTIFACT_LAYOUT = {
     "scikit-learn": "model.tar.gz: the model (joblib) and code/inference.py with model_fn",
 }
 
-NEURON_LAYOUT = ("Neuron export of the Hugging Face model (optimum-cli export neuron) with the batch size, sequence "
-                 "length, core count and cast type below, uncompressed")
+NEURON_LAYOUT = ("Neuron export of the Hugging Face model (optimum-cli export neuron --instance_type inf2) with the "
+                 "batch size, sequence length, tensor parallel size and dtype below, uncompressed")
 
 
 def proof_key(artifact_key: str) -> str:
     """The one object whose presence proves an artifact is uploaded: a Hugging Face directory's config.json, which the
-    LLM containers read first (vLLM and TGI load the model's config before any weight), or the single archive itself."""
+    LLM containers read first (vLLM loads the model's config before any weight), or the single archive itself."""
     return artifact_key + "config.json" if artifact_key.endswith("/") else artifact_key
 
 
 def layout_of(container: str, fmt: str) -> str:
     """Artifacts two containers can share have the same layout."""
-    return "neuron-export" if container == "tgi-neuronx" else fmt
+    return "neuron-export" if container == "vllm-neuronx" else fmt
 
 
 @dataclass(frozen=True)
@@ -365,7 +363,7 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
     where = f"ml.{itype.name}" if itype else "serverless (CPU only)"
     field = f"inference.{kind}.instance_type" if itype else "inference.serverless"
     if fmt == "huggingface":
-        key = {"nvidia-gpu": "vllm", "inferentia": "tgi-neuronx"}.get(acc or "")
+        key = {"nvidia-gpu": "vllm", "inferentia": "vllm-neuronx"}.get(acc or "")
         if key == "vllm" and itype and itype.accelerator.model in VLLM_TOO_OLD:
             raise ConfigError(field, where, "a Turing or newer GPU type (g4dn, g5, g6, g6e, p4d, p5) or Inferentia2 (inf2)",
                               reason=f"vLLM needs compute capability 7.5 or newer; the {itype.accelerator.model} is 7.0 "
@@ -399,7 +397,7 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
     key = w.inference.artifact.key or DEFAULT_KEYS[fmt]
     container = container_for(kind, fmt, w.model.framework, itype)
     layout = ARTIFACT_LAYOUT[fmt]
-    if container.key == "tgi-neuronx":
+    if container.key == "vllm-neuronx":
         # A Neuron export is its own directory: the GPU containers read the plain weights.
         key, layout = key.rstrip("/") + "-neuron/", NEURON_LAYOUT
     if section is not None and section.artifact_key:
@@ -436,15 +434,15 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")
-    prefill = str(batch * g.max_input_tokens)
-    limits = {"MAX_INPUT_TOKENS": str(g.max_input_tokens), "MAX_TOTAL_TOKENS": str(g.max_total_tokens),
-              "MAX_BATCH_PREFILL_TOKENS": prefill}
-    if common["container"] == "tgi-neuronx":
-        env = {"HF_MODEL_ID": MODEL_DIR, "HF_NUM_CORES": str(degree), "HF_AUTO_CAST_TYPE": g.dtype,
-               "MAX_BATCH_SIZE": str(batch), **limits}
+    if common["container"] == "vllm-neuronx":
+        # SM_ON_* become `optimum-cli neuron serve` flags, checked against the export's Neuron config; serve passes
+        # them to vLLM as --tensor-parallel-size, --max-num-seqs and --max-model-len (NxD Inference compiles them).
+        dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(g.dtype, "bfloat16")
+        env = {"SM_ON_MODEL": MODEL_DIR, "SM_ON_TENSOR_PARALLEL_SIZE": str(degree), "SM_ON_BATCH_SIZE": str(batch),
+               "SM_ON_SEQUENCE_LENGTH": str(g.max_total_tokens)}
         notes.append(f"the prefix holds the Neuron export made with these settings: optimum-cli export neuron "
-                     f"--model <model> --batch_size {batch} --sequence_length {g.max_total_tokens} "
-                     f"--num_cores {degree} --auto_cast_type {g.dtype} <dir>")
+                     f"--model <model> --instance_type inf2 --batch_size {batch} --sequence_length "
+                     f"{g.max_total_tokens} --tensor_parallel_size {degree} --torch_dtype {dtype} <dir>")
     else:
         # GPUs without bf16 (T4) serve in fp16. SM_VLLM_* become vLLM server flags (sagemaker_args.py): the model
         # directory, the shards, the longest sequence (max_total_tokens: a limit; paged attention allocates the
