@@ -257,6 +257,16 @@ TRAINING_ONLY = ("not served: training only: no inference section (or inference:
                  "endpoint is planned or deployed and there is no InferenceStack; add an inference section to serve")
 
 
+# Serverless with provisioned concurrency keeps that many requests warm (no cold start), billed for the provisioned
+# concurrency's memory and time plus each request's duration (SageMaker Developer Guide, "Deploy models with Amazon
+# SageMaker Serverless Inference", https://docs.aws.amazon.com/sagemaker/latest/dg/serverless-endpoints.html). Its
+# prices could not be read at AWS's pricing page in this repository's sources, so it is named, not compared.
+PROVISIONED_UNPRICED = (
+    "serverless with provisioned concurrency would keep requests warm, but its price (provisioned concurrency per "
+    "GB-second, and inference duration) is not confirmed here, so it is not compared; set inference.serverless with "
+    "provisioned_concurrency to deploy it (CloudFormation ServerlessConfig: at most MaxConcurrency, 1-200)")
+
+
 def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_servable: bool) -> str:
     """Why real-time, in terms of this workload's own traffic (every reason follows from the inputs)."""
     inf = w.inference
@@ -264,8 +274,11 @@ def _why_realtime(w: Workload, memory: int | None, cold_starts_ok: bool, cpu_ser
         need = f" and a {inf.latency_ms} ms latency target" if inf.latency_ms else ""
         return f"steady traffic{need}: real-time"
     if not cold_starts_ok:
-        return f"{inf.traffic} traffic, but a {inf.latency_ms} ms latency target rules out serverless cold starts: " \
-               "real-time"
+        why = f"{inf.traffic} traffic, but a {inf.latency_ms} ms latency target rules out serverless cold starts: " \
+              "real-time"
+        if cpu_servable and memory is not None and inf.payload_mb <= 4 and inf.traffic != "steady":
+            why += f"; {PROVISIONED_UNPRICED}"
+        return why
     if not cpu_servable:
         return f"{inf.traffic} traffic, but an LLM needs a GPU or Inferentia2 and serverless is CPU only: real-time"
     if memory is None:

@@ -1,0 +1,31 @@
+"""Serverless with provisioned concurrency, when traffic is spiky and a latency target rules out cold starts.
+
+Before: the plan said only that the latency target ruled serverless out. Serverless with provisioned concurrency keeps
+that many requests warm (SageMaker Developer Guide, "Deploy models with Amazon SageMaker Serverless Inference"), but its
+prices could not be confirmed at AWS's pricing page in this repository's sources: the plan names it and says why it is
+not compared, rather than pricing it with an invented rate. Deploying it (ServerlessConfig ProvisionedConcurrency, at
+most MaxConcurrency) is pinned by tests/test_inference.py.
+"""
+
+from __future__ import annotations
+
+from workloads import load, plan
+from workloads.plan_serving import PROVISIONED_UNPRICED
+
+from .test_cpu_serving import BERT_BASE
+
+SPIKY = {**BERT_BASE, "inference.async": "null", "inference.traffic": "spiky", "inference.latency_ms": "300"}
+
+
+def test_a_spiky_small_model_with_a_latency_target_says_why_provisioned_serverless_was_not_chosen():
+    p = plan(load("intermediate", SPIKY))
+    assert set(p.inference) == {"realtime"}
+    why = p.inference["realtime"].why_kind
+    assert "rules out serverless cold starts" in why and PROVISIONED_UNPRICED in why
+
+
+def test_steady_traffic_or_an_llm_does_not_mention_it():
+    steady = plan(load("intermediate", {**SPIKY, "inference.traffic": "steady"})).inference["realtime"]
+    llm = plan(load("intermediate", {"inference.traffic": "spiky", "inference.latency_ms": "900"}))
+    assert PROVISIONED_UNPRICED not in steady.why_kind
+    assert all(PROVISIONED_UNPRICED not in ip.why_kind for ip in llm.inference.values())
