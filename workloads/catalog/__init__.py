@@ -535,7 +535,7 @@ class ImageSupport:
     image: str
     ga: str | None
     eop: str | None  # end of patch, ISO date
-    status: str  # dated | supported-while-latest | maintenance | unknown
+    status: str  # dated | supported-while-latest | maintenance | unlisted | unknown
     note: str
     sources: tuple[str, ...]
 
@@ -543,6 +543,8 @@ class ImageSupport:
         """'' while supported on `today` (ISO date); else why not."""
         if self.status == "maintenance":
             return f"{self.image} is in maintenance: {self.note}"
+        if self.status == "unlisted":  # the publisher's support policy lists other versions, not this one
+            return f"{self.image} is not among the versions its publisher's support policy lists: {self.note}"
         if self.eop and self.eop < today:
             return f"{self.image} is past its end of patch {self.eop}: {self.note}"
         return ""
