@@ -12,7 +12,7 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_image_support
-from workloads.serving import CONTAINERS, RAY_APP, RAY_GPU_AMI
+from workloads.serving import CONTAINERS, RAY_APP, GPU_HOST_AMI
 
 from .conftest import ROOT
 from .test_published_images import assert_published
@@ -29,7 +29,7 @@ def test_a_vision_model_is_served_by_ray_serve_with_its_application_and_host():
         assert sv.request.content_type == "application/json" and sv.request.records == "one"
         assert sv.compressed and "Ray Serve application" in sv.artifact_layout
         gpu = ip.accelerator_kind == "nvidia-gpu"
-        assert sv.inference_ami_version == (RAY_GPU_AMI if gpu else None), kind
+        assert sv.inference_ami_version == (GPU_HOST_AMI if gpu else None), kind
 
 
 def test_on_cpu_no_host_ami_is_asked():
@@ -61,7 +61,7 @@ def test_the_endpoints_ask_for_the_host_ami_on_gpu(synth):
     s = synth(VISION)
     configs = s.resources("InferenceStack", "AWS::SageMaker::EndpointConfig")
     variants = [v for r in configs.values() for v in r["Properties"]["ProductionVariants"]]
-    assert variants and all(v.get("InferenceAmiVersion") == RAY_GPU_AMI for v in variants)
+    assert variants and all(v.get("InferenceAmiVersion") == GPU_HOST_AMI for v in variants)
     images = {r["Properties"]["PrimaryContainer"]["Image"]
               for r in s.resources("InferenceStack", "AWS::SageMaker::Model").values()}
     assert images and all("/ray:serve-ml-sagemaker-cuda-v1.4" in i for i in images)

@@ -121,6 +121,32 @@ def test_every_model_carries_what_its_container_needs(synth, variant):
     assert not problems, "\n".join(problems)
 
 
+# "GPU deployments require inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers"; both
+# DLCs' examples deploy on this one (aws/deep-learning-containers docs/vllm/ and docs/ray/deployment/sagemaker.md).
+HOST_AMI = {"vllm": "al2-ami-sagemaker-inference-gpu-3-1", "ray-serve": "al2-ami-sagemaker-inference-gpu-3-1"}
+
+
+@pytest.mark.parametrize("variant", SERVING_VARIANTS)
+def test_gpu_endpoints_of_the_cuda_dlcs_ask_for_their_host_ami(synth, variant):
+    workload, overrides = VARIANTS[variant]
+    template = synth(workload, overrides).templates["InferenceStack"]
+    images = {logical: r["Properties"]["PrimaryContainer"]["Image"] for logical, r in template["Resources"].items()
+              if r["Type"] == "AWS::SageMaker::Model"}
+    problems = []
+    for logical, r in template["Resources"].items():
+        if r["Type"] != "AWS::SageMaker::EndpointConfig":
+            continue
+        for v in r["Properties"]["ProductionVariants"]:
+            itype = v.get("InstanceType")
+            kind = _container(images[v["ModelName"]["Fn::GetAtt"][0]])
+            acc = load_catalog().types[itype.removeprefix("ml.")].accelerator if itype else None
+            wanted = HOST_AMI.get(kind) if acc and acc.kind == "nvidia-gpu" else None
+            if v.get("InferenceAmiVersion") != wanted:
+                problems.append(f"{logical} ({kind} on {itype}): InferenceAmiVersion {v.get('InferenceAmiVersion')}, "
+                                f"wanted {wanted}")
+    assert not problems, "\n".join(problems)
+
+
 def test_neuron_export_and_gpu_weights_live_apart(synth):
     s = synth("huge")
     uris = {}

@@ -41,7 +41,7 @@ What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import estimates as est
 from .catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
@@ -154,19 +154,21 @@ class Container:
         return REQUESTS[self.key]
 
 
-# The host AMI the Ray Serve DLC's own SageMaker example deploys its GPU build on (aws/deep-learning-containers
-# e0ecedea, docs/ray/deployment/sagemaker.md: inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"; "GPU
-# deployments require inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers"). A value
+# The host AMI the vLLM and Ray Serve DLCs' own SageMaker examples deploy their GPU builds on: "GPU deployments require
+# inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers" (for vLLM: "for CUDA 13.0
+# images"; the vLLM 0.27.0 build is cu130); both examples pass inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"
+# (aws/deep-learning-containers e0ecedea, docs/vllm/deployment/sagemaker.md, docs/ray/deployment/sagemaker.md). A value
 # of ProductionVariant.InferenceAmiVersion (SageMaker API Reference, ProductionVariant: NVIDIA driver 550, CUDA 12.4,
 # CUDA-compat mounting disabled; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html).
-RAY_GPU_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+GPU_HOST_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
 VLLM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 
 CONTAINERS = {c.key: c for c in (
     # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
     # (tests/sources/published_images/dlc_frameworks.yaml); the SDK's table goes to 2.6, not confirmed published.
     Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.27.0, Amazon Linux 2023)",
-              (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",)),
+              (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",),
+              gpu_host_ami=GPU_HOST_AMI),
     # The SDK's huggingface-vllm-neuronx goes to 0.4.4 and cannot build it for an inf2 type (processor "inf" refused);
     # asked with no type it names the account and repository, and the tag is pinned to the one AWS publishes:
     # 0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 (aws/deep-learning-containers e0ecedea, docs/src/data/
@@ -179,7 +181,7 @@ CONTAINERS = {c.key: c for c in (
     # Step Functions transform task here does not set.
     Container("ray-serve", "Ray Serve DLC 1.4 (Ray 2.57, PyTorch, Amazon Linux 2023)",
               (("framework", "ray-serve"), ("version", "1.4")), "framework-archive", (None, "nvidia-gpu"),
-              gpu_host_ami=RAY_GPU_AMI, batch_on_gpu=False),
+              gpu_host_ami=GPU_HOST_AMI, batch_on_gpu=False),
     Container("tensorflow", "TensorFlow 2.20 Serving DLC",
               (("framework", "tensorflow"), ("version", "2.20"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
@@ -402,16 +404,24 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
         key, layout = key.rstrip("/") + "-neuron/", NEURON_LAYOUT
     if section is not None and section.artifact_key:
         key = section.artifact_key
+    gpu = itype is not None and itype.accelerator is not None and itype.accelerator.kind == "nvidia-gpu"
+    # Endpoint variants take the host AMI; a transform job here cannot (no TransformAmiVersion), and says so.
+    ami = container.gpu_host_ami if gpu and kind != "batch" else None
     common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
-                  artifact_layout=layout, compressed=fmt != "huggingface", request=container.request)
+                  artifact_layout=layout, compressed=fmt != "huggingface", request=container.request,
+                  inference_ami_version=ami)
     if fmt != "huggingface":
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
             if container.key == "sklearn" else {}
         if container.key == "ray-serve":
             env = {"SM_RAYSERVE_APP": RAY_APP}  # code/ is on PYTHONPATH; a config.yaml at the top wins over it
-        ami = container.gpu_host_ami if itype and itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else None
-        return ServingPlan(**common, environment=env, tensor_parallel=None, inference_ami_version=ami)
-    return _llm(kind, w, itype, common, degree, batch)
+        return ServingPlan(**common, environment=env, tensor_parallel=None)
+    plan = _llm(kind, w, itype, common, degree, batch)
+    if gpu and kind == "batch" and container.gpu_host_ami:
+        plan = replace(plan, notes=(*plan.notes, f"the transform job runs on SageMaker's default host AMI: the task here "
+                                    f"sets no TransformAmiVersion, and the {container.title} docs ask for "
+                                    f"{container.gpu_host_ami} on GPUs (its drivers); check the job starts"))
+    return plan
 
 
 def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degree: int | None,
