@@ -85,7 +85,8 @@ class InferenceStack(EstateStack):
         endpoint = ServerlessEndpoint(
             self, "Serverless", model_name=model.model_name, model_role=model.role, kms_key=self._key,
             logs_key=self._logs_key, memory_mb=p.memory_mb,
-            max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency)
+            max_concurrency=p.max_concurrency, provisioned_concurrency=p.provisioned_concurrency,
+            utilization_target=p.provisioned_utilization_target)
         cdk.CfnOutput(self, "ServerlessEndpointName", value=endpoint.endpoint_name)
         self._watch("serverless", endpoint.endpoint_name, p)
 

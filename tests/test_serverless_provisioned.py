@@ -29,3 +29,27 @@ def test_steady_traffic_or_an_llm_does_not_mention_it():
     llm = plan(load("intermediate", {"inference.traffic": "spiky", "inference.latency_ms": "900"}))
     assert PROVISIONED_UNPRICED not in steady.why_kind
     assert all(PROVISIONED_UNPRICED not in ip.why_kind for ip in llm.inference.values())
+
+
+def test_provisioned_concurrency_is_kept_warm_and_scaled_on_its_utilization(synth):
+    """Application Auto Scaling on a serverless variant's provisioned concurrency (SageMaker Developer Guide,
+    "Automatically scale Provisioned Concurrency for a serverless endpoint"): from the configured value up to
+    MaxConcurrency, tracking SageMakerVariantProvisionedConcurrencyUtilization."""
+    s = synth("small", {"inference.serverless.provisioned_concurrency": "5"})
+    targets = [r["Properties"] for r in s.resources("InferenceStack", "AWS::ApplicationAutoScaling::ScalableTarget")
+               .values() if r["Properties"]["ScalableDimension"] == "sagemaker:variant:DesiredProvisionedConcurrency"]
+    assert len(targets) == 1 and (targets[0]["MinCapacity"], targets[0]["MaxCapacity"]) == (5, 20)
+    policies = [r["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+                for r in s.resources("InferenceStack", "AWS::ApplicationAutoScaling::ScalingPolicy").values()]
+    tracked = [p for p in policies if p.get("PredefinedMetricSpecification", {}).get("PredefinedMetricType")
+               == "SageMakerVariantProvisionedConcurrencyUtilization"]
+    assert len(tracked) == 1 and tracked[0]["TargetValue"] == 0.5
+    assert "kept warm" in plan(load("small", {"inference.serverless.provisioned_concurrency": "5"})
+                               ).inference["serverless"].reason
+
+
+def test_without_provisioned_concurrency_nothing_is_scaled(synth):
+    s = synth("small")
+    dims = {r["Properties"]["ScalableDimension"]
+            for r in s.resources("InferenceStack", "AWS::ApplicationAutoScaling::ScalableTarget").values()}
+    assert "sagemaker:variant:DesiredProvisionedConcurrency" not in dims

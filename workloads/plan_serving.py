@@ -81,6 +81,8 @@ class InferencePlan:
     instances_needed_at_peak: int | None = None
     data_capture_percent: int = 0
     provisioned_concurrency: int | None = None
+    # Serverless with provisioned concurrency: the utilization its scaling tracks (None: not scaled).
+    provisioned_utilization_target: float | None = None
     max_concurrent_invocations_per_instance: int | None = None
     max_payload_mb: int | None = None
     max_concurrent_transforms: int | None = None
@@ -361,10 +363,12 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             per_million = est.serverless_usd_per_million(section.memory_mb, seconds)
             out[kind] = InferencePlan(
                 kind, None, 0, section.max_concurrency, 0.0, None,
-                "CPU only, memory sized for the model's weights", memory_mb=section.memory_mb,
+                "CPU only, memory sized for the model's weights" + _provisioned_reason(section),
+                memory_mb=section.memory_mb,
                 latency_ms=round(seconds * 1e3, 1), throughput_basis=basis,
                 max_concurrency=section.max_concurrency, why_kind=why_kind, usd_per_million=round(per_million, 2),
                 provisioned_concurrency=section.provisioned_concurrency, serving=plan_serving(kind, w, None),
+                provisioned_utilization_target=_provisioned_target(section),
                 price_kind="SageMaker serverless")
             continue
         if section.instance_type:
@@ -423,6 +427,24 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _provisioned_reason(section: Serverless) -> str:
+    pc, target = section.provisioned_concurrency, _provisioned_target(section)
+    if not pc:
+        return ""
+    why = f"; {pc} requests kept warm (provisioned concurrency, no cold start up to it"
+    if target:
+        return why + f"), scaled up to {section.max_concurrency} at {target:.0%} utilization " \
+                     "(SageMakerVariantProvisionedConcurrencyUtilization)"
+    return why + ")"
+
+
+def _provisioned_target(section: Serverless) -> float | None:
+    """Provisioned concurrency scales from the configured value up to max_concurrency, tracking its utilization at
+    SageMaker's load-testing safety factor (half busy), as real-time tracks half an instance's throughput."""
+    pc = section.provisioned_concurrency
+    return load_serving().scaling_safety_factor if pc and section.max_concurrency > pc else None
 
 
 def _serverless_seconds(w: Workload) -> tuple[float, str]:

@@ -1,4 +1,5 @@
-"""The Application Auto Scaling target of an endpoint variant's instance count.
+"""The Application Auto Scaling targets of an endpoint variant: its instance count, or a serverless variant's
+provisioned concurrency.
 
 SageMaker endpoint scaling always runs as Application Auto Scaling's service-linked role: a
 custom role passed as RoleARN is ignored (Application Auto Scaling User Guide, "Service-linked
@@ -26,10 +27,25 @@ def scaling_role_arn(scope: Construct) -> str:
 
 def variant_instances(scope: Construct, construct_id: str, *, endpoint_name: str, min_capacity: int,
                       max_capacity: int) -> appscaling.ScalableTarget:
+    return _variant_target(scope, construct_id, endpoint_name=endpoint_name, min_capacity=min_capacity,
+                           max_capacity=max_capacity, dimension="sagemaker:variant:DesiredInstanceCount")
+
+
+def variant_provisioned_concurrency(scope: Construct, construct_id: str, *, endpoint_name: str, min_capacity: int,
+                                    max_capacity: int) -> appscaling.ScalableTarget:
+    """A serverless variant's provisioned concurrency (SageMaker Developer Guide, "Automatically scale Provisioned
+    Concurrency for a serverless endpoint": scalable dimension sagemaker:variant:DesiredProvisionedConcurrency,
+    https://docs.aws.amazon.com/sagemaker/latest/dg/serverless-endpoints-autoscale.html)."""
+    return _variant_target(scope, construct_id, endpoint_name=endpoint_name, min_capacity=min_capacity,
+                           max_capacity=max_capacity, dimension="sagemaker:variant:DesiredProvisionedConcurrency")
+
+
+def _variant_target(scope: Construct, construct_id: str, *, endpoint_name: str, min_capacity: int, max_capacity: int,
+                    dimension: str) -> appscaling.ScalableTarget:
     return appscaling.ScalableTarget(
         scope, construct_id, service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
         resource_id=f"endpoint/{endpoint_name}/variant/{VARIANT}",
-        scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+        scalable_dimension=dimension,
         min_capacity=min_capacity, max_capacity=max_capacity,
         role=iam.Role.from_role_arn(scope, f"{construct_id}Role", scaling_role_arn(scope), mutable=False),
     )
