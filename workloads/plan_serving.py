@@ -23,6 +23,10 @@ from .startup import Startup, plan_startup
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
 GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarge", "g5.12xlarge", "g6.12xlarge",
                "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge")
+# Not candidates yet: ml.g6e (L40S) and ml.p5en.48xlarge. No SageMaker hosting price for either was found at AWS's
+# pricing page or Price List in the sources searched (2026-11-25): the g6e figures seen are third-party code's
+# (ml.g6e.xlarge 2.61, 2xlarge 2.80, 12xlarge 13.12, 48xlarge 37.66 $/h, "Pricing API"), none for ml.p5en; the
+# catalog records p5en's SageMaker price as null. A type joins this list with its sourced price.
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
 # CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
 # prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
