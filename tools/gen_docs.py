@@ -13,7 +13,9 @@ indented as a code block, then an end marker:
 `python -m tools.gen_docs` rewrites every block from what the code prints now; `--check` changes nothing and lists
 the blocks that differ (exit 1), which tests/test_doc_figures.py runs. The command is run in this process (no
 shell, no network): `python -m workloads ...` through the CLI's own `main`, piped into `grep [-E|-F] [-A N]
-PATTERN` or `head -n N`, so a reader who pastes it sees the same lines (piped output is 150 columns wide).
+PATTERN` or `head -n N`, so a reader who pastes it sees the same lines (piped output is 150 columns wide); or
+`python -m tools.gen_docs --table NAME`, a Markdown table made from the catalog as the planner reads it, which the
+block shows as a table.
 """
 
 from __future__ import annotations
@@ -81,6 +83,43 @@ def _head(lines: list[str], args: list[str]) -> list[str]:
 FILTERS = {"grep": _grep, "head": _head}
 
 
+def utilisation_table() -> list[str]:
+    """docs/plan.md's MFU bands: low, likely and high as the planner takes them from catalog/utilisation.yaml (bf16,
+    no recompute scaling), and the published runs behind each."""
+    from workloads.catalog import load_catalog, load_utilisation
+    from workloads.estimates import _published, utilisation_range
+
+    catalog, u = load_catalog(), load_utilisation()
+    rows = ["| accelerator | 10B and over | under 10B | published runs |", "|---|---|---|---|"]
+    for label, itype in (("A100 40GB (p4d)", "p4d.24xlarge"), ("H100 80GB (p5)", "p5.48xlarge"),
+                         ("Trainium (trn1, trn1n)", "trn1.32xlarge")):
+        it = catalog.get(itype)
+        assert it.accelerator is not None
+        bands = [utilisation_range(it, size, u) for size in (u.large_band_billion, u.large_band_billion / 2)]
+        runs = [f for band in ("large", "small") for f in _published(it.accelerator.model, band, "bf16", u)[0]]
+        rows.append(f"| {label} | " + " | ".join(", ".join(f"{v:.1%}" for v in (b.low, b.likely, b.high))
+                                               for b in bands) + f" | {_runs(runs)} |")
+    return rows
+
+
+def _runs(figures) -> str:
+    """The published runs in a few words, by source: "MPT-70B, MPT-30B on 8-128 x H100 [source]"."""
+    out = []
+    for source in dict.fromkeys(f.source for f in figures):
+        parsed = [re.match(r"(\S+) on ([\d,]+) x ([^,]+)", f.what) for f in figures if f.source == source]
+        if not all(parsed):
+            out += [f"{f.what} [{source}]" for f in figures if f.source == source]
+            continue
+        names = ", ".join(dict.fromkeys(m[1] for m in parsed if m))
+        counts = sorted({int(m[2].replace(",", "")) for m in parsed if m})
+        span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        out.append(f"{names} on {span} x {parsed[0][3]} [{source}]")
+    return "; ".join(out)
+
+
+TABLES = {"utilisation": utilisation_table}
+
+
 def run(command: str) -> list[str]:
     """What `command` prints, line by line, trailing spaces dropped."""
     words = shlex.split(command)
@@ -91,9 +130,14 @@ def run(command: str) -> list[str]:
         else:
             stages[-1].append(w)
     first, *filters = stages
-    if first[:3] != ["python", "-m", "workloads"]:
-        raise CommandError(f"`{command}`: a generated block runs `python -m workloads ...`")
-    lines = _workloads(first[3:])
+    if first[:3] == ["python", "-m", "tools.gen_docs"] and first[3:4] == ["--table"] and first[4:] and \
+            first[4] in TABLES:
+        lines = TABLES[first[4]]()
+    elif first[:3] == ["python", "-m", "workloads"]:
+        lines = _workloads(first[3:])
+    else:
+        raise CommandError(f"`{command}`: a generated block runs `python -m workloads ...` or "
+                           f"`python -m tools.gen_docs --table {'|'.join(TABLES)}`")
     for stage in filters:
         if not stage or stage[0] not in FILTERS:
             raise CommandError(f"`{command}`: only {' and '.join(FILTERS)} may follow a pipe")
@@ -104,6 +148,8 @@ def run(command: str) -> list[str]:
 
 
 def render(indent: str, command: str) -> str:
+    if command.startswith("python -m tools.gen_docs --table"):  # a Markdown table, shown as a table
+        return "\n".join(["", *(indent + line for line in run(command)), "", ""])
     code = indent + " " * 4
     return "\n".join(["", f"{code}$ {command}", *(f"{code}{line}" if line else "" for line in run(command)), "", ""])
 
@@ -135,8 +181,12 @@ def regenerate(path: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.gen_docs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; list the blocks that differ (exit 1)")
+    parser.add_argument("--table", choices=sorted(TABLES), help="print one of the docs' generated tables")
     args = parser.parse_args(argv)
     try:
+        if args.table:
+            print("\n".join(TABLES[args.table]()))
+            return 0
         if args.check:
             stale = [b for p in docs() for b in blocks(p) if b.body != b.expected]
             for b in stale:
