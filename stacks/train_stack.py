@@ -39,7 +39,8 @@ class TrainStack(EstateStack):
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
-                 alarm_topic: sns.ITopic, job_names: str, **kwargs: Any) -> None:
+                 alarm_topic: sns.ITopic, job_names: str, notebook_log_streams: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.workload_name = workload_name
         self.notebook: IdleStoppingNotebook | None = None
@@ -86,7 +87,8 @@ class TrainStack(EstateStack):
         if notebook is not None:
             nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
                                       idle_minutes=notebook.idle_minutes, vpc=vpc, subnet=subnet,
-                                      security_group=security.workspace, key=key)
+                                      security_group=security.workspace, key=key,
+                                      log_streams=notebook_log_streams)
             self.notebook = nb
             cdk.CfnOutput(self, "NotebookName", value=nb.notebook.attr_notebook_instance_name,
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")

@@ -310,6 +310,18 @@ def job_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derive
     return allowed, denied
 
 
+def notebook_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """SageMaker writes a notebook's lifecycle scripts' output as its role to /aws/sagemaker/NotebookInstances, in
+    streams NOTEBOOK-NAME/HOOK: its own streams, never another notebook's (another team's) there."""
+    name = ctx.world.resolve(ctx.stack.name, ctx.props["NotebookInstanceName"])
+    base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:{rule['group']}"
+    allowed = [Call(a, f"{base}:log-stream:{name}/{hook}", doc) for a in rule["actions"]
+               for hook in ("LifecycleConfigOnCreate", "LifecycleConfigOnStart")]
+    denied = [Call(a, f"{base}:log-stream:someone-else-{name}/LifecycleConfigOnStart", doc,
+                   why="another notebook's stream") for a in rule["actions"]]
+    return allowed, denied
+
+
 def endpoint_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
     """A model writes the container logs of every endpoint that serves it, as its role, to
     /aws/sagemaker/Endpoints/ENDPOINT-NAME (streams VARIANT/INSTANCE-ID): those groups only."""
@@ -467,7 +479,7 @@ def _job_name(expr: str) -> str:
 
 DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
     read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
-    sns_publish, async_input, logs, job_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
+    sns_publish, async_input, logs, job_logs, notebook_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
     security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine)}
 
 
