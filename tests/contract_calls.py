@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from constructs_lib.node_metrics import read_back
 from workloads import layout
 
 from .contract_policy import PARTITION, Call, Principal, Stack, World
@@ -625,6 +626,9 @@ NODE_DOC = ("examples/slurm/train.py on the nodes: reads the datasets, writes an
             "https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles.html")
 SSM_DOC = ("AWS Systems Manager User Guide, AmazonSSMManagedInstanceCore (agent registration and sessions) "
            "https://docs.aws.amazon.com/systems-manager/latest/userguide/setup-instance-permissions.html")
+METRICS_DOC = ("constructs_lib/node_metrics.py on the compute nodes: the CloudWatch agent and Neuron's monitor publish "
+               "with the node role; CloudWatch User Guide, 'Using condition keys to limit access to CloudWatch "
+               "namespaces' https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html")
 AUTOSTOP_DOC = ("SageMaker Developer Guide, 'Customize a notebook instance using a lifecycle configuration script' "
                 "(our autostop script calls sagemaker:DescribeNotebookInstance and StopNotebookInstance on itself) "
                 "https://docs.aws.amazon.com/sagemaker/latest/dg/notebook-lifecycle-config.html")
@@ -702,7 +706,19 @@ def pcs_nodes(e: Estate) -> Contract | None:
     allowed = [Call("ssm:UpdateInstanceInformation", "*", SSM_DOC), Call("ssmmessages:CreateControlChannel", "*", SSM_DOC),
                Call("ec2messages:GetMessages", "*", SSM_DOC), *_data_calls(e)]
     return Contract("PCS nodes (our software)", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
-                    allowed, _no_rewrite_calls(e))
+                    allowed + _metric_calls(e), _no_rewrite_calls(e) + _metric_calls(e, elsewhere=True))
+
+
+def _metric_calls(e: Estate, *, elsewhere: bool = False) -> list[Call]:
+    """What the compute nodes' user data makes them publish (the CloudWatch agent's configuration, Neuron's monitor),
+    read back from the synthesized launch template; `elsewhere`: the same call to a namespace they do not write."""
+    data = e.props("TrainStack/ComputeTemplate/Template", "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
+    _, spaces = read_back(data)
+    assert spaces, "the compute nodes publish nothing: the cluster dashboard would stay empty"
+    if elsewhere:
+        return [Call("cloudwatch:PutMetricData", "*", METRICS_DOC, {"cloudwatch:namespace": "AWS/EC2"},
+                     why="only the namespaces its own agents write")]
+    return [Call("cloudwatch:PutMetricData", "*", METRICS_DOC, {"cloudwatch:namespace": n}) for n in spaces]
 
 
 def notebook_autostop(e: Estate) -> Contract | None:
