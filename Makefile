@@ -12,7 +12,7 @@ export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo emulator test test-trainer synth lint plan snapshot-update clean
+.PHONY: setup demo emulator test test-trainer synth lint plan docs snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
 	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
@@ -72,6 +72,11 @@ plan: setup
 
 lint: synth
 	@cfn-lint cdk.out/*.template.json
+
+# The docs' generated blocks (plan figures) rewritten from what the code prints now; tests/test_doc_figures.py fails
+# when one differs. Offline, about a second.
+docs: setup
+	@$(PY) -m tools.gen_docs
 
 snapshot-update: setup
 	@$(PY) -m pytest tests/test_snapshots.py --snapshot-update

@@ -23,15 +23,24 @@ class AlarmTopic(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, emails: tuple[str, ...], description: str) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        alarms = stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
+                                  arn_format=ArnFormat.COLON_RESOURCE_NAME)
         self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
         # Only alarms of this account use it (the service acts on their behalf: the confused-deputy conditions).
         self.key.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchAlarmsOfThisAccount", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
             conditions={"StringEquals": {"aws:SourceAccount": stack.account},
-                        "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm",
-                                                                      resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
+                        "ArnLike": {"aws:SourceArn": alarms}}))
         self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=description[:100])
+        # enforce_ssl writes a topic policy, which replaces SNS's default one (the account's principals may publish):
+        # CloudWatch publishes as its service principal, so the policy must name it (CloudWatch User Guide,
+        # "Using Amazon CloudWatch alarms", alarm actions; AWS re:Post, "Why didn't I receive an SNS notification for
+        # my CloudWatch alarm trigger?": https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger).
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsOfThisAccount", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"], resources=[self.topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": alarms}}))
         # Each address confirms its subscription from the email SNS sends (SNS Developer Guide, email subscriptions).
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))

@@ -8,6 +8,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from workloads.layout import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_DAYS
+
 from .lifecycle import KEPT
 from .nag import acknowledge
 
@@ -44,7 +46,10 @@ def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey | None,
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         server_access_logs_bucket=access_logs,
         server_access_logs_prefix=log_prefix,
-        lifecycle_rules=lifecycle_rules,
+        # A versioned bucket keeps every overwritten object unless a rule expires it; by default a month.
+        lifecycle_rules=lifecycle_rules or [s3.LifecycleRule(
+            id="Noncurrent", noncurrent_version_expiration=Duration.days(dict(NONCURRENT_DAYS)[""]),
+            abort_incomplete_multipart_upload_after=Duration.days(INCOMPLETE_UPLOAD_DAYS))],
         removal_policy=KEPT,
     )
     # The policy (TLS only; who may write logs) stays with the kept bucket: a bucket left after its stack is deleted
@@ -70,4 +75,11 @@ class DatasetBucket(Construct):
             principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")], actions=["s3:PutObject"],
             resources=[self.access_logs.arn_for_objects("*")],
             conditions={"StringNotEquals": {"aws:SourceAccount": Stack.of(self).account}}))
-        self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/")
+        # Old versions expire (layout.NONCURRENT_DAYS), the delete markers they leave are removed, and incomplete
+        # uploads are aborted: nothing the estate stops using stays billed in the kept bucket.
+        rules = [s3.LifecycleRule(id=f"Noncurrent{prefix.strip('/').title() or 'All'}", prefix=prefix or None,
+                                  noncurrent_version_expiration=Duration.days(days)) for prefix, days in NONCURRENT_DAYS]
+        rules.append(s3.LifecycleRule(id="Cleanup", expired_object_delete_marker=True,
+                                      abort_incomplete_multipart_upload_after=Duration.days(INCOMPLETE_UPLOAD_DAYS)))
+        self.bucket = private_bucket(self, "Dataset", key=key, access_logs=self.access_logs, log_prefix="dataset/",
+                                     lifecycle_rules=rules)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from aws_cdk import Fn
 
+from .node_metrics import boot_lines as metrics_boot_lines
+
 BOUNDARY = "==ML-ESTATE-BOUNDARY=="
 EFS_OPTIONS = "nfsvers=4.1,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
 # Where the EFA installer puts the AWS OFI NCCL plugin on Ubuntu (multiarch directory first) and libfabric.
@@ -65,16 +67,24 @@ UNHEALTHY = "/var/lib/ml-estate/unhealthy"  # the failed check's reason; its pre
 
 
 @dataclass(frozen=True)
+class Metrics:
+    cluster: str  # the Cluster dimension's value the node publishes with (node_metrics.py): the TrainStack's name
+    region: str  # where Neuron's monitor publishes (the agent finds its region itself on EC2)
+
+
+@dataclass(frozen=True)
 class Health:
     kind: str  # nvidia-gpu | trainium
     devices: int  # GPUs, or Neuron devices (chips), as nvidia-smi -L and neuron-ls count them
 
 
 def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | None = None, efa: bool = False,
-                health: Health | None = None) -> str:
+                health: Health | None = None, metrics: Metrics | None = None) -> str:
     """`layout`: the plan's training.parallelism as JSON, for the training jobs on this node. `efa`: the nodes
     have EFA, so jobs use it (and GPU jobs refuse to run without the OFI NCCL plugin). `health`: the compute nodes'
-    expected devices; the node checks itself before slurmd starts (HEALTH_SCRIPT --full).
+    expected devices; the node checks itself before slurmd starts (HEALTH_SCRIPT --full). `metrics`: the node
+    starts the CloudWatch agent (and on Trainium Neuron's monitor) for its cluster's dashboard; a failure there is
+    a warning, never a node out of service.
 
     Order matters: what the jobs read (layout, environment) is written first, so no mount failure can leave a
     node that runs jobs without it; the mounts are retried; slurmd starts only with every mount in place.
@@ -98,6 +108,8 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | N
                   f'  echo "$verdict" > "$R{UNHEALTHY}"',
                   '  echo "error: $verdict; slurmd will not start, so this node takes no jobs" >&2',
                   "fi"]
+    if metrics:
+        lines += metrics_boot_lines(cluster=metrics.cluster, accelerator_kind=accelerator_kind, region=metrics.region)
     required = []  # mount points slurmd needs
     if mounts.lustre_dns or mounts.home_dns:
         lines += [

@@ -33,6 +33,7 @@ from workloads.train_commands import EXAMPLES_ON_NODE  # one definition, with th
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
+from .node_metrics import bake_script as metrics_bake_script
 from .parent_image import ParentImage
 
 SLURM_VERSION = "25.11"
@@ -122,8 +123,20 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} update
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
-    return [*parent_checks(software, region=region), pcs, lustre, install_framework(software),
-            *network_checks(software), *ship_examples()]
+    return [*parent_checks(software, region=region), pcs, lustre, install_metrics(software),
+            install_framework(software), *network_checks(software), *ship_examples()]
+
+
+def install_metrics(software: SoftwareStack) -> BakeStep:
+    """The CloudWatch agent, pinned and signature-checked, and on Neuron what its monitor's CloudWatch script needs
+    (node_metrics.py); each node starts them at boot with its cluster's configuration."""
+    script, check = metrics_bake_script(accelerator_kind=accelerator_kind(software), apt=APT)
+    return BakeStep("InstallCloudWatchAgent", script, check=check)
+
+
+def accelerator_kind(software: SoftwareStack) -> str:
+    """The accelerator family a pinned stack trains on: CUDA stacks on NVIDIA GPUs, the others on Trainium."""
+    return "nvidia-gpu" if software.device == "cuda" else "trainium"
 
 
 def parent_checks(software: SoftwareStack, *, region: str) -> list[BakeStep]:

@@ -8,17 +8,21 @@ notebook needs no internet access to fetch it).
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, CfnTag, Fn, Names, Stack
+import re
+
+from aws_cdk import CfnTag, Fn, Names, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from .job_log_groups import JOB_LOG_GROUPS
 from .nag import acknowledge_wildcards
-from .sagemaker_access import allow_vpc_access
+from .sagemaker_access import allow_log_writes, allow_vpc_access
 
 TAG = "ml-estate:notebook"
+NAME_MAX = 63  # NotebookInstanceName: up to 63 characters, ^[a-zA-Z0-9](-*[a-zA-Z0-9])* (CreateNotebookInstance API)
 
 _AUTOSTOP = r"""#!/bin/bash
 set -eo pipefail  # no -u: conda's activate reads unset variables
@@ -51,10 +55,25 @@ def autostop_script(idle_minutes: int) -> str:
     return _AUTOSTOP.replace("{idle}", str(idle_minutes * 60))
 
 
+def notebook_name(stack_name: str) -> str:
+    """The notebook's name, known at synthesis so its role can name the notebook's log streams without waiting for
+    it: the stack's name first (a team's stacks are TEAM-..., as its ML users' notebooks must be named)."""
+    name = re.sub(r"[^a-zA-Z0-9-]", "-", f"{stack_name}-Notebook")
+    if len(name) > NAME_MAX:
+        raise ValueError(f"stack name {stack_name!r}: the notebook's name {name!r} would be over {NAME_MAX} characters")
+    return name
+
+
 class IdleStoppingNotebook(Construct):
+    """`log_streams`: the streams of /aws/sagemaker/NotebookInstances its role may write, as a name pattern; by
+    default this notebook's own (NAME/...). A team passes TEAM-*: its ML users may start their notebooks (named
+    TEAM-...) as this role, and another team's streams stay out of reach."""
+
     def __init__(self, scope: Construct, construct_id: str, *, instance_type: str, idle_minutes: int,
-                 vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, key: kms.IKey) -> None:
+                 vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, key: kms.IKey,
+                 log_streams: str | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.name = notebook_name(Stack.of(self).stack_name)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="Notebook: may stop itself when idle")
         lifecycle = sagemaker.CfnNotebookInstanceLifecycleConfig(
@@ -67,7 +86,7 @@ class IdleStoppingNotebook(Construct):
             resource_name=lifecycle.attr_notebook_instance_lifecycle_config_name)
         identity = Names.unique_id(self)
         self.notebook = sagemaker.CfnNotebookInstance(
-            self, "Notebook", instance_type=instance_type, role_arn=self.role.role_arn,
+            self, "Notebook", notebook_instance_name=self.name, instance_type=instance_type, role_arn=self.role.role_arn,
             lifecycle_config_name=lifecycle.attr_notebook_instance_lifecycle_config_name,
             subnet_id=subnet.subnet_id, security_group_ids=[security_group.security_group_id],
             direct_internet_access="Disabled", root_access="Disabled", kms_key_id=key.key_id,
@@ -81,14 +100,11 @@ class IdleStoppingNotebook(Construct):
         self.role.add_to_principal_policy(iam.PolicyStatement(
             actions=["sagemaker:StopNotebookInstance", "sagemaker:DescribeNotebookInstance"],
             resources=[notebooks], conditions={"StringEquals": {f"aws:ResourceTag/{TAG}": identity}}))
-        # The lifecycle script's output goes to CloudWatch Logs as this role ("Customize a notebook instance
-        # using a lifecycle configuration script"); without it a failing autostop leaves no trace.
-        logs = Stack.of(self).format_arn(service="logs", resource="log-group",
-                                         resource_name="/aws/sagemaker/NotebookInstances:log-stream:*",
-                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"], resources=[logs]))
-        acknowledge_wildcards(self.role, resources=[notebooks, logs], reason=(
+        # SageMaker writes the lifecycle scripts' output to /aws/sagemaker/NotebookInstances as this role, in streams
+        # NOTEBOOK-NAME/HOOK ("log stream [notebook-instance-name]/[LifecycleConfigHook]", https://docs.aws.amazon.com/
+        # sagemaker/latest/APIReference/API_CreateNotebookInstanceLifecycleConfig.html); without it a failing
+        # autostop leaves no trace. Only this notebook's streams (or the team's notebooks'), never every notebook's of the account.
+        allow_log_writes(self.role, group=JOB_LOG_GROUPS["NotebookInstances"], streams=log_streams or f"{self.name}/*")
+        acknowledge_wildcards(self.role, resources=[notebooks], reason=(
             "Stop/Describe are limited by the aws:ResourceTag condition to the one notebook tagged with this "
-            "construct's unique ID; log streams are created per notebook and hook under the one log group "
-            "/aws/sagemaker/NotebookInstances."))
+            "construct's unique ID."))

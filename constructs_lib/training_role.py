@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .nag import acknowledge_prefix_grants
+from .nag import acknowledge_prefix_grants, acknowledge_wildcards
 from .job_log_groups import JOB_LOG_GROUPS
 from .sagemaker_access import allow_log_writes, allow_sagemaker_basics, allow_volume_key, allow_vpc_access
 
@@ -31,12 +31,15 @@ class TrainingRole(Construct):
     nodes). A jobs role pulls exactly those repositories, reads and writes the processing prefixes
     (layout.PROCESSING_READS / PROCESSING_WRITES), may grant EBS the data key `key` for the jobs' volumes, and writes
     the log streams of jobs whose names start with `job_names` (workloads.jobs.job_names_start) in the account's
-    shared job groups, and no other job's (another team's) there."""
+    shared job groups, and no other job's (another team's) there.
+
+    `metric_namespaces`: the CloudWatch namespaces the nodes' own software publishes to (node_metrics.namespaces:
+    the CloudWatch agent, Neuron's monitor), and no other."""
 
     def __init__(self, scope: Construct, construct_id: str, *, service: str, bucket: s3.IBucket,
                  vpc: ec2.IVpc, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
                  key: kms.IKey | None = None, job_images: Sequence[str] = (), job_names: str = "",
-                 path: str | None = None) -> None:
+                 path: str | None = None, metric_namespaces: Sequence[str] = ()) -> None:
         super().__init__(scope, construct_id)
         # AWS PCS accepts node roles named AWSPCS* or under the path /aws-pcs/.
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal(f"{service}.amazonaws.com"), path=path,
@@ -70,6 +73,16 @@ class TrainingRole(Construct):
                 raise ValueError("a jobs role needs the start of its jobs' names (workloads.jobs.job_names_start)")
             for group in (JOB_LOG_GROUPS["TrainingJobs"], JOB_LOG_GROUPS["ProcessingJobs"]):
                 allow_log_writes(self.role, group=group, streams=f"{job_names}*")
+        if metric_namespaces:
+            # PutMetricData takes no resource; the cloudwatch:namespace condition limits where it writes (CloudWatch
+            # User Guide, "Using condition keys to limit access to CloudWatch namespaces",
+            # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).
+            self.role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"], resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": sorted(metric_namespaces)}}))
+            acknowledge_wildcards(self.role, resources=["*"], reason=(
+                "cloudwatch:PutMetricData has no resource-level permissions; the statement is limited to the "
+                "namespaces the nodes' CloudWatch agent and Neuron monitor write (cloudwatch:namespace)."))
         self.reads, self.writes = tuple(reads), tuple(writes)  # what jobs running as this role may read and write
         acknowledge_prefix_grants(
             self.role, bucket=bucket, prefixes=(*dict.fromkeys((*reads, CHECKPOINT_PREFIX, *writes)),),

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from constructs_lib.team_ml_users import team_name_prefix
 from workloads.artifacts import artifact_checks
 from workloads.jobs import job_images, job_names_start
 from workloads.planner import Plan
@@ -95,6 +96,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
                        job_images=job_images(plan), workload_name=w.name, alarm_topic=network.alarm_topic,
                        job_names=job_names_start(w.name, stage_of(scope)),
+                       # A team's ML users may start their notebooks (TEAM-...) as the estate's notebook role.
+                       notebook_log_streams=f"{team_name_prefix(stage_of(scope))}*" if stage_of(scope) else None,
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",

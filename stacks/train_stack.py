@@ -12,9 +12,10 @@ from constructs import Construct
 from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.hyperpod_cluster import HyperPodCluster
 from constructs_lib.lustre import LustreFileSystem
-from constructs_lib.node_bootstrap import HEALTH_SCRIPT, Health, Mounts, mime_user_data, node_script
+from constructs_lib.node_bootstrap import HEALTH_SCRIPT, Health, Metrics, Mounts, mime_user_data, node_script
 from constructs_lib.node_image import NodeImage
 from constructs_lib.node_launch_template import NodeLaunchTemplate
+from constructs_lib.node_metrics import namespaces
 from constructs_lib.notebook import IdleStoppingNotebook
 from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
@@ -39,7 +40,8 @@ class TrainStack(EstateStack):
                  security: ClusterSecurityGroups,
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
-                 alarm_topic: sns.ITopic, job_names: str, **kwargs: Any) -> None:
+                 alarm_topic: sns.ITopic, job_names: str, notebook_log_streams: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.workload_name = workload_name
         self.notebook: IdleStoppingNotebook | None = None
@@ -48,7 +50,8 @@ class TrainStack(EstateStack):
         self.role_service = "ec2" if slurm else "sagemaker"  # who runs as self.role: PCS nodes or SageMaker
         self.role = TrainingRole(self, "TrainingRole", service=self.role_service, bucket=bucket,
                                  vpc=vpc, subnet=subnet, security_group=security.cluster, key=key,
-                                 job_images=job_images, job_names=job_names, path="/aws-pcs/" if slurm else None).role
+                                 job_images=job_images, job_names=job_names, path="/aws-pcs/" if slurm else None,
+                                 metric_namespaces=namespaces(training.accelerator_kind) if slurm else ()).role
         cdk.CfnOutput(self, "TrainingRoleArn", value=self.role.role_arn)
         if job_images:
             cdk.CfnOutput(self, "TrainingImage", value=job_images[0],
@@ -78,7 +81,7 @@ class TrainStack(EstateStack):
                                 "--instance-group-name-contains login; then aws ssm start-session --target "
                                 f"sagemaker-cluster:<cluster-id>_login-<instance-id>")
         if training_dashboard(training):
-            # The Cluster dimension the nodes' CloudWatch agent publishes with (node_metrics.py): this stack's name.
+            # The Cluster dimension the compute nodes' CloudWatch agent publishes with (node_metrics.py): this stack's name.
             TrainingMonitor(self, "Monitor", topic=alarm_topic, cluster=self.stack_name if slurm else None,
                             gpu_nodes=cluster_gpu_nodes(training),
                             file_system_id=lustre.file_system_id if lustre else None,
@@ -86,7 +89,8 @@ class TrainStack(EstateStack):
         if notebook is not None:
             nb = IdleStoppingNotebook(self, "Notebook", instance_type=notebook.instance_type,
                                       idle_minutes=notebook.idle_minutes, vpc=vpc, subnet=subnet,
-                                      security_group=security.workspace, key=key)
+                                      security_group=security.workspace, key=key,
+                                      log_streams=notebook_log_streams)
             self.notebook = nb
             cdk.CfnOutput(self, "NotebookName", value=nb.notebook.attr_notebook_instance_name,
                           description=f"Stops itself after {notebook.idle_minutes} idle minutes")
@@ -105,9 +109,13 @@ class TrainStack(EstateStack):
         layout = t.parallelism.as_json() if t.parallelism else None
         itype = load_catalog().get(t.instance_type)
         health = Health(kind=t.accelerator_kind, devices=itype.accelerator.count) if itype.accelerator else None
+        # The compute nodes report to the cluster's dashboard (TrainingMonitor's Cluster dimension: this stack's name).
+        metrics = Metrics(cluster=self.stack_name, region=self.region)
         user_data, login_data = (mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts,
-                                                            layout=layout, efa=t.efa_interfaces > 0, health=checked))
-                                 for checked in (health, None))  # the login node has no accelerators to check
+                                                            layout=layout, efa=t.efa_interfaces > 0, health=checked,
+                                                            metrics=reporting))
+                                 # the login node has no accelerators to check, and is not a node that runs jobs
+                                 for checked, reporting in ((health, metrics), (None, None)))
         placement = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster") if t.placement_group else None
         compute = NodeLaunchTemplate(
             self, "ComputeTemplate", subnet=subnet, security_group=security.cluster, interfaces=t.network_interfaces,

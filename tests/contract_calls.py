@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from constructs_lib.node_metrics import read_back
 from workloads import layout
 
 from .contract_policy import PARTITION, Call, Principal, Stack, World
@@ -310,6 +311,18 @@ def job_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derive
     return allowed, denied
 
 
+def notebook_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """SageMaker writes a notebook's lifecycle scripts' output as its role to /aws/sagemaker/NotebookInstances, in
+    streams NOTEBOOK-NAME/HOOK: its own streams, never another notebook's (another team's) there."""
+    name = ctx.world.resolve(ctx.stack.name, ctx.props["NotebookInstanceName"])
+    base = f"arn:{PARTITION}:logs:{ctx.region}:{ctx.account}:log-group:{rule['group']}"
+    allowed = [Call(a, f"{base}:log-stream:{name}/{hook}", doc) for a in rule["actions"]
+               for hook in ("LifecycleConfigOnCreate", "LifecycleConfigOnStart")]
+    denied = [Call(a, f"{base}:log-stream:someone-else-{name}/LifecycleConfigOnStart", doc,
+                   why="another notebook's stream") for a in rule["actions"]]
+    return allowed, denied
+
+
 def endpoint_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
     """A model writes the container logs of every endpoint that serves it, as its role, to
     /aws/sagemaker/Endpoints/ENDPOINT-NAME (streams VARIANT/INSTANCE-ID): those groups only."""
@@ -467,7 +480,7 @@ def _job_name(expr: str) -> str:
 
 DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
     read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
-    sns_publish, async_input, logs, job_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
+    sns_publish, async_input, logs, job_logs, notebook_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
     security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine)}
 
 
@@ -613,6 +626,9 @@ NODE_DOC = ("examples/slurm/train.py on the nodes: reads the datasets, writes an
             "https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles.html")
 SSM_DOC = ("AWS Systems Manager User Guide, AmazonSSMManagedInstanceCore (agent registration and sessions) "
            "https://docs.aws.amazon.com/systems-manager/latest/userguide/setup-instance-permissions.html")
+METRICS_DOC = ("constructs_lib/node_metrics.py on the compute nodes: the CloudWatch agent and Neuron's monitor publish "
+               "with the node role; CloudWatch User Guide, 'Using condition keys to limit access to CloudWatch "
+               "namespaces' https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html")
 AUTOSTOP_DOC = ("SageMaker Developer Guide, 'Customize a notebook instance using a lifecycle configuration script' "
                 "(our autostop script calls sagemaker:DescribeNotebookInstance and StopNotebookInstance on itself) "
                 "https://docs.aws.amazon.com/sagemaker/latest/dg/notebook-lifecycle-config.html")
@@ -690,7 +706,19 @@ def pcs_nodes(e: Estate) -> Contract | None:
     allowed = [Call("ssm:UpdateInstanceInformation", "*", SSM_DOC), Call("ssmmessages:CreateControlChannel", "*", SSM_DOC),
                Call("ec2messages:GetMessages", "*", SSM_DOC), *_data_calls(e)]
     return Contract("PCS nodes (our software)", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
-                    allowed, _no_rewrite_calls(e))
+                    allowed + _metric_calls(e), _no_rewrite_calls(e) + _metric_calls(e, elsewhere=True))
+
+
+def _metric_calls(e: Estate, *, elsewhere: bool = False) -> list[Call]:
+    """What the compute nodes' user data makes them publish (the CloudWatch agent's configuration, Neuron's monitor),
+    read back from the synthesized launch template; `elsewhere`: the same call to a namespace they do not write."""
+    data = e.props("TrainStack/ComputeTemplate/Template", "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
+    _, spaces = read_back(data)
+    assert spaces, "the compute nodes publish nothing: the cluster dashboard would stay empty"
+    if elsewhere:
+        return [Call("cloudwatch:PutMetricData", "*", METRICS_DOC, {"cloudwatch:namespace": "AWS/EC2"},
+                     why="only the namespaces its own agents write")]
+    return [Call("cloudwatch:PutMetricData", "*", METRICS_DOC, {"cloudwatch:namespace": n}) for n in spaces]
 
 
 def notebook_autostop(e: Estate) -> Contract | None:

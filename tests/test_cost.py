@@ -133,3 +133,36 @@ def test_without_credentials_nothing_is_sent(tmp_path):
     out = subprocess.run([sys.executable, "-m", "workloads", "cost", "small"], cwd=ROOT, capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode == 1 and "no AWS credentials were found, so nothing was sent" in out.stderr
+
+
+def test_every_service_name_the_plan_bills_under_says_where_it_was_read():
+    """Each SERVICE value the map and the training run use has its row: confirmed at an AWS-authored source, or
+    marked as found only in public tools or nowhere (issue 35)."""
+    facts = cost_facts()
+    used = set(facts["services"].values()) | set(facts["training_run"].values())
+    rows = facts["service_names"]
+    assert used == set(rows), sorted(used ^ set(rows))
+    for name, row in rows.items():
+        assert row["status"] in ("confirmed", "public-tools-only", "not-found"), name
+        source = facts["sources"][row["source"]]
+        if row["status"] == "confirmed":
+            assert source["url"].startswith(("https://docs.aws.amazon.com/", "https://github.com/cloudscape-design/",
+                                              "https://github.com/aws/")), name
+            assert name in source["title"] or name in facts["sources"][row["also"]]["title"], name
+        else:
+            assert row["seen"], name  # what was (not) found, in words
+
+
+def test_the_report_says_which_service_names_are_not_confirmed(capsys):
+    from workloads.report import print_cost
+
+    client = replay(ce_client(), "small-2026-10", folder=COST_FIXTURES)
+    r = cost_report(plan(load("small")), client, month="2026-10", team=None, runs=1, today=TODAY)
+    by = {x.service: x for x in r.lines}
+    assert by["Amazon Simple Storage Service"].name_status == "confirmed"
+    assert by["Amazon SageMaker"].name_status == "public-tools-only"
+    assert by["AWS Lambda"].name_status == "from Cost Explorer"  # billed, not planned: Cost Explorer's own name
+    print_cost(r)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Not confirmed at an AWS source as Cost Explorer's SERVICE name: Amazon SageMaker" in out
+    assert {x["service"]: x["service_name"] for x in r.as_dict()["lines"]}["EC2 - Other"] == "confirmed"

@@ -240,3 +240,29 @@ def test_the_access_log_destination_is_sse_s3_and_every_logged_bucket_logs_there
     for stack, template in s.templates.items():
         for key in s.resources(stack, "AWS::KMS::Key").values():
             assert "logging.s3.amazonaws.com" not in json.dumps(key["Properties"]["KeyPolicy"]), stack
+
+
+def test_no_versioned_bucket_keeps_old_versions_forever(variant_synth):
+    """Every versioned bucket of every variant expires its noncurrent versions, and a prefix the cluster rewrites and
+    the file system exports deletions of (FSX_LINKS) expires them at its layout.NONCURRENT_DAYS, the shortest rule
+    that covers it (S3 honours the shorter of overlapping expirations)."""
+    from workloads.layout import FSX_LINKS, NONCURRENT_DAYS
+
+    name, s = variant_synth
+    for stack, template in s.templates.items():
+        for lid, bucket in s.resources(stack, "AWS::S3::Bucket").items():
+            props = bucket["Properties"]
+            if props.get("VersioningConfiguration", {}).get("Status") != "Enabled":
+                continue
+            rules = [r for r in props.get("LifecycleConfiguration", {}).get("Rules", []) if r["Status"] == "Enabled"]
+            days = {r.get("Prefix", ""): r["NoncurrentVersionExpiration"]["NoncurrentDays"] for r in rules
+                    if "NoncurrentVersionExpiration" in r}
+            assert "" in days, f"{name} {stack}/{lid}: no rule expires the bucket's noncurrent versions"
+            links = [r for r in template["Resources"].values() if r["Type"] == "AWS::FSx::DataRepositoryAssociation"]
+            if lid not in json.dumps(links):
+                continue  # not the bucket the file system links
+            for _, prefix, _, export in FSX_LINKS:
+                if "DELETED" in export:
+                    wanted = min(d for p, d in NONCURRENT_DAYS if prefix.startswith(p))
+                    kept = min(d for p, d in days.items() if prefix.startswith(p))
+                    assert kept == wanted, f"{name} {stack}/{lid}: {prefix} keeps old versions {kept} days"

@@ -335,3 +335,44 @@ def test_a_model_reads_only_its_own_artifact_and_grants_only_for_aws_resources()
             "Resource": "arn:aws:logs:us-west-2:111111111111:log-group:/aws/sagemaker/*"}
     text = "\n".join(_messages(_model_world([*exact, logs])))
     assert "/aws/sagemaker/Endpoints/someone-else" in text and "/aws/sagemaker/TrainingJobs" in text, text
+
+
+# CloudWatch publishes an alarm's notification as the service principal: the topic's policy must allow
+# cloudwatch.amazonaws.com sns:Publish, and the topic's key must let it encrypt (CloudWatch User Guide, "Using Amazon
+# CloudWatch alarms", actions: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-actions.html;
+# SNS Developer Guide, "Enable compatibility between event sources from AWS services and encrypted topics":
+# https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services). A topic policy
+# that CDK writes for enforce_ssl replaces SNS's default policy, so nothing allows the service unless we say so.
+ALARM_PUBLISH_SOURCE = "CloudWatch alarm actions publish as cloudwatch.amazonaws.com (alarms-and-actions.html, sns-key-management.html)"
+
+
+def test_every_alarm_may_publish_to_its_topic(worlds):
+    checked, out = 0, []
+    for name, world in worlds.items():
+        for stack in world.stacks.values():
+            for lid, r in stack.template["Resources"].items():
+                if r["Type"] != "AWS::CloudWatch::Alarm":
+                    continue
+                alarm = f"arn:aws:cloudwatch:{stack.region}:{stack.account}:alarm:{stack.name}-{lid}"
+                context = {"aws:SourceAccount": stack.account, "aws:SourceArn": alarm}
+                cloudwatch = Principal("cloudwatch.amazonaws.com", stack.account, [], service="cloudwatch.amazonaws.com")
+                props = r["Properties"]
+                for action in props.get("AlarmActions", []) + props.get("OKActions", []):
+                    topic = world._resolve(stack, action)
+                    if ":sns:" not in topic:
+                        continue
+                    found = world.lookup(topic)
+                    assert found, f"{name} {stack.name}/{lid}: {topic} is not a topic of the estate"
+                    ts, tlid = found
+                    calls = [Call("sns:Publish", topic, ALARM_PUBLISH_SOURCE, context)]
+                    key = ts.template["Resources"][tlid]["Properties"].get("KmsMasterKeyId")
+                    if key is not None:
+                        key_arn = world._resolve(ts, key)
+                        calls += [Call(a, key_arn, ALARM_PUBLISH_SOURCE, context)
+                                  for a in ("kms:GenerateDataKey", "kms:Decrypt")]
+                    for call in calls:
+                        checked += 1
+                        d = evaluate(cloudwatch, call, world)
+                        if not d.allowed:
+                            out.append(f"{name} {stack.name}/{lid}: {call.action} on {call.resource} ({d.reason})")
+    assert checked and not out, sorted(set(out))[:10]

@@ -429,3 +429,35 @@ def test_the_ml_users_stack_deploys_before_the_inference_stack(teams_synth):
         passed = [s for p in template["Resources"].values() if p["Type"] == "AWS::IAM::ManagedPolicy"
                   for s in p["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "PassTheTeamsWorkRoles"]
         assert passed and f":role/{team}-InferenceStack/models/*" in json.dumps(passed), passed
+
+
+# ---------------------------------------------------------------- the notebook's logs
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_a_teams_notebook_writes_only_its_teams_notebook_streams(world, team, other):
+    """The notebook role wrote every stream of /aws/sagemaker/NotebookInstances, another team's notebooks' included.
+    SageMaker names them NOTEBOOK-NAME/HOOK (CreateNotebookInstanceLifecycleConfig, SageMaker API Reference): the
+    team's own notebook and its ML users' notebooks (TEAM-..., which may run as this role) only."""
+    role = world.role(f"{team}/TrainStack/Notebook/Role/Resource")
+
+    def stream(owner: str, notebook: str, hook: str = "LifecycleConfigOnStart") -> str:
+        t = _team(world, owner)
+        return (f"arn:{PARTITION}:logs:{t['region']}:{t['account']}:log-group:/aws/sagemaker/NotebookInstances"
+                f":log-stream:{notebook}/{hook}")
+
+    def name(owner: str) -> str:
+        stack, lid = world.find(f"{owner}/TrainStack/Notebook/Notebook", "AWS::SageMaker::NotebookInstance")
+        return stack.template["Resources"][lid]["Properties"]["NotebookInstanceName"]
+
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+        for notebook in (f"{other}-analysis", "someone-else"):
+            theirs = Call(action, stream(other, notebook), DOC)
+            assert not evaluate(role, theirs, world).allowed, f"{team}'s notebook writes {theirs.resource}"
+    assert name(team).startswith(f"{team}-") and name(other).startswith(f"{other}-")
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+        for notebook in (name(team), f"{team}-analysis"):  # the estate's notebook, an ML user's
+            for hook in ("LifecycleConfigOnCreate", "LifecycleConfigOnStart"):
+                mine = Call(action, stream(team, notebook, hook), DOC)
+                assert evaluate(role, mine, world).allowed, evaluate(role, mine, world).reason
+        theirs = Call(action, stream(other, name(other)), DOC)
+        assert not evaluate(role, theirs, world).allowed, f"{team}'s notebook writes {theirs.resource}"

@@ -89,6 +89,14 @@ class CostLine:
         return WITHIN
 
     @property
+    def name_status(self) -> str:
+        """Where the SERVICE name of a planned line was read (catalog/cost_explorer.yaml service_names: confirmed,
+        public-tools-only, not-found); a line the plan has no part in carries the name Cost Explorer answered with."""
+        if self.planned_usd is None:
+            return "from Cost Explorer"
+        return cost_facts()["service_names"][self.service]["status"]
+
+    @property
     def differs(self) -> bool:
         """Outside the plan's range; a service the plan has no line for only past the floor (CDK's custom-resource
         Lambdas cost cents)."""
@@ -125,7 +133,7 @@ class CostReport:
                 "actual_usd": self.actual_usd, "request": self.request,
                 "lines": [{"service": x.service, "planned_usd": x.planned_usd, "low_usd": x.low_usd,
                            "high_usd": x.high_usd, "actual_usd": x.actual_usd, "verdict": x.verdict,
-                           "differs": x.differs,
+                           "differs": x.differs, "service_name": x.name_status,
                            "plan_lines": list(x.items)} for x in self.lines]}
 
 

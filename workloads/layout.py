@@ -38,6 +38,16 @@ FSX_LINKS = (
     ("/output", MODELS, (), ("NEW", "CHANGED", "DELETED")),
 )
 
+# How long the versioned bucket keeps a version once it is overwritten or deleted (noncurrent), per prefix. Versions
+# protect the dataset and models from a mistaken overwrite; but the trainer rotates checkpoints (it keeps its last
+# few and deletes the rest) and the file system exports each deletion, so a rotated checkpoint would stay billed as a
+# noncurrent version forever. Where rules overlap S3 honours the shorter expiration (Amazon S3 User Guide, "How
+# Amazon S3 handles conflicts in lifecycle configurations":
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-conflicts.html).
+NONCURRENT_DAYS = (("", 30), (CHECKPOINTS, 1))
+# Parts of an upload that never completed (a node lost mid-export) are billed until aborted.
+INCOMPLETE_UPLOAD_DAYS = 7
+
 # Where the cluster sees them: FSx for Lustre is mounted at /fsx on every node (login and compute) and links the
 # prefixes above; the prepare step's token shards stay on the file system (rebuilt from the text, never exported).
 FSX_MOUNT = "/fsx"

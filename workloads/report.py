@@ -366,6 +366,12 @@ def print_cost(r, console: Console | None = None) -> None:
     differ = [x.service for x in r.lines if x.differs]
     console.print(f"  {len(differ)} of {len(r.lines)} lines differ from the plan by more than its range"
                   + (f": {', '.join(differ)}" if differ else ""))
+    unsure = [x.service for x in r.lines if x.name_status not in ("confirmed", "from Cost Explorer")]
+    if unsure:
+        console.print(f"  [dim]Not confirmed at an AWS source as Cost Explorer's SERVICE name: {escape(', '.join(unsure))}"
+                      " (workloads/catalog/cost_explorer.yaml service_names). If one shows nothing billed beside a "
+                      "service the plan does not name, that service may be it: aws ce get-dimension-values "
+                      "--dimension SERVICE[/dim]")
     if r.estimated:
         console.print("  [dim]Cost Explorer marks these figures estimated: the month is not closed yet[/dim]")
     console.print("  [dim]Only resources carrying the tags count, and only once the tags are active cost allocation "
