@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from . import estimates as est
@@ -33,16 +33,26 @@ MEASURED_HERE = "measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. ins
 
 @dataclass(frozen=True)
 class Speed:
-    requests_per_second: float  # one instance, likely
+    requests_per_second: float  # one instance (all its copies), likely
     low: float  # requests per second at the slow end of the published spread
     high: float
     latency_ms: float  # one request at `concurrency` requests in flight, likely
-    concurrency: int  # requests one instance serves at once
+    concurrency: int  # requests one copy of the model serves at once (one copy per instance but with Inference Components)
     meets_latency: bool  # the latency targets (if any) are met at concurrency 1 or more
     basis: str
     ttft_ms: float | None = None  # LLMs: time to first token, likely
     tpot_ms: float | None = None  # LLMs: time per output token at `concurrency`, likely
     missed: str = ""  # which target is missed, and by how much
+    copies: int = 1  # copies of the model on one instance (Inference Components): devices / tensor-parallel degree
+
+    def times(self, copies: int, degree: int) -> "Speed":
+        """One instance running `copies` copies of this speed's model side by side, each on its own `degree` devices:
+        the instance serves `copies` times the requests; a request's latency and one copy's batch stay the same."""
+        if copies == 1:
+            return self
+        return replace(self, requests_per_second=self.requests_per_second * copies, low=self.low * copies,
+                       high=self.high * copies, copies=copies,
+                       basis=f"{copies} copies of TP={degree} per instance, each: {self.basis}")
 
 
 @dataclass(frozen=True)

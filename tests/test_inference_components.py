@@ -1,0 +1,94 @@
+"""Inference Components (issue 32): an LLM on vLLM GPUs at a real-time endpoint runs several copies per instance.
+TP is the fewest GPUs (a power of two dividing the attention and KV heads) whose memory holds the weights plus a
+typical request's KV cache; copies = GPUs / TP; an instance serves copies x one copy's rate; the fleet is sized in
+copies. Before: one copy per instance, a 13B at TP 1 on ml.p4d.24xlarge left seven GPUs idle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from workloads import load, plan
+from workloads.catalog import load_catalog
+from workloads.plan_serving import serving_speed
+from workloads.report import summary
+from workloads.serving import copy_degrees, model_shape
+from workloads import speed
+
+CAT = load_catalog()
+LLM = {"inference.artifact.format": "huggingface", "inference.async": "null", "inference.batch": "null",
+       "inference.latency_ms": "null"}
+
+
+def _rt(overrides: dict[str, str]):
+    p = plan(load("intermediate", {**LLM, **overrides}))
+    return p, p.inference["realtime"]
+
+
+@pytest.mark.parametrize("billion,fewest", [(13, 1), (70, 4)])
+def test_tp_is_the_fewest_power_of_two_that_holds_weights_and_a_typical_request(billion, fewest):
+    w = load("intermediate", {**LLM, "model.parameters_billion": str(billion)})
+    p4d = CAT.get("p4d.24xlarge")
+    degrees = copy_degrees(w, p4d)
+    assert degrees[0] == fewest
+    _, heads, kv_heads, _ = model_shape(w)
+    assert all(d & (d - 1) == 0 and heads % d == 0 and kv_heads % d == 0 and 8 % d == 0 for d in degrees)
+
+
+def test_an_instance_serves_copies_times_one_copy():
+    """13B on ml.p4d.24xlarge: every candidate's rate is GPUs / TP copies of the rate one copy has alone."""
+    _, rt = _rt({"model.parameters_billion": "13", "inference.realtime.instance_type": "ml.p4d.24xlarge",
+                 "inference.requests_per_second": "50"})
+    w = load("intermediate", {**LLM, "model.parameters_billion": "13"})
+    p4d = CAT.get("p4d.24xlarge")
+    seen = set()
+    for c in rt.candidates:
+        alone = speed.llm(w, p4d, c.tensor_parallel, speed.Targets.of("realtime", w))
+        assert c.copies == 8 // c.tensor_parallel
+        assert c.requests_per_second == pytest.approx(c.copies * alone.requests_per_second, rel=1e-3)
+        seen.add(c.copies)
+    assert 8 in seen and len(seen) > 1  # TP=1 (eight copies) is compared, not only the whole instance
+
+
+def test_the_fleet_is_sized_in_copies_and_the_plan_says_it():
+    p, rt = _rt({"model.parameters_billion": "13", "inference.realtime.instance_type": "ml.p4d.24xlarge",
+                 "inference.requests_per_second": "50"})
+    tp = rt.serving.tensor_parallel
+    assert rt.copies_per_instance == 8 // tp
+    per_copy = rt.requests_per_second_per_instance / rt.copies_per_instance
+    assert rt.copies_needed_at_peak == math.ceil(50 / per_copy - 1e-6)
+    assert rt.max_copies == rt.max_instances * rt.copies_per_instance
+    assert rt.min_copies == rt.min_instances * rt.copies_per_instance
+    assert rt.serving.environment["SM_VLLM_TENSOR_PARALLEL_SIZE"] == str(tp)
+    line = f"{rt.copies_per_instance} copies of TP={tp} per ml.p4d.24xlarge"
+    assert line in rt.reason and any(line in s for s in summary(p))
+
+
+def test_bursty_traffic_without_a_latency_target_scales_copies_to_zero():
+    _, rt = _rt({"inference.traffic": "spiky", "inference.realtime": "{}"})
+    assert rt.copies_per_instance and rt.min_copies == 0 and rt.min_instances == 0
+    assert rt.usd_per_hour_min == 0 and "scales to zero" in rt.reason
+
+
+@pytest.mark.parametrize("overrides", [
+    {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.time_to_first_token_ms": "2000"},
+    {"inference.traffic": "spiky", "inference.realtime": "{min_instances: 1}"},
+    {"inference.traffic": "steady", "inference.realtime": "{}"},
+])
+def test_never_zero_with_a_latency_target_a_set_minimum_or_steady_traffic(overrides):
+    _, rt = _rt(overrides)
+    assert rt.min_copies >= 1 and rt.min_instances >= 1
+
+
+def test_async_and_neuron_keep_one_model_per_instance():
+    p = plan(load("intermediate", {"inference.artifact.format": "huggingface"}))
+    assert p.inference["async"].copies_per_instance is None
+    _, rt = _rt({"inference.realtime.instance_type": "ml.inf2.48xlarge", "model.neuron_supported": "true"})
+    assert rt.copies_per_instance is None and all(c.copies == 1 for c in rt.candidates)
+
+
+def test_serving_speed_of_a_gpu_llm_is_the_instances():
+    w = load("intermediate", {**LLM, "model.parameters_billion": "13"})
+    s = serving_speed("realtime", w, CAT.get("p4d.24xlarge"), degree=1)
+    assert s.copies == 8 and "8 copies of TP=1 per instance" in s.basis
