@@ -1,9 +1,9 @@
 """Serving speed of one instance: requests per second (likely, with the published spread), the latency of one
 request, and what the figures rest on. Pure Python: the planner sizes endpoints and ranks types with it.
 
-- LLMs (Hugging Face artifacts on TGI): every generated token streams the weights and the KV cache from memory,
-  so a token costs a step overhead plus bytes / (bandwidth x efficiency), with the constants fitted to published
-  single-request measurements (catalog/serving.yaml); the prompt is processed at the accelerator's published
+- LLMs (Hugging Face artifacts on vLLM, or TGI on Neuron): every generated token streams the weights and the KV cache
+  from memory, so a token costs a step overhead plus bytes / (bandwidth x efficiency), with the constants fitted to
+  each runtime's published measurements (catalog/serving.yaml: vLLM's on GPUs, Neuron's on Inferentia2); the prompt is processed at the accelerator's published
   training MFU. Requests share the decode steps (continuous batching) up to the generation batch limit, or fewer
   where the latency target needs it.
 - Other models on accelerators: 2 x parameters x tokens per request at the utilisation BERT-class models reach
@@ -183,7 +183,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
              f"decode streams {degree} x {n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at "
              f"{fit.efficiency:.0%} of {gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
              f"{fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded:g} ms a token, {runtime} fit to "
-             f"{len(rows)} published single-request measurements [{', '.join(sorted({m.source for m in rows}))}] "
+             f"{len(rows)} published measurements [{', '.join(sorted({m.source for m in rows}))}] "
              f"(measured/modelled {fast:.2f}-{slow:.2f}); {prompt_basis}")
     return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, not missed, basis,
                  ttft_ms=prefill_ms + step_ms(batch), tpot_ms=tpot_ms(batch), missed=missed)
