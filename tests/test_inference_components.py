@@ -5,6 +5,7 @@ copies. Before: one copy per instance, a 13B at TP 1 on ml.p4d.24xlarge left sev
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -92,3 +93,108 @@ def test_serving_speed_of_a_gpu_llm_is_the_instances():
     w = load("intermediate", {**LLM, "model.parameters_billion": "13"})
     s = serving_speed("realtime", w, CAT.get("p4d.24xlarge"), degree=1)
     assert s.copies == 8 and "8 copies of TP=1 per instance" in s.basis
+
+
+# ---------------------------------------------------------------- the template: the component and its scaling
+
+ZERO = {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.async": "null", "inference.batch": "null"}
+
+
+def _of(resources: dict, kind: str) -> list[dict]:
+    return [r for r in resources.values() if r["Type"] == kind]
+
+
+def test_the_component_names_the_model_its_gpus_memory_copies_and_start_up(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    [ic] = _of(res, "AWS::SageMaker::InferenceComponent")
+    spec, props = ic["Properties"]["Specification"], ic["Properties"]
+    model = next(lid for lid, r in res.items() if r["Type"] == "AWS::SageMaker::Model" and "Realtime" in lid)
+    assert spec["ModelName"] == {"Fn::GetAtt": [model, "ModelName"]}
+    assert spec["ComputeResourceRequirements"] == {"NumberOfAcceleratorDevicesRequired": rt.serving.tensor_parallel,
+                                                   "MinMemoryRequiredInMb": rt.memory_mb_per_copy}
+    assert spec["StartupParameters"] == {"ModelDataDownloadTimeoutInSeconds": rt.startup.download_timeout_s,
+                                         "ContainerStartupHealthCheckTimeoutInSeconds": rt.startup.startup_timeout_s}
+    assert props["RuntimeConfig"] == {"CopyCount": max(1, rt.min_copies)} and props["VariantName"] == "AllTraffic"
+
+
+def test_the_variant_names_no_model_and_managed_instance_scaling_holds_the_copies(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    config = next(r["Properties"] for r in _of(res, "AWS::SageMaker::EndpointConfig")
+                  if "ManagedInstanceScaling" in r["Properties"]["ProductionVariants"][0])
+    [variant] = config["ProductionVariants"]
+    assert "ModelName" not in variant and "ModelDataDownloadTimeoutInSeconds" not in variant
+    assert variant["ManagedInstanceScaling"] == {"Status": "ENABLED", "MinInstanceCount": rt.min_instances,
+                                                 "MaxInstanceCount": rt.max_instances}
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert "Fn::GetAtt" in config["ExecutionRoleArn"]
+
+
+def test_copies_scale_on_invocations_per_copy_not_the_variant(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    targets = [r["Properties"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget")
+               if r["Properties"]["ScalableDimension"].startswith("sagemaker:inference-component")]
+    [target] = targets
+    assert target["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
+    assert target["ResourceId"]["Fn::Join"][1][0] == "inference-component/"
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (rt.min_copies, rt.max_copies)
+    assert not any(r["Properties"]["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount" and
+                   "Realtime" in json.dumps(r["Properties"]["ResourceId"])
+                   for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget"))
+    [tracking] = [r["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+                  for r in _of(res, "AWS::ApplicationAutoScaling::ScalingPolicy")
+                  if "TargetTrackingScalingPolicyConfiguration" in r["Properties"]
+                  and "Copies" in json.dumps(r["Properties"].get("ScalingTargetId", ""))]
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == \
+        "SageMakerInferenceComponentInvocationsPerCopy"
+    assert tracking["TargetValue"] == rt.invocations_per_copy
+    assert not _of(res, "AWS::CloudWatch::Alarm") or not any(
+        "NoCapacityInvocationFailures" in json.dumps(a) for a in _of(res, "AWS::CloudWatch::Alarm"))
+
+
+def test_scale_to_zero_has_min_zero_everywhere_and_a_step_policy_to_wake(synth):
+    res = synth("intermediate", ZERO).templates["InferenceStack"]["Resources"]
+    [ic] = _of(res, "AWS::SageMaker::InferenceComponent")
+    assert ic["Properties"]["RuntimeConfig"] == {"CopyCount": 1}  # one at deploy: the stack proves the model starts
+    variant = next(r["Properties"]["ProductionVariants"][0] for r in _of(res, "AWS::SageMaker::EndpointConfig")
+                   if "ManagedInstanceScaling" in r["Properties"]["ProductionVariants"][0])
+    assert variant["ManagedInstanceScaling"]["MinInstanceCount"] == 0 and variant["InitialInstanceCount"] == 1
+    [target] = [r["Properties"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget")
+                if r["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"]
+    assert target["MinCapacity"] == 0
+    steps = [r["Properties"]["StepScalingPolicyConfiguration"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalingPolicy")
+             if "StepScalingPolicyConfiguration" in r["Properties"]]
+    assert any(s["AdjustmentType"] == "ChangeInCapacity" and any(a["ScalingAdjustment"] == 1 for a in s["StepAdjustments"])
+               for s in steps)
+    wake = [a["Properties"] for a in _of(res, "AWS::CloudWatch::Alarm")
+            if a["Properties"].get("MetricName") == "NoCapacityInvocationFailures"]
+    assert wake and all(a["Namespace"] == "AWS/SageMaker" and a["Dimensions"][0]["Name"] == "InferenceComponentName"
+                        for a in wake)
+
+
+def test_a_model_that_is_not_an_llm_keeps_its_variant(synth):
+    res = synth("small").templates["InferenceStack"]["Resources"]
+    assert not _of(res, "AWS::SageMaker::InferenceComponent")
+    assert all("ModelName" in r["Properties"]["ProductionVariants"][0] for r in _of(res, "AWS::SageMaker::EndpointConfig"))
+
+
+def test_invoke_names_the_component_of_a_copies_endpoint():
+    """InvokeEndpoint's InferenceComponentName (SageMaker Runtime API): a component endpoint answers only when named."""
+    from workloads.invoke import COMPONENT_KEY, invoke_params
+
+    outputs = {"RealtimeEndpointName": "ep", COMPONENT_KEY: "ic"}
+    p = plan(load("intermediate"))
+    assert invoke_params(p, "realtime", outputs, b"{}", "application/json") == {
+        "EndpointName": "ep", "Body": b"{}", "ContentType": "application/json", "InferenceComponentName": "ic"}
+    small = plan(load("small"))
+    assert "InferenceComponentName" not in invoke_params(small, "realtime", {"RealtimeEndpointName": "ep"}, b"",
+                                                         "text/csv")
+
+
+def test_the_stack_outputs_the_component_name_invoke_reads(synth):
+    from workloads.invoke import COMPONENT_KEY
+
+    outputs = synth("intermediate").templates["InferenceStack"]["Outputs"]
+    assert COMPONENT_KEY in outputs

@@ -54,8 +54,12 @@ def _instance_types(template: dict) -> dict[str, str]:
     for r in template["Resources"].values():
         if r["Type"] == "AWS::SageMaker::EndpointConfig":
             for v in r["Properties"]["ProductionVariants"]:
-                if "InstanceType" in v:
+                if "InstanceType" in v and "ModelName" in v:
                     out[v["ModelName"]["Fn::GetAtt"][0]] = v["InstanceType"]
+                elif "InstanceType" in v:  # inference components name the model; they run on this variant
+                    for c in template["Resources"].values():
+                        if c["Type"] == "AWS::SageMaker::InferenceComponent":
+                            out[c["Properties"]["Specification"]["ModelName"]["Fn::GetAtt"][0]] = v["InstanceType"]
         if r["Type"] == "AWS::StepFunctions::StateMachine":
             text = json.dumps(r["Properties"]["DefinitionString"])
             model = re.search(r'"Fn::GetAtt": \["(\w+)", "ModelName"\]', text).group(1)

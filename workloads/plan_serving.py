@@ -538,8 +538,9 @@ def _copies(w: Workload, section: Realtime, itype: InstanceType, degree: int | N
     why_tp = f"TP={degree} is the fewest GPUs that hold the weights and a typical request's KV cache" \
         if degree == fewest else f"TP={degree} (TP={fewest} holds the model too, but costs more at the peak or misses " \
                                  "the targets: table below)"
-    reason = (f"{reason}; {s.copies} copies of TP={degree} per ml.{itype.name} (Inference Components): {why_tp}, so "
-              f"the {count} GPUs run {count} / {degree} = {s.copies} copies; {needed} copies at the peak "
+    copies = f"{s.copies} cop{'y' if s.copies == 1 else 'ies'}"
+    reason = (f"{reason}; {copies} of TP={degree} per ml.{itype.name} (Inference Components): {why_tp}, so "
+              f"the {count} GPUs run {count} / {degree} = {copies}; {needed} copies at the peak "
               f"({w.inference.requests_per_second:g} req/s at {per_copy:.3g} req/s a copy)")
     if scales_to_zero(w, section):
         lo, least = 0, 0

@@ -194,7 +194,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
             what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"
             if ip.copies_per_instance:
                 assert ip.serving is not None
-                what += (f"; {ip.copies_per_instance} copies of TP={ip.serving.tensor_parallel} per {ip.instance_type} "
+                n = ip.copies_per_instance
+                what += (f"; {n} cop{'y' if n == 1 else 'ies'} of TP={ip.serving.tensor_parallel} per {ip.instance_type} "
                          f"({ip.min_copies}-{ip.max_copies} copies, Inference Components)")
         else:
             what = f"{ip.memory_mb} MB, up to {ip.max_concurrency} concurrent requests" if ip.memory_mb else "on demand"
