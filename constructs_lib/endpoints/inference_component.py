@@ -78,7 +78,9 @@ class InferenceComponent(Construct):
             resource_id=f"inference-component/{self.component_name}",
             scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
             min_capacity=copies.min_copies, max_capacity=copies.max_copies,
-            # The SageMaker endpoint service-linked role (constructs_lib/endpoints/scaling.py): custom roles are ignored.
+            # The SageMaker endpoint service-linked role (constructs_lib/endpoints/scaling.py), which scales inference
+            # components too: its policy allows sagemaker:UpdateInferenceComponentRuntimeConfig (AWS Managed Policy
+            # Reference, AWSApplicationAutoscalingSageMakerEndpointPolicy v2).
             role=iam.Role.from_role_arn(self, "ScalingRole", scaling_role_arn(self), mutable=False))
         self.scaling.scale_to_track_metric(
             "Invocations", target_value=copies.invocations_per_copy,
