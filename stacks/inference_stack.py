@@ -13,6 +13,7 @@ from constructs import Construct
 from constructs_lib.endpoints.artifact_check import ArtifactCheck
 from constructs_lib.endpoints.async_endpoint import AsyncEndpoint
 from constructs_lib.endpoints.batch_transform import ScheduledBatchTransform
+from constructs_lib.endpoints.inference_component import CopyFleet
 from constructs_lib.endpoints.model import ServingModel
 from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
@@ -28,6 +29,17 @@ from .base import EstateStack
 def model_role_path(stack_name: str) -> str:
     """The IAM path of an InferenceStack's model roles: one per stack, so another workload's or team's differ."""
     return f"/{stack_name}/models/"
+
+
+def copy_fleet(p: InferencePlan) -> CopyFleet | None:
+    """The plan's copies for the component, or None: the model is the variant's."""
+    if p.copies_per_instance is None:
+        return None
+    assert p.serving is not None and p.serving.tensor_parallel and p.memory_mb_per_copy is not None
+    assert p.min_copies is not None and p.max_copies is not None and p.invocations_per_copy is not None
+    return CopyFleet(tensor_parallel=p.serving.tensor_parallel, per_instance=p.copies_per_instance,
+                     min_copies=p.min_copies, max_copies=p.max_copies, invocations_per_copy=p.invocations_per_copy,
+                     memory_mb=p.memory_mb_per_copy)
 
 
 class InferenceStack(EstateStack):
@@ -74,9 +86,11 @@ class InferenceStack(EstateStack):
             min_instances=p.min_instances, max_instances=p.max_instances,
             invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), startup=p.startup,
             bucket=self._bucket,
-            capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent,
+            capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent, copies=copy_fleet(p),
             inference_ami_version=p.serving.inference_ami_version)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
+        if endpoint.component is not None:  # invoke names the component (InvokeEndpoint InferenceComponentName)
+            cdk.CfnOutput(self, "RealtimeInferenceComponentName", value=endpoint.component.component_name)
         self._watch("realtime", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
 

@@ -333,9 +333,11 @@ def endpoint_logs(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> D
             if r["Type"] != "AWS::SageMaker::Endpoint":
                 continue
             config = ctx.props_of(ctx.world.resolve(s.name, r["Properties"]["EndpointConfigName"]))
-            models = [ctx.world.lookup(v.get("ModelName")) for v in config.get("ProductionVariants", [])]
+            models = [ctx.world.lookup(v["ModelName"]) for v in config.get("ProductionVariants", []) if "ModelName" in v]
             roles = [ctx.world.lookup(ctx.world.resolve(m[0].name, m[0].template["Resources"][m[1]]["Properties"]
                                                         ["ExecutionRoleArn"])) for m in models if m]
+            if "ExecutionRoleArn" in config:  # an endpoint of inference components: its config names the role
+                roles.append(ctx.world.lookup(config["ExecutionRoleArn"]))
             if me in roles:
                 names.append(ctx.world.resolve(s.name, r["Properties"]["EndpointName"]))
     for name in names:
@@ -516,6 +518,8 @@ def _roles_of(world: World, stack: Stack, spec: Any, props: dict) -> list[str] |
         return None
     if isinstance(spec, str):
         return sorted({v for v, _ in at(props, spec)})
+    if "any" in spec:  # whichever of several the resource uses (an endpoint config's own role, or its models')
+        return sorted({r for one in spec["any"] for r in (_roles_of(world, stack, one, props) or [])})
     if "via" in spec:
         out = set()
         for name, _ in at(props, spec["via"]):

@@ -38,7 +38,12 @@ def documented_range(field: str) -> tuple[int, int]:
 
 
 def _variants(template: dict) -> list[dict]:
-    return [v for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
+    """Each instance variant with its timeouts: a component endpoint's are its inference component's
+    StartupParameters (the variant names no model)."""
+    startup = [c["Properties"]["Specification"]["StartupParameters"] for c in template["Resources"].values()
+               if c["Type"] == "AWS::SageMaker::InferenceComponent"]
+    return [{**v, **(startup[0] if "ModelName" not in v and startup else {})}
+            for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
             for v in r["Properties"]["ProductionVariants"] if "InstanceType" in v]
 
 

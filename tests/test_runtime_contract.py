@@ -98,7 +98,8 @@ def test_every_derived_call_is_allowed_and_every_denial_holds(walks, worlds, var
 def test_the_walk_reaches_every_kind_of_role(walks):
     """The rows act: each role-taking type of the table is met in some variant and yields calls."""
     met = {f.where.split(" (", 1)[1].split(")", 1)[0] for w in walks.values() for f in w.found}
-    for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::NotebookInstance",
+    for kind in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::InferenceComponent",
+                 "AWS::SageMaker::NotebookInstance",
                  "AWS::SageMaker::Cluster", "AWS::PCS::ComputeNodeGroup", "AWS::StepFunctions::StateMachine",
                  "AWS::Scheduler::Schedule", "AWS::EC2::FlowLog", "AWS::Lambda::Function", "Custom::AWS"):
         assert kind in met, kind

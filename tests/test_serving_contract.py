@@ -52,8 +52,12 @@ def _instance_types(template: dict) -> dict[str, str]:
     for r in template["Resources"].values():
         if r["Type"] == "AWS::SageMaker::EndpointConfig":
             for v in r["Properties"]["ProductionVariants"]:
-                if "InstanceType" in v:
+                if "InstanceType" in v and "ModelName" in v:
                     out[v["ModelName"]["Fn::GetAtt"][0]] = v["InstanceType"]
+                elif "InstanceType" in v:  # inference components name the model; they run on this variant
+                    for c in template["Resources"].values():
+                        if c["Type"] == "AWS::SageMaker::InferenceComponent":
+                            out[c["Properties"]["Specification"]["ModelName"]["Fn::GetAtt"][0]] = v["InstanceType"]
         if r["Type"] == "AWS::StepFunctions::StateMachine":
             text = json.dumps(r["Properties"]["DefinitionString"])
             model = re.search(r'"Fn::GetAtt": \["(\w+)", "ModelName"\]', text).group(1)
@@ -126,6 +130,16 @@ def test_every_model_carries_what_its_container_needs(synth, variant):
 HOST_AMI = {"vllm": "al2-ami-sagemaker-inference-gpu-3-1", "ray-serve": "al2-ami-sagemaker-inference-gpu-3-1"}
 
 
+def _component_model(template: dict, config: str) -> dict:
+    """The model an Inference Components endpoint config serves: its variant names none, its component does."""
+    endpoints = [lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::SageMaker::Endpoint"
+                 and config in json.dumps(r["Properties"]["EndpointConfigName"])]
+    model, = [r["Properties"]["Specification"]["ModelName"] for r in template["Resources"].values()
+              if r["Type"] == "AWS::SageMaker::InferenceComponent" and endpoints
+              and endpoints[0] in json.dumps(r["Properties"]["EndpointName"])]
+    return model
+
+
 @pytest.mark.parametrize("variant", SERVING_VARIANTS)
 def test_gpu_endpoints_of_the_cuda_dlcs_ask_for_their_host_ami(synth, variant):
     workload, overrides = VARIANTS[variant]
@@ -138,7 +152,8 @@ def test_gpu_endpoints_of_the_cuda_dlcs_ask_for_their_host_ami(synth, variant):
             continue
         for v in r["Properties"]["ProductionVariants"]:
             itype = v.get("InstanceType")
-            kind = _container(images[v["ModelName"]["Fn::GetAtt"][0]])
+            model = v.get("ModelName") or _component_model(template, logical)
+            kind = _container(images[model["Fn::GetAtt"][0]])
             acc = load_catalog().types[itype.removeprefix("ml.")].accelerator if itype else None
             wanted = HOST_AMI.get(kind) if acc and acc.kind == "nvidia-gpu" else None
             if v.get("InferenceAmiVersion") != wanted:

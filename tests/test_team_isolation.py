@@ -344,6 +344,20 @@ def test_no_create_takes_another_teams_resource(world, team, other):
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_an_inference_component_on_another_teams_model_or_endpoint_is_refused(world, team, other):
+    """Issue 32: LLM endpoints host inference components. CreateInferenceComponent authorizes the endpoint and the
+    component and names the model (sagemaker:ModelArn, the service authorization reference): with another team's
+    endpoint or model it is refused, as every such swap of the property above."""
+    users, t, o = _user(world, team), _team(world, team), _team(world, other)
+    row = _references()["references"]["CreateInferenceComponent"]
+    own = _request("CreateInferenceComponent", row, t, team)
+    swaps = dict(_swaps("CreateInferenceComponent", row, own, t, o, other))
+    assert {"another team's endpoint", "sagemaker:ModelArn of another team"} <= set(swaps), set(swaps)
+    for why in ("another team's endpoint", "sagemaker:ModelArn of another team"):
+        assert not _allowed(users, swaps[why], world), why
+
+
 def test_the_references_facts_are_complete():
     refs = _references()
     assert "list_amazonsagemaker.html" in refs["source"]["url"] and refs["source"]["as_of"]

@@ -64,6 +64,10 @@ def _patch_moto() -> None:
       emulator cannot run (no Docker); they are skipped like the types moto has no model for. The InferenceStack's
       artifact check is run instead: its handler's own function, in-process, against the emulated bucket; a missing
       artifact fails the stack's creation with the handler's reason, as CloudFormation does (ROLLBACK_COMPLETE).
+    - moto's SageMaker endpoint configs read a model from every variant; a variant hosting inference components names
+      none (AWS's CreateEndpointConfig accepts it), so only the variants that name one are checked. moto 5.2 has no
+      InferenceComponent at all (no model in moto/sagemaker, no CloudFormation type): the component is skipped and
+      reported like FSx, and `invoke` cannot be answered locally for a component endpoint.
     - moto drops ProcessingResources (instance type and count) from processing jobs; it keeps them.
     - Deleting, it keeps what CloudFormation keeps: `Retain` and `RetainExceptOnCreate` resources when a stack is
       deleted, only `Retain` ones when a failed create rolls back (moto knows `Retain` alone). It refuses, as
@@ -98,6 +102,16 @@ def _patch_moto() -> None:
             validate(self, instance_type)
 
     FakeEndpointConfig.validate_instance_type = validate_instance_type
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    check_variants = SageMakerModelBackend.validate_production_variants
+
+    def validate_production_variants(self, production_variants):
+        # A variant that hosts inference components names no model (CreateEndpointConfig, ManagedInstanceScaling);
+        # moto 5.2 reads ModelName of every variant (KeyError, answered 500). Its models are still checked.
+        check_variants(self, [v for v in production_variants if "ModelName" in v])
+
+    SageMakerModelBackend.validate_production_variants = validate_production_variants
 
     clean_json = parsing.clean_json
 

@@ -301,12 +301,14 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         kms["source"])
     from .monitoring import dashboards, plan_alarms
 
-    wake = sum(1 for ip in inference.values() if ip.kind == "async")  # the step policy's wake-from-zero alarm
+    # The step policies' wake-from-zero alarms: async endpoints, and inference components that scale to zero copies.
+    wake = sum(1 for ip in inference.values() if ip.kind == "async" or ip.min_copies == 0)
     watch = len(plan_alarms(training, inference, latency_ms=w.inference.latency_ms))  # the monitors' (monitoring.py)
     if wake + watch:
         cw = svc["cloudwatch_alarms"]
         why = ", ".join(x for x in (f"{watch} of the estate's monitors" if watch else "",
-                                    "the async endpoint's scale-out from zero" if wake else "") if x)
+                                    "the scale-out from zero of async endpoints and inference components"
+                                    if wake else "") if x)
         add("CloudWatch alarms", (wake + watch) * cw["usd_per_alarm_month"], f"{wake + watch} alarms ({why})",
             f"${cw['usd_per_alarm_month']}/alarm-month (CloudWatch list price)", cw["source"])
     boards = dashboards(training, inference)

@@ -41,6 +41,20 @@ def sample_request(plan: Plan, kind: str) -> tuple[str, bytes]:
     return serving.request.content_type, serving.request.sample.encode()
 
 
+# An endpoint of inference components answers a request only when it names the component (SageMaker Runtime API,
+# InvokeEndpoint InferenceComponentName: "If the endpoint hosts one or more inference components, this parameter
+# specifies the name of inference component to invoke"; botocore's sagemaker-runtime service model).
+COMPONENT_KEY = "RealtimeInferenceComponentName"
+
+
+def invoke_params(plan: Plan, kind: str, outputs: dict[str, str], body: bytes, content_type: str) -> dict:
+    """InvokeEndpoint's parameters: the endpoint, and its inference component when the plan runs copies."""
+    params = {"EndpointName": outputs[OUTPUT_KEYS[kind]], "Body": body, "ContentType": content_type}
+    if kind == "realtime" and plan.inference[kind].copies_per_instance is not None:
+        params["InferenceComponentName"] = outputs[COMPONENT_KEY]
+    return params
+
+
 def invoke(plan: Plan, *, kind: str, body: bytes, content_type: str, stage: str = "",
            timeout_s: float = 600, poll_s: float = 2) -> Answer:
     import boto3
@@ -52,7 +66,7 @@ def invoke(plan: Plan, *, kind: str, body: bytes, content_type: str, stage: str 
     region = plan.workload.region
     runtime = boto3.client("sagemaker-runtime", region_name=region)
     if kind != "async":
-        response = runtime.invoke_endpoint(EndpointName=endpoint, Body=body, ContentType=content_type)
+        response = runtime.invoke_endpoint(**invoke_params(plan, kind, outputs, body, content_type))
         return Answer(kind, endpoint, response["Body"].read())
 
     s3 = boto3.client("s3", region_name=region)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 
 from . import estimates as est
 from . import speed
-from .catalog import ML_PREFIX, Catalog, InstanceType, load_serving
+from .catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
 from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import (VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, container_for, layout_of, plan_serving,
-                      tensor_degrees)
+from .serving import (VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, container_for, copy_degrees,
+                      layout_of, plan_serving, tensor_degrees)
 from .startup import Startup, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -55,6 +55,7 @@ class ServingCandidate:
     meets: bool
     why: str  # why it won, or why it lost
     chosen: bool = False
+    copies: int = 1  # copies of the model per instance (Inference Components), each at `tensor_parallel`
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,25 @@ class InferencePlan:
     price_kind: str = "SageMaker on-demand"
     batch_run: BatchRun | None = None  # batch: one scheduled run
     price_note: str = ""  # the instance price's kind and region, with the fallback note off the recorded regions
+    # Inference Components (LLMs on vLLM GPUs, real-time): copies of the model per instance, the fleet in copies, and
+    # the copies' scaling target. None: the model is the variant's own (one copy an instance).
+    copies_per_instance: int | None = None
+    min_copies: int | None = None
+    max_copies: int | None = None
+    copies_needed_at_peak: int | None = None
+    invocations_per_copy: int | None = None  # a minute, the component's scaling target
+    memory_mb_per_copy: int | None = None  # host memory each copy reserves (ComputeResourceRequirements)
 
 
 def _llm(w: Workload) -> bool:
     return artifact_format(w)[0] == "huggingface"
+
+
+def uses_components(kind: str, itype: InstanceType) -> bool:
+    """LLMs on vLLM (GPUs) at a real-time endpoint run as Inference Components: several copies per instance, copies
+    scaled with load. Async endpoints and transform jobs host a model per variant; Neuron's TGI stays one copy an
+    instance (its export is compiled for a fixed core count)."""
+    return kind == "realtime" and itype.accelerator is not None and itype.accelerator.kind == "nvidia-gpu"
 
 
 def _speeds(kind: str, w: Workload, itype: InstanceType) -> list[tuple[int | None, speed.Speed]]:
@@ -111,6 +127,10 @@ def _speeds(kind: str, w: Workload, itype: InstanceType) -> list[tuple[int | Non
     if classic or itype.accelerator is None:
         return [(None, speed.cpu(w, itype, targets.request_ms, classic=classic, max_concurrency=limit))]
     if _llm(w):
+        if uses_components(kind, itype):
+            count, _ = devices(itype)
+            out = [(d, speed.llm(w, itype, d, targets)) for d in copy_degrees(w, itype)]
+            return [(d, s.times(count // d, d)) for d, s in out if s is not None]
         heads, _ = attention_heads(w)
         out = [(d, speed.llm(w, itype, d, targets, max_concurrency=limit)) for d in tensor_degrees(itype, heads)]
         return [(d, s) for d, s in out if s is not None]
@@ -123,7 +143,8 @@ def _candidate(kind: str, w: Workload, itype: InstanceType, degree: int | None, 
     return ServingCandidate(ML_PREFIX + itype.name, degree, s.concurrency, round(s.requests_per_second, 3), needed,
                             round(hourly * needed, 4), round(est.usd_per_million(hourly, s.requests_per_second), 2),
                             round(s.latency_ms, 1), None if s.ttft_ms is None else round(s.ttft_ms, 1),
-                            None if s.tpot_ms is None else round(s.tpot_ms, 1), s.meets_latency, s.missed)
+                            None if s.tpot_ms is None else round(s.tpot_ms, 1), s.meets_latency, s.missed,
+                            copies=s.copies)
 
 
 def _cost(kind: str, c: ServingCandidate) -> tuple[float, int]:
@@ -396,9 +417,14 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         needed = max(1, math.ceil(inf.requests_per_second / rps))
         transforms = run = None
         invocations = getattr(section, "invocations_per_instance", None)
+        fleet: dict = {}
         if kind == "realtime":
             lo, hi, reason = _realtime_range(w, section, needed, rps, reason)
-            if "invocations_per_instance" not in section.model_fields_set:
+            if _llm(w) and uses_components(kind, itype):
+                lo, reason, fleet = _copies(w, section, itype, degree, s, lo, hi, reason)
+                if "invocations_per_instance" not in section.model_fields_set:  # the instance's figure, for reference
+                    invocations = speed.scaling_target(load_serving(), rps)
+            elif "invocations_per_instance" not in section.model_fields_set:
                 invocations = speed.scaling_target(load_serving(), rps)
                 reason += f"; scales out at {invocations} invocations a minute per instance (half its throughput, " \
                           "SageMaker's load-testing guide)"
@@ -427,7 +453,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             serving=serving,
             startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
             if kind in ("realtime", "async") else None,
-            candidates=table, batch_run=run, price_note=price.label,
+            candidates=table, batch_run=run, price_note=price.label, **fleet,
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
@@ -533,6 +559,56 @@ def _realtime_range(w: Workload, section: Realtime, needed: int, rps: float, rea
                           reason=f"inference.requests_per_second {peak:g} at peak needs {needed} instances at "
                                  f"{rps:.3g} req/s each")
     return lo, section.max_instances, reason
+
+
+# Scale to zero: an endpoint scales to and from zero instances only when it hosts inference components and its
+# variant's ManagedInstanceScaling MinInstanceCount is 0 (SageMaker Developer Guide, "Scale an endpoint to zero
+# instances", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html); requests
+# fail for the minutes an instance takes to come back, so only traffic that tolerates it goes there.
+ZERO_COPIES_TRAFFIC = ("spiky", "rare", "periodic")
+
+
+def scales_to_zero(w: Workload, section: Realtime) -> bool:
+    """Copies (and instances) may scale to zero: bursty traffic, no latency target, no minimum set by the config."""
+    return w.inference.traffic in ZERO_COPIES_TRAFFIC and not _has_latency_target(w) \
+        and "min_instances" not in section.model_fields_set
+
+
+def _copies(w: Workload, section: Realtime, itype: InstanceType, degree: int | None, s: speed.Speed, lo: int, hi: int,
+            reason: str) -> tuple[int, str, dict]:
+    """The fleet in copies: per instance devices / TP, at the peak as many as its rate needs, at least the minimum
+    instances' worth (their devices are paid for) or none where the traffic allows scaling to zero."""
+    assert degree is not None and itype.accelerator is not None
+    count, _ = devices(itype)
+    per_copy = s.requests_per_second / s.copies
+    needed = max(1, math.ceil(w.inference.requests_per_second / per_copy))
+    fewest = copy_degrees(w, itype)[0]
+    why_tp = f"TP={degree} is the fewest GPUs that hold the weights and a typical request's KV cache" \
+        if degree == fewest else f"TP={degree} (TP={fewest} holds the model too, but costs more at the peak or misses " \
+                                 "the targets: table below)"
+    copies = f"{s.copies} cop{'y' if s.copies == 1 else 'ies'}"
+    reason = (f"{reason}; {copies} of TP={degree} per ml.{itype.name} (Inference Components): {why_tp}, so "
+              f"the {count} GPUs run {count} / {degree} = {copies}; {needed} copies at the peak "
+              f"({w.inference.requests_per_second:g} req/s at {per_copy:.3g} req/s a copy)")
+    if scales_to_zero(w, section):
+        lo, least = 0, 0
+        reason += (f"; min 0 copies and instances: {w.inference.traffic} traffic with no latency target scales to zero "
+                   "(requests fail for the minutes a copy takes to start; set inference.realtime.min_instances to keep one)")
+    else:
+        least = lo * s.copies
+        reason += f"; min {least} copies ({lo} instance(s) x {s.copies}: the minimum instances' GPUs are paid for)"
+    invocations = speed.scaling_target(load_serving(), per_copy)
+    reason += f"; copies scale at {invocations} invocations a minute per copy (half its throughput, SageMaker's " \
+              "load-testing guide)"
+    memory_mb = int(itype.memory_gib * 1024 * SERVING_HOST_MEMORY_SHARE / s.copies)
+    return lo, reason, dict(copies_per_instance=s.copies, min_copies=least, max_copies=hi * s.copies,
+                            copies_needed_at_peak=needed, invocations_per_copy=invocations,
+                            memory_mb_per_copy=memory_mb)
+
+
+# Host memory each copy reserves: an equal share of the instance's, less room for SageMaker's own agents. No published
+# figure for that room was found; half keeps every copy placeable (the weights load through host memory, in shards).
+SERVING_HOST_MEMORY_SHARE = 0.5
 
 
 def _one_layout_per_key(plans: dict[str, InferencePlan]) -> None:

@@ -192,6 +192,11 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
             what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")
         elif ip.instance_type:
             what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"
+            if ip.copies_per_instance:
+                assert ip.serving is not None
+                n = ip.copies_per_instance
+                what += (f"; {n} cop{'y' if n == 1 else 'ies'} of TP={ip.serving.tensor_parallel} per {ip.instance_type} "
+                         f"({ip.min_copies}-{ip.max_copies} copies, Inference Components)")
         else:
             what = f"{ip.memory_mb} MB, up to {ip.max_concurrency} concurrent requests" if ip.memory_mb else "on demand"
         lines.append(f"         {ip.kind}: {what}")
@@ -237,12 +242,12 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
         per = "$/h at peak" if ip.kind == "realtime" else "$/million"
         table = Table(title=f"{ip.kind}: serving candidates ({len(ip.candidates)} compared, "
                             f"{min(SHOWN_CANDIDATES, len(ip.candidates))} shown)", title_justify="left")
-        for col in ("type", "TP", "batch", "req/s each", "instances", per, "TTFT", "TPOT", "request", "why"):
+        for col in ("type", "TP", "copies", "batch", "req/s each", "instances", per, "TTFT", "TPOT", "request", "why"):
             table.add_column(col)
         for c in ip.candidates[:SHOWN_CANDIDATES]:
             cost = money(c.usd_per_hour_at_peak if ip.kind == "realtime" else c.usd_per_million)
             ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
-            table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.tensor_parallel or "-"),
+            table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.tensor_parallel or "-"), str(c.copies),
                           str(c.concurrency), _rate(c.requests_per_second), str(c.instances_at_peak), cost,
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))

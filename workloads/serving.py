@@ -353,6 +353,24 @@ def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, 
     return next((d for d in tensor_degrees(itype, heads) if holds(parameters_billion, itype, d, kv_cache_gib)), None)
 
 
+def copy_degrees(w: Workload, itype: InstanceType) -> list[int]:
+    """Inference Components (vLLM on GPUs, real-time): the tensor-parallel degrees a copy may run at, fewest first.
+    Powers of two that divide the attention heads and the KV heads (vLLM shards both; a power of two also divides the
+    GPUs of every serving type, so devices / degree copies leave none idle), from the fewest whose memory holds the
+    weights plus one typical request's KV cache (paged attention: its own context, not max_total_tokens)."""
+    count, _ = devices(itype)
+    _, heads, kv_heads, _ = model_shape(w)
+    tokens_in, tokens_out = w.inference.generation.typical()
+    typical = kv_cache_gib(w, 1, tokens=tokens_in + tokens_out)
+    out, d = [], 1
+    while d <= count:
+        if heads % d == 0 and kv_heads % d == 0 and count % d == 0 and (out or holds(
+                w.model.parameters_billion, itype, d, typical)):
+            out.append(d)
+        d *= 2
+    return out
+
+
 # vLLM runs on compute capability 7.5 or newer (vLLM docs, "GPU installation", v0.31.0: "compute capability 7.5 or
 # higher (e.g., T4, RTX20xx, A100, L4, H100, B200"), https://docs.vllm.ai/en/v0.31.0/getting_started/installation/
 # gpu/): never plan it on Volta (7.0).

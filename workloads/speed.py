@@ -1,9 +1,9 @@
 """Serving speed of one instance: requests per second (likely, with the published spread), the latency of one
 request, and what the figures rest on. Pure Python: the planner sizes endpoints and ranks types with it.
 
-- LLMs (Hugging Face artifacts on TGI): every generated token streams the weights and the KV cache from memory,
-  so a token costs a step overhead plus bytes / (bandwidth x efficiency), with the constants fitted to published
-  single-request measurements (catalog/serving.yaml); the prompt is processed at the accelerator's published
+- LLMs (Hugging Face artifacts on vLLM, or TGI on Neuron): every generated token streams the weights and the KV cache
+  from memory, so a token costs a step overhead plus bytes / (bandwidth x efficiency), with the constants fitted to
+  each runtime's published measurements (catalog/serving.yaml: vLLM's on GPUs, Neuron's on Inferentia2); the prompt is processed at the accelerator's published
   training MFU. Requests share the decode steps (continuous batching) up to the generation batch limit, or fewer
   where the latency target needs it.
 - Other models on accelerators: 2 x parameters x tokens per request at the utilisation BERT-class models reach
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from . import estimates as est
@@ -33,16 +33,26 @@ MEASURED_HERE = "measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. ins
 
 @dataclass(frozen=True)
 class Speed:
-    requests_per_second: float  # one instance, likely
+    requests_per_second: float  # one instance (all its copies), likely
     low: float  # requests per second at the slow end of the published spread
     high: float
     latency_ms: float  # one request at `concurrency` requests in flight, likely
-    concurrency: int  # requests one instance serves at once
+    concurrency: int  # requests one copy of the model serves at once (one copy per instance but with Inference Components)
     meets_latency: bool  # the latency targets (if any) are met at concurrency 1 or more
     basis: str
     ttft_ms: float | None = None  # LLMs: time to first token, likely
     tpot_ms: float | None = None  # LLMs: time per output token at `concurrency`, likely
     missed: str = ""  # which target is missed, and by how much
+    copies: int = 1  # copies of the model on one instance (Inference Components): devices / tensor-parallel degree
+
+    def times(self, copies: int, degree: int) -> "Speed":
+        """One instance running `copies` copies of this speed's model side by side, each on its own `degree` devices:
+        the instance serves `copies` times the requests; a request's latency and one copy's batch stay the same."""
+        if copies == 1:
+            return self
+        return replace(self, requests_per_second=self.requests_per_second * copies, low=self.low * copies,
+                       high=self.high * copies, copies=copies,
+                       basis=f"{copies} copies of TP={degree} per instance, each: {self.basis}")
 
 
 @dataclass(frozen=True)
@@ -173,7 +183,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
              f"decode streams {degree} x {n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at "
              f"{fit.efficiency:.0%} of {gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
              f"{fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded:g} ms a token, {runtime} fit to "
-             f"{len(rows)} published single-request measurements [{', '.join(sorted({m.source for m in rows}))}] "
+             f"{len(rows)} published measurements [{', '.join(sorted({m.source for m in rows}))}] "
              f"(measured/modelled {fast:.2f}-{slow:.2f}); {prompt_basis}")
     return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, not missed, basis,
                  ttft_ms=prefill_ms + step_ms(batch), tpot_ms=tpot_ms(batch), missed=missed)

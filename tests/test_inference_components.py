@@ -1,0 +1,226 @@
+"""Inference Components (issue 32): an LLM on vLLM GPUs at a real-time endpoint runs several copies per instance.
+TP is the fewest GPUs (a power of two dividing the attention and KV heads) whose memory holds the weights plus a
+typical request's KV cache; copies = GPUs / TP; an instance serves copies x one copy's rate; the fleet is sized in
+copies. Before: one copy per instance, a 13B at TP 1 on ml.p4d.24xlarge left seven GPUs idle."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from workloads import load, plan
+from workloads.catalog import load_catalog
+from workloads.plan_serving import serving_speed
+from workloads.report import summary
+from workloads.serving import copy_degrees, model_shape
+from workloads import speed
+
+CAT = load_catalog()
+LLM = {"inference.artifact.format": "huggingface", "inference.async": "null", "inference.batch": "null",
+       "inference.latency_ms": "null"}
+
+
+def _rt(overrides: dict[str, str]):
+    p = plan(load("intermediate", {**LLM, **overrides}))
+    return p, p.inference["realtime"]
+
+
+@pytest.mark.parametrize("billion,fewest", [(13, 1), (70, 4)])
+def test_tp_is_the_fewest_power_of_two_that_holds_weights_and_a_typical_request(billion, fewest):
+    w = load("intermediate", {**LLM, "model.parameters_billion": str(billion)})
+    p4d = CAT.get("p4d.24xlarge")
+    degrees = copy_degrees(w, p4d)
+    assert degrees[0] == fewest
+    _, heads, kv_heads, _ = model_shape(w)
+    assert all(d & (d - 1) == 0 and heads % d == 0 and kv_heads % d == 0 and 8 % d == 0 for d in degrees)
+
+
+def test_an_instance_serves_copies_times_one_copy():
+    """13B on ml.p4d.24xlarge: every candidate's rate is GPUs / TP copies of the rate one copy has alone."""
+    _, rt = _rt({"model.parameters_billion": "13", "inference.realtime.instance_type": "ml.p4d.24xlarge",
+                 "inference.requests_per_second": "50"})
+    w = load("intermediate", {**LLM, "model.parameters_billion": "13"})
+    p4d = CAT.get("p4d.24xlarge")
+    seen = set()
+    for c in rt.candidates:
+        alone = speed.llm(w, p4d, c.tensor_parallel, speed.Targets.of("realtime", w))
+        assert c.copies == 8 // c.tensor_parallel
+        assert c.requests_per_second == pytest.approx(c.copies * alone.requests_per_second, rel=1e-3)
+        seen.add(c.copies)
+    assert 8 in seen and len(seen) > 1  # TP=1 (eight copies) is compared, not only the whole instance
+
+
+def test_the_fleet_is_sized_in_copies_and_the_plan_says_it():
+    p, rt = _rt({"model.parameters_billion": "13", "inference.realtime.instance_type": "ml.p4d.24xlarge",
+                 "inference.requests_per_second": "50"})
+    tp = rt.serving.tensor_parallel
+    assert rt.copies_per_instance == 8 // tp
+    per_copy = rt.requests_per_second_per_instance / rt.copies_per_instance
+    assert rt.copies_needed_at_peak == math.ceil(50 / per_copy - 1e-6)
+    assert rt.max_copies == rt.max_instances * rt.copies_per_instance
+    assert rt.min_copies == rt.min_instances * rt.copies_per_instance
+    assert rt.serving.environment["SM_VLLM_TENSOR_PARALLEL_SIZE"] == str(tp)
+    line = f"{rt.copies_per_instance} copies of TP={tp} per ml.p4d.24xlarge"
+    assert line in rt.reason and any(line in s for s in summary(p))
+
+
+def test_bursty_traffic_without_a_latency_target_scales_copies_to_zero():
+    _, rt = _rt({"inference.traffic": "spiky", "inference.realtime": "{}"})
+    assert rt.copies_per_instance and rt.min_copies == 0 and rt.min_instances == 0
+    assert rt.usd_per_hour_min == 0 and "scales to zero" in rt.reason
+
+
+@pytest.mark.parametrize("overrides", [
+    {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.time_to_first_token_ms": "2000"},
+    {"inference.traffic": "spiky", "inference.realtime": "{min_instances: 1}"},
+    {"inference.traffic": "steady", "inference.realtime": "{}"},
+])
+def test_never_zero_with_a_latency_target_a_set_minimum_or_steady_traffic(overrides):
+    _, rt = _rt(overrides)
+    assert rt.min_copies >= 1 and rt.min_instances >= 1
+
+
+def test_async_and_neuron_keep_one_model_per_instance():
+    p = plan(load("intermediate", {"inference.artifact.format": "huggingface"}))
+    assert p.inference["async"].copies_per_instance is None
+    _, rt = _rt({"inference.realtime.instance_type": "ml.inf2.48xlarge", "model.neuron_supported": "true"})
+    assert rt.copies_per_instance is None and all(c.copies == 1 for c in rt.candidates)
+
+
+def test_serving_speed_of_a_gpu_llm_is_the_instances():
+    w = load("intermediate", {**LLM, "model.parameters_billion": "13"})
+    s = serving_speed("realtime", w, CAT.get("p4d.24xlarge"), degree=1)
+    assert s.copies == 8 and "8 copies of TP=1 per instance" in s.basis
+
+
+# ---------------------------------------------------------------- the template: the component and its scaling
+
+ZERO = {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.async": "null", "inference.batch": "null"}
+
+
+def _of(resources: dict, kind: str) -> list[dict]:
+    return [r for r in resources.values() if r["Type"] == kind]
+
+
+def test_the_component_names_the_model_its_gpus_memory_copies_and_start_up(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    [ic] = _of(res, "AWS::SageMaker::InferenceComponent")
+    spec, props = ic["Properties"]["Specification"], ic["Properties"]
+    model = next(lid for lid, r in res.items() if r["Type"] == "AWS::SageMaker::Model" and "Realtime" in lid)
+    assert spec["ModelName"] == {"Fn::GetAtt": [model, "ModelName"]}
+    assert spec["ComputeResourceRequirements"] == {"NumberOfAcceleratorDevicesRequired": rt.serving.tensor_parallel,
+                                                   "MinMemoryRequiredInMb": rt.memory_mb_per_copy}
+    assert spec["StartupParameters"] == {"ModelDataDownloadTimeoutInSeconds": rt.startup.download_timeout_s,
+                                         "ContainerStartupHealthCheckTimeoutInSeconds": rt.startup.startup_timeout_s}
+    assert props["RuntimeConfig"] == {"CopyCount": max(1, rt.min_copies)} and props["VariantName"] == "AllTraffic"
+
+
+def test_the_variant_names_no_model_and_managed_instance_scaling_holds_the_copies(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    config = next(r["Properties"] for r in _of(res, "AWS::SageMaker::EndpointConfig")
+                  if "ManagedInstanceScaling" in r["Properties"]["ProductionVariants"][0])
+    [variant] = config["ProductionVariants"]
+    assert "ModelName" not in variant and "ModelDataDownloadTimeoutInSeconds" not in variant
+    assert variant["ManagedInstanceScaling"] == {"Status": "ENABLED", "MinInstanceCount": rt.min_instances,
+                                                 "MaxInstanceCount": rt.max_instances}
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert "Fn::GetAtt" in config["ExecutionRoleArn"]
+
+
+def test_copies_scale_on_invocations_per_copy_not_the_variant(synth):
+    rt = plan(load("intermediate")).inference["realtime"]
+    res = synth("intermediate").templates["InferenceStack"]["Resources"]
+    targets = [r["Properties"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget")
+               if r["Properties"]["ScalableDimension"].startswith("sagemaker:inference-component")]
+    [target] = targets
+    assert target["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
+    assert target["ResourceId"]["Fn::Join"][1][0] == "inference-component/"
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (rt.min_copies, rt.max_copies)
+    assert not any(r["Properties"]["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount" and
+                   "Realtime" in json.dumps(r["Properties"]["ResourceId"])
+                   for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget"))
+    [tracking] = [r["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+                  for r in _of(res, "AWS::ApplicationAutoScaling::ScalingPolicy")
+                  if "TargetTrackingScalingPolicyConfiguration" in r["Properties"]
+                  and "Copies" in json.dumps(r["Properties"].get("ScalingTargetId", ""))]
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == \
+        "SageMakerInferenceComponentInvocationsPerCopy"
+    assert tracking["TargetValue"] == rt.invocations_per_copy
+    assert not _of(res, "AWS::CloudWatch::Alarm") or not any(
+        "NoCapacityInvocationFailures" in json.dumps(a) for a in _of(res, "AWS::CloudWatch::Alarm"))
+
+
+def test_scale_to_zero_has_min_zero_everywhere_and_a_step_policy_to_wake(synth):
+    res = synth("intermediate", ZERO).templates["InferenceStack"]["Resources"]
+    [ic] = _of(res, "AWS::SageMaker::InferenceComponent")
+    assert ic["Properties"]["RuntimeConfig"] == {"CopyCount": 1}  # one at deploy: the stack proves the model starts
+    variant = next(r["Properties"]["ProductionVariants"][0] for r in _of(res, "AWS::SageMaker::EndpointConfig")
+                   if "ManagedInstanceScaling" in r["Properties"]["ProductionVariants"][0])
+    assert variant["ManagedInstanceScaling"]["MinInstanceCount"] == 0 and variant["InitialInstanceCount"] == 1
+    [target] = [r["Properties"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalableTarget")
+                if r["Properties"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"]
+    assert target["MinCapacity"] == 0
+    steps = [r["Properties"]["StepScalingPolicyConfiguration"] for r in _of(res, "AWS::ApplicationAutoScaling::ScalingPolicy")
+             if "StepScalingPolicyConfiguration" in r["Properties"]]
+    assert any(s["AdjustmentType"] == "ChangeInCapacity" and any(a["ScalingAdjustment"] == 1 for a in s["StepAdjustments"])
+               for s in steps)
+    wake = [a["Properties"] for a in _of(res, "AWS::CloudWatch::Alarm")
+            if a["Properties"].get("MetricName") == "NoCapacityInvocationFailures"]
+    assert wake and all(a["Namespace"] == "AWS/SageMaker" and a["Dimensions"][0]["Name"] == "InferenceComponentName"
+                        for a in wake)
+
+
+def test_a_model_that_is_not_an_llm_keeps_its_variant(synth):
+    res = synth("small").templates["InferenceStack"]["Resources"]
+    assert not _of(res, "AWS::SageMaker::InferenceComponent")
+    assert all("ModelName" in r["Properties"]["ProductionVariants"][0] for r in _of(res, "AWS::SageMaker::EndpointConfig"))
+
+
+def test_invoke_names_the_component_of_a_copies_endpoint():
+    """InvokeEndpoint's InferenceComponentName (SageMaker Runtime API): a component endpoint answers only when named."""
+    from workloads.invoke import COMPONENT_KEY, invoke_params
+
+    outputs = {"RealtimeEndpointName": "ep", COMPONENT_KEY: "ic"}
+    p = plan(load("intermediate"))
+    assert invoke_params(p, "realtime", outputs, b"{}", "application/json") == {
+        "EndpointName": "ep", "Body": b"{}", "ContentType": "application/json", "InferenceComponentName": "ic"}
+    small = plan(load("small"))
+    assert "InferenceComponentName" not in invoke_params(small, "realtime", {"RealtimeEndpointName": "ep"}, b"",
+                                                         "text/csv")
+
+
+def test_the_stack_outputs_the_component_name_invoke_reads(synth):
+    from workloads.invoke import COMPONENT_KEY
+
+    outputs = synth("intermediate").templates["InferenceStack"]["Outputs"]
+    assert COMPONENT_KEY in outputs
+
+
+def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_component(synth):
+    """moto 5.2 has no InferenceComponent (no model in moto/sagemaker, no CloudFormation type; its
+    ListInferenceComponents answers 500): the endpoint, its model-less variant and the outputs deploy, the component
+    is reported skipped (tools/emulator.py _patch_moto), never faked."""
+    from botocore.exceptions import ClientError
+
+    from tools.emulator import deployed_resources, running
+    from workloads.invoke import COMPONENT_KEY
+
+    s, p = synth("intermediate"), plan(load("intermediate"))
+    with running(p.workload.region) as emulator:
+        emulator.bootstrap(quiet=True)
+        emulator.deploy_estate("--app", str(s.outdir), plan=p, quiet=True)
+        report = {r.name: r for r in deployed_resources(emulator, s.outdir)}["InferenceStack"]
+        sm = emulator.client("sagemaker")
+        variants = [sm.describe_endpoint_config(EndpointConfigName=c["EndpointConfigName"])["ProductionVariants"][0]
+                    for c in sm.list_endpoint_configs()["EndpointConfigs"]]
+        with pytest.raises(ClientError):
+            sm.list_inference_components()
+    assert report.status == "CREATE_COMPLETE"
+    assert "AWS::SageMaker::InferenceComponent" in set(report.skipped.values())
+    assert "AWS::SageMaker::InferenceComponent" not in set(report.created.values())
+    assert any("ModelName" not in v and v["InstanceType"] == p.inference["realtime"].instance_type for v in variants)
+    assert report.outputs[COMPONENT_KEY]
