@@ -233,3 +233,47 @@ def test_plan_shows_cost_per_kind():
     assert s.instance_type is None and s.usd_per_million == pytest.approx(2 * 0.00175 * 0.00002 * 1e6, abs=0.01)
     out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small"], cwd=ROOT, capture_output=True, text=True)
     assert "$ per million requests" in out.stdout and "req/s/instance" in out.stdout
+
+
+@pytest.mark.parametrize("workload,overrides", [
+    ("huge", {}), ("intermediate", {}),
+    ("intermediate", {"model.parameters_billion": "7", "inference.requests_per_second": "5",
+                      "inference.realtime.instance_type": "ml.g6.xlarge"}),
+])
+def test_the_kv_cache_the_plan_prints_is_the_one_that_fits(workload, overrides):
+    """The note's KV cache plus the weights fits the devices the container shards over (a new user read "54.5 GiB"
+    for a 24 GB L4: the note recomputed the cache at max_total_tokens while the sizing paged it)."""
+    import re
+
+    from workloads.catalog import devices, load_catalog
+    from workloads.serving import SERVING_MEMORY_FRACTION, weights_gib
+
+    p = plan(load(workload, overrides))
+    seen = 0
+    for kind, ip in p.inference.items():
+        notes = [n for n in ip.serving.notes if n.startswith("KV cache")]
+        if not notes or ip.instance_type is None:
+            continue
+        kv = float(re.match(r"KV cache ([\d.]+) GiB", notes[0]).group(1))
+        _, per_device = devices(load_catalog().types[ip.instance_type.removeprefix("ml.")])
+        room = SERVING_MEMORY_FRACTION * ip.serving.tensor_parallel * per_device
+        assert kv + weights_gib(p.workload.model.parameters_billion) <= room + 0.1, (kind, notes[0], room)
+        seen += 1
+    assert seen
+
+
+@pytest.mark.parametrize("workload", ["huge", "intermediate", "examples/workloads/vision-classifier.yaml"])
+def test_async_is_the_fewest_dollars_an_hour_at_the_peak(workload):
+    """An asynchronous endpoint holds whole instances while the traffic flows: a new user's 0.3B vision model at
+    50 req/s was planned on ml.p5.48xlarge (11,452 req/s, 0.4% busy) because it ranked by $ per request at full
+    throughput. The pick costs no more an hour at the peak than any candidate that meets the targets."""
+    from .conftest import ROOT
+
+    source = str(ROOT / workload) if workload.endswith(".yaml") else workload
+    p = plan(load(source))
+    a = p.inference.get("async")
+    if a is None:
+        pytest.skip(f"{workload} plans no async endpoint")
+    meeting = [c for c in a.candidates if c.meets]
+    chosen, = [c for c in meeting if c.chosen]
+    assert chosen.usd_per_hour_at_peak <= min(c.usd_per_hour_at_peak for c in meeting) + 0.005

@@ -23,7 +23,9 @@ from workloads.preflight import Account
 from .conftest import CAPACITY_BLOCK, ROOT, TRN1, TRN2
 from .recorded import FIXTURES, load_fixture, replay
 
-HUGE_CB = ("huge", CAPACITY_BLOCK)  # p5.48xlarge in a Capacity Block, us-east-2b (use2-az2 in moto)
+# p5.48xlarge in a Capacity Block, us-east-2b (use2-az2 in moto); the async type pinned to the one the recorded
+# quotas name (the planner may choose another as its sizing moves).
+HUGE_CB = ("huge", {**CAPACITY_BLOCK, "inference.async.instance_type": "ml.p4d.24xlarge"})
 HUGE_TRN2 = ("huge", TRN2)  # trn2.48xlarge on a reservation: a Neuron node image
 # 16 x trn1.32xlarge on demand in us-west-2a: moto maps it to usw2-az2, which its offerings leave Trn1 out of.
 TRN1_WEST = ("huge", {**TRN1, "region": "us-west-2", "availability_zone": "us-west-2a"})
@@ -179,8 +181,7 @@ def test_nodes_in_a_capacity_block_are_held_by_the_block_not_the_on_demand_quota
 
 
 def test_sagemaker_instances_within_the_applied_quotas(moto):
-    # The async type the recorded quotas name (with the vLLM decode fit, huge's async endpoint may choose p5).
-    found = run("sagemaker_quotas", (HUGE_CB[0], {**HUGE_CB[1], "inference.async.instance_type": "ml.p4d.24xlarge"}),
+    found = run("sagemaker_quotas", HUGE_CB,
                 account("us-east-2", "quotas-sagemaker-enough"))
     assert levels(found) == [INFO] * 3
     assert {f.field for f in found} == {"ml.inf2.48xlarge for endpoint usage", "ml.p4d.24xlarge for endpoint usage",
@@ -416,7 +417,7 @@ def recorded_accounts(monkeypatch, *recorded: str, now: datetime = NOW) -> list:
 
 
 CLEAN = ("quotas-ec2-enough", "quotas-sagemaker-enough", "capacity-block-active", "cost-tags-active")
-CB_ARGS = [x for k, v in CAPACITY_BLOCK.items() for x in ("-c", f"{k}={v}")]
+CB_ARGS = [x for k, v in HUGE_CB[1].items() for x in ("-c", f"{k}={v}")]
 
 
 def test_a_clean_account_exits_0(moto, monkeypatch, capsys):

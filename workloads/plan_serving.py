@@ -147,11 +147,18 @@ def _candidate(kind: str, w: Workload, itype: InstanceType, degree: int | None, 
                             copies=s.copies)
 
 
+# Ranked by the $/h of the instances the peak needs. An asynchronous endpoint scales on its queue, but while the traffic
+# flows it holds whole instances: $ per request at full throughput would pick an instance the peak keeps mostly idle
+# (a 0.3B model at 50 req/s on ml.p5.48xlarge, busy 0.4% of the hour). A transform job runs until its input is done,
+# so batch is ranked by $ per request.
+AT_THE_PEAK = ("realtime", "async")
+
+
 def _cost(kind: str, c: ServingCandidate) -> tuple[float, int]:
-    """Real-time: $/h of the instances the peak needs; async and batch: $ per request."""
+    """Real-time and async: $/h of the instances the peak needs; batch: $ per request."""
     # Ties go to the faster request, then to the cheaper instance (less at minimum capacity).
     return (round(c.usd_per_hour_at_peak, 2), round(c.latency_ms), c.usd_per_hour_at_peak / c.instances_at_peak) \
-        if kind == "realtime" else (round(c.usd_per_million, 2), round(c.latency_ms), 0)
+        if kind in AT_THE_PEAK else (round(c.usd_per_million, 2), round(c.latency_ms), 0)
 
 
 def serving_speed(kind: str, w: Workload, itype: InstanceType, degree: int | None = None) -> speed.Speed:
@@ -204,7 +211,7 @@ def _ranked(kind: str, cands: list[tuple[ServingCandidate, InstanceType, speed.S
     """Candidates, cheapest meeting the targets first, each saying why it lost; and the winner."""
     ok = sorted((c for c in cands if c[0].meets), key=lambda c: _cost(kind, c[0]))
     best = ok[0] if ok else None
-    unit = "$/h at the peak" if kind == "realtime" else "$ per million requests"
+    unit = "$/h at the peak" if kind in AT_THE_PEAK else "$ per million requests"
     rows = []
     for c, _, _ in ok + sorted((c for c in cands if not c[0].meets), key=lambda c: c[0].latency_ms):
         if best and c is best[0]:
@@ -222,7 +229,7 @@ def _serving_type(kind: str, w: Workload, cat: Catalog
                   ) -> tuple[InstanceType, str, speed.Speed, int | None, tuple[ServingCandidate, ...]]:
     """The type (and degree) of least cost that holds the model and meets the targets: at the peak for real-time,
     per request else. The comparison comes back for the plan's table."""
-    least = "the fewest dollars an hour at the peak" if kind == "realtime" else "the lowest cost per request"
+    least = "the fewest dollars an hour at the peak" if kind in AT_THE_PEAK else "the lowest cost per request"
     if w.model.framework in CLASSIC_ML:
         names, why = (CPU_SERVING if kind != "batch" else CPU_SERVING[4:]), "classic ML serves on CPU"
         cands = _compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM)

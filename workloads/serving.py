@@ -448,7 +448,9 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
     g = w.inference.generation
     heads, assumed = attention_heads(w)
     batch = batch or g.max_batch_size or 1
-    kv = kv_cache_gib(w, batch)
+    # Neuron compiles max_total_tokens a sequence and reserves it; vLLM on GPUs pages the cache as sequences grow.
+    neuron = common["container"] == "vllm-neuronx"
+    kv = kv_cache_gib(w, batch) if neuron else paged_kv_cache_gib(w, batch)
     degree = degree or tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
     count, per_device = devices(itype)
     if degree is None:
@@ -457,8 +459,12 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
                           reason=f"no tensor-parallel degree up to {count} the container allows holds "
                                  f"the {w.model.parameters_billion:g}B model's weights and its {kv:.1f} GiB KV cache "
                                  f"({per_device:g} GiB per device)")
-    notes = [f"KV cache {kv:.1f} GiB at {batch} x {g.max_total_tokens} tokens (the usual decoder shape at "
-             f"{w.model.parameters_billion:g}B); weights and cache within {SERVING_MEMORY_FRACTION:.0%} of memory"]
+    tokens_in, tokens_out = g.typical()
+    held = (f"{batch} x {g.max_total_tokens} tokens (compiled: Neuron reserves the longest sequence)" if neuron else
+            f"{batch} typical requests of {tokens_in + tokens_out} tokens (paged attention; {g.max_total_tokens} a "
+            "sequence at most)")
+    notes = [f"KV cache {kv:.1f} GiB at {held}, the usual decoder shape at {w.model.parameters_billion:g}B; weights "
+             f"and cache within {SERVING_MEMORY_FRACTION:.0%} of the memory of {degree} device(s)"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")
