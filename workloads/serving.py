@@ -46,10 +46,11 @@ What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-
   built from aws/sagemaker-scikit-learn-container master (eae7b6b, 2026-07-14) by the Deep Learning Containers
   (.github/config/image/sklearn/sagemaker-1.9-0.yml, docker/sklearn/1.9-0/{Dockerfile,pyproject.toml}). Script mode:
   SAGEMAKER_PROGRAM and SAGEMAKER_SUBMIT_DIRECTORY name the script with model_fn inside the archive; the handler
-  (handler_service.py) is unchanged since 1.2-1; the single-model path (serving.py main) now also takes a transform_fn (not with input_fn,
-  predict_fn or output_fn), and the patched decoder loads application/x-npy with allow_pickle=False
-  (docker/sklearn/resources/patches/decoder.py). A joblib model loads in the scikit-learn it was saved with, so
-  training and processing run the same image (workloads/jobs.py).
+  (handler_service.py, multi-model only) is unchanged since 1.2-1; the single-model path (serving.py main) now also
+  takes a transform_fn (not with input_fn, predict_fn or output_fn). Its default_input_fn (sagemaker-containers
+  encoders.decode) squeezes a one-row CSV request to 1-D, which scikit-learn refuses, so the shipped code/inference.py
+  has its own input_fn (examples/classic/sklearn_inference.py). A joblib model loads in the scikit-learn it was saved
+  with, so training and processing run the same image (workloads/jobs.py).
 - Uncompressed model data (S3Prefix, CompressionType None) is copied under /opt/ml/model
   (SageMaker Developer Guide, "Deploying uncompressed models").
 """
@@ -148,10 +149,10 @@ REQUESTS = {
         reads=("application/json", "text/csv", "application/x-npy"), records="many", content_type="text/csv",
         accept="text/csv",
         source="aws/sagemaker-scikit-learn-container eae7b6b (built into sagemaker-scikit-learn 1.9-0) "
-               "src/sagemaker_sklearn_container/serving.py default_input_fn -> sagemaker-inference-toolkit decoder "
-               "(text/csv rows into one 2-D array; application/x-npy with allow_pickle=False: aws/deep-learning-"
-               "containers docker/sklearn/resources/patches/decoder.py) and default_output_fn -> encoder (text/csv, "
-               "one prediction a row)",
+               "src/sagemaker_sklearn_container/serving.py: the script's input_fn replaces default_input_fn "
+               "(sagemaker-containers encoders.decode: json, csv, npy; one CSV row squeezed to 1-D), here "
+               "examples/classic/sklearn_inference.py (text/csv one row a line, JSON, .npy; always 2-D), and "
+               "default_output_fn -> encoders.encode (text/csv, one prediction a line)",
         sample="0.5,1.5,2.5\n"),
 }
 
