@@ -207,8 +207,10 @@ CONTAINERS = {c.key: c for c in (
     # The newest XGBoost and scikit-learn versions AWS's support policy lists (catalog/serving_images.yaml); training
     # and processing run the same images (jobs.TRAINING_IMAGES, jobs.PROCESSING_IMAGE). The SDK builds the tags
     # 3.2-0 and 1.9-0-cpu-py3, both published (the DLC release configs' prod_image: sagemaker-xgboost:3.2-0-cpu-py3,
-    # sagemaker-scikit-learn:1.9-0-cpu-py3; the data files' tags 3.2-0 and 1.9-0). XGBoost's image has a CUDA base
-    # (nvidia/cuda:12.9.1-base-amzn2023) and serves on GPUs too; scikit-learn's is CPU only (amazonlinux:2023).
+    # sagemaker-scikit-learn:1.9-0-cpu-py3; the data files' tags 3.2-0 and 1.9-0). XGBoost's one image is built on a
+    # CUDA base (nvidia/cuda:12.9.1-base-amzn2023, with dask-cuda; its repository fixed "Dask GPU training (XGBoost
+    # 3.2.0)"), so GPU types stay allowed as for 1.7-1, though AWS's data file labels it accelerator "cpu" and no GPU
+    # endpoint of 3.2-0 was seen documented here; scikit-learn's is CPU only (amazonlinux:2023).
     Container("xgboost", "SageMaker XGBoost 3.2-0", (("framework", "xgboost"), ("version", "3.2-0")), "xgboost",
               (None, "nvidia-gpu")),
     Container("sklearn", "SageMaker scikit-learn 1.9-0",
