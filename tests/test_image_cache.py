@@ -50,7 +50,8 @@ def empty_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-ARGS = dict(framework="xgboost", version="1.7-1", region="us-east-1")
+# What the XGBoost training job and endpoint resolve (workloads/serving.py CONTAINERS).
+ARGS = dict(framework="xgboost", version="3.2-0", region="us-east-1")
 
 
 def test_an_answer_for_another_sdk_version_is_not_trusted(empty_cache, monkeypatch):

@@ -7,6 +7,8 @@ strictly expected to fail, so the day one is replaced the expectation has to go.
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import pytest
 
 from workloads.catalog import ImageSupport, load_image_support
@@ -15,8 +17,9 @@ from workloads.serving import CONTAINERS
 from .test_published_images import serving_cases, team_plans, variant_plan
 
 TODAY = "2026-11-25"
-# Found by this test, not fixed yet (see each container's note in serving_images.yaml).
-NOT_REPLACED_YET = {"xgboost", "sklearn"}
+# Found by this test, not fixed yet (see each container's note in serving_images.yaml). XGBoost 1.7-1 and
+# scikit-learn 1.2-1 were here until they moved to 3.2-0 and 1.9-0.
+NOT_REPLACED_YET: set[str] = set()
 
 
 def test_every_container_has_support_data():
@@ -60,5 +63,32 @@ def test_the_check_fails_on_a_date_past_end_of_patch():
     tgi = ImageSupport("tgi-neuronx", "huggingface-pytorch-tgi-inference:2.7.0-optimum3.3.6-neuronx-py310-ubuntu22.04",
                        None, None, "maintenance", "", ())
     assert "maintenance" in tgi.problem("2000-01-01")
-    # XGBoost 1.7-1: the support policy lists 3.0-5 and 3.2-0 only (serving_images.yaml).
-    assert "not among the versions" in load_image_support()["xgboost"].problem("2000-01-01")
+    # XGBoost 1.7-1: the support policy lists 3.0-5 and 3.2-0 only.
+    old = ImageSupport("xgboost", "sagemaker-xgboost:1.7-1", None, None, "unlisted", "", ())
+    assert "not among the versions" in old.problem("2000-01-01")
+
+
+@pytest.mark.parametrize(("container", "tag", "last_day"), [
+    # aws/deep-learning-containers docs/src/data/sagemaker-xgboost/3.2-0-cpu-sagemaker.yml: eop "2027-05-13".
+    ("xgboost", "sagemaker-xgboost:3.2-0", "2027-05-13"),
+    # docs/src/data/sagemaker-scikit-learn/1.9-0-cpu-sagemaker.yml: eop "2027-07-16".
+    ("sklearn", "sagemaker-scikit-learn:1.9-0", "2027-07-16"),
+])
+def test_the_classic_containers_fail_the_day_after_their_end_of_patch(container, tag, last_day):
+    """The classic containers are dated, not merely listed: the support test turns red the day after."""
+    support = load_image_support()[container]
+    assert support.image.startswith(tag) and support.eop == last_day
+    assert support.problem(last_day) == ""
+    day_after = (date.fromisoformat(last_day) + timedelta(days=1)).isoformat()
+    assert f"past its end of patch {last_day}" in support.problem(day_after)
+
+
+def test_training_processing_and_serving_run_the_same_classic_images():
+    """A booster or joblib model loads in the version that saved it: the job images are the serving images."""
+    from workloads import jobs
+
+    xgb, skl = dict(CONTAINERS["xgboost"].image), dict(CONTAINERS["sklearn"].image)
+    assert jobs.TRAINING_IMAGES["xgboost"] == xgb and xgb["version"] == "3.2-0"
+    assert jobs.TRAINING_IMAGES["scikit-learn"] == jobs.PROCESSING_IMAGE == skl and skl["version"] == "1.9-0"
+    for key, support in (("xgboost", xgb), ("sklearn", skl)):
+        assert f":{support['version']} " in load_image_support()[key].image + " "

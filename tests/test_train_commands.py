@@ -116,14 +116,48 @@ def test_the_xgboost_example_saves_what_the_container_serves(tmp_path):
     assert booster.predict(xgb.DMatrix(sample)).shape == (1,)
 
 
-def test_the_sklearn_example_saves_its_model_and_the_inference_code(tmp_path):
+def test_the_xgboost_example_saves_ubjson_as_the_32_container_loads(tmp_path):
+    """XGBoost 3 writes `xgboost-model` (no .json/.ubj) as UBJSON, the format of the sagemaker-xgboost-container's own
+    test model since 3.2.0 (cb8df91 test/resources/abalone/models/libsvm_pickled/xgboost-model starts b'{L...learner';
+    the 1.7-1 one was a pickle); the endpoint loads every top-level file, so nothing else is saved beside it."""
+    model_dir, _ = _train_classic(tmp_path, "xgboost_train.py")
+    assert [p.name for p in model_dir.iterdir()] == ["xgboost-model"]
+    assert (model_dir / "xgboost-model").read_bytes()[:2] == b"{L"
+
+
+def _sklearn_inference(tmp_path):
     import importlib.util
 
     model_dir, sample = _train_classic(tmp_path, "sklearn_train.py")
     spec = importlib.util.spec_from_file_location("inference", model_dir / "code" / "inference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.model_fn(str(model_dir)).predict(sample).shape == (1,)
+    return module, module.model_fn(str(model_dir)), sample
+
+
+def test_the_sklearn_example_saves_its_model_and_the_inference_code(tmp_path):
+    _, model, sample = _sklearn_inference(tmp_path)
+    assert model.predict(sample).shape == (1,)
+
+
+def test_the_sklearn_inference_code_reads_the_contracts_requests_as_rows(tmp_path):
+    """The 1.9-0 single-model server's default_input_fn squeezes a one-row CSV body to 1-D, which predict refuses;
+    the shipped input_fn reads every content type of the contract as 2-D rows, one CSV row a line."""
+    import io
+
+    import numpy as np
+
+    module, model, _ = _sklearn_inference(tmp_path)
+    contract = REQUESTS["sklearn"]
+    assert set(module.READS) == set(contract.reads)
+    assert model.predict(module.input_fn(contract.sample.encode(), contract.content_type)).shape == (1,)
+    assert model.predict(module.input_fn("0.5,1.5,2.5\n1,2,3\n", "text/csv; charset=utf-8")).shape == (2,)
+    assert module.input_fn(b"[0.5, 1.5, 2.5]", "application/json").shape == (1, 3)
+    npy = io.BytesIO()
+    np.save(npy, np.array([[0.5, 1.5, 2.5]] * 4))
+    assert module.input_fn(npy.getvalue(), "application/x-npy").shape == (4, 3)
+    with pytest.raises(ValueError, match="text/csv"):
+        module.input_fn(b"x", "text/libsvm")
 
 
 @pytest.mark.parametrize("workload, kind", [("small", "realtime"), ("small", "serverless"), ("huge", "async")])

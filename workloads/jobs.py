@@ -16,16 +16,19 @@ from pathlib import Path
 from . import image_cache, layout
 from .errors import ConfigError, raise_all
 from .planner import Plan
+from .serving import CONTAINERS
 
 # Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
 # PyTorch 2.10 is the newest training image its table holds (pytorch.json, training versions).
 TRAINING_IMAGES = {
     "pytorch": dict(framework="pytorch", version="2.10", py_version="py313"),
     "tensorflow": dict(framework="tensorflow", version="2.21", py_version="py312"),
-    "xgboost": dict(framework="xgboost", version="1.7-1"),
-    "scikit-learn": dict(framework="sklearn", version="1.2-1", py_version="py3"),
+    # The serving images themselves: a booster or joblib model loads in the XGBoost or scikit-learn it was saved
+    # with, so training, processing and serving move together (workloads/serving.py CONTAINERS).
+    "xgboost": dict(CONTAINERS["xgboost"].image),
+    "scikit-learn": dict(CONTAINERS["sklearn"].image),
 }
-PROCESSING_IMAGE = dict(framework="sklearn", version="1.2-1", py_version="py3")
+PROCESSING_IMAGE = TRAINING_IMAGES["scikit-learn"]
 # The SDK's table writes tensorflow-training's short tag as `2.21-gpu-py312`, but the Deep Learning Containers publish
 # the SageMaker build of 2.21 as `2.21-gpu-py312-sagemaker` (and -cpu-; aws/deep-learning-containers
 # docs/src/data/tensorflow-training/2.21-gpu-sagemaker.yml, read 2026-11-23; tests/sources/published_images).

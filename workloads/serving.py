@@ -31,10 +31,26 @@ What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-
   other than the default (docs/ray/deployment/sagemaker.md: "GPU deployments require inference_ami_version").
 - TensorFlow DLC: the SageMaker inference toolkit loads the handler module named by SAGEMAKER_PROGRAM from code/
   inside the archive, and pip-installs code/requirements.txt at start, which fails on a network-isolated endpoint.
-- XGBoost built-in container (`xgboost` 1.7-1): model.tar.gz holding the booster as `xgboost-model`;
-  no environment needed (SageMaker Developer Guide, "XGBoost algorithm", model artifacts).
-- scikit-learn container (`sklearn` 1.2-1): script mode, SAGEMAKER_PROGRAM and SAGEMAKER_SUBMIT_DIRECTORY
-  name the script with model_fn inside the archive (aws/sagemaker-scikit-learn-container).
+- XGBoost built-in container (`xgboost` 3.2-0: XGBoost 3.2.0, Python 3.12, Amazon Linux 2023 on a CUDA 12.9 base;
+  checked 2026-11-25): built from aws/sagemaker-xgboost-container master (cb8df91, 2026-06-25) by the Deep Learning
+  Containers (aws/deep-learning-containers e0ecedea, .github/config/image/xgboost/sagemaker.yml and
+  docker/xgboost/{Dockerfile,pyproject.toml}). Without SAGEMAKER_PROGRAM it serves in algorithm mode
+  (serving.py main: `serving_env.module_name is None`), loading every top-level file of model.tar.gz as a booster
+  (serve_utils.get_loaded_booster, ensemble on unless SAGEMAKER_INFERENCE_ENSEMBLE is "false"): first as a pickle,
+  else with Booster.load_model, which reads the UBJSON XGBoost 3 saves (the repository's own test model
+  `xgboost-model` was regenerated "with XGBoost 3.2.0 native UBJSON format", 7eefe63). So the archive holds only the
+  booster, by convention `xgboost-model`; no environment needed. Since 1.7-1: libsvm requests with 1-based indices
+  are shifted to 0-based, recordio-protobuf is parsed without MLIO, and a script-mode module is imported by name
+  (importlib) rather than from SAGEMAKER_SUBMIT_DIRECTORY; the content types are the same.
+- scikit-learn container (`sklearn` 1.9-0: scikit-learn 1.9.0, Python 3.12, Amazon Linux 2023; checked 2026-11-25):
+  built from aws/sagemaker-scikit-learn-container master (eae7b6b, 2026-07-14) by the Deep Learning Containers
+  (.github/config/image/sklearn/sagemaker-1.9-0.yml, docker/sklearn/1.9-0/{Dockerfile,pyproject.toml}). Script mode:
+  SAGEMAKER_PROGRAM and SAGEMAKER_SUBMIT_DIRECTORY name the script with model_fn inside the archive; the handler
+  (handler_service.py, multi-model only) is unchanged since 1.2-1; the single-model path (serving.py main) now also
+  takes a transform_fn (not with input_fn, predict_fn or output_fn). Its default_input_fn (sagemaker-containers
+  encoders.decode) squeezes a one-row CSV request to 1-D, which scikit-learn refuses, so the shipped code/inference.py
+  has its own input_fn (examples/classic/sklearn_inference.py). A joblib model loads in the scikit-learn it was saved
+  with, so training and processing run the same image (workloads/jobs.py).
 - Uncompressed model data (S3Prefix, CompressionType None) is copied under /opt/ml/model
   (SageMaker Developer Guide, "Deploying uncompressed models").
 """
@@ -124,16 +140,19 @@ REQUESTS = {
     "xgboost": RequestContract(
         reads=("text/csv", "text/libsvm", "text/x-libsvm", "application/x-recordio-protobuf"), records="many",
         content_type="text/csv", accept="text/csv",
-        source="aws/sagemaker-xgboost-container 1.7-1 algorithm_mode/serve_utils.py parse_content_data (text/csv "
-               "rows into one DMatrix; libsvm; recordio-protobuf) and data_utils.get_content_type (no content type "
-               "parses as libsvm); serve.py invocations writes one prediction a line in batch (SAGEMAKER_BATCH)",
+        source="aws/sagemaker-xgboost-container cb8df91 (built into sagemaker-xgboost 3.2-0) algorithm_mode/"
+               "serve_utils.py parse_content_data (text/csv rows into one DMatrix; libsvm, 1-based indices shifted "
+               "to 0-based; recordio-protobuf) and data_utils.get_content_type (no content type parses as libsvm); "
+               "serve.py invocations writes one prediction a line in batch (SAGEMAKER_BATCH)",
         sample="0.5,1.5,2.5\n"),
     "sklearn": RequestContract(
         reads=("application/json", "text/csv", "application/x-npy"), records="many", content_type="text/csv",
         accept="text/csv",
-        source="aws/sagemaker-scikit-learn-container src/sagemaker_sklearn_container/handler_service.py "
-               "default_input_fn -> sagemaker-inference-toolkit decoder (text/csv rows into one 2-D array) and "
-               "default_output_fn -> encoder (text/csv, one prediction a row)",
+        source="aws/sagemaker-scikit-learn-container eae7b6b (built into sagemaker-scikit-learn 1.9-0) "
+               "src/sagemaker_sklearn_container/serving.py: the script's input_fn replaces default_input_fn "
+               "(sagemaker-containers encoders.decode: json, csv, npy; one CSV row squeezed to 1-D), here "
+               "examples/classic/sklearn_inference.py (text/csv one row a line, JSON, .npy; always 2-D), and "
+               "default_output_fn -> encoders.encode (text/csv, one prediction a line)",
         sample="0.5,1.5,2.5\n"),
 }
 
@@ -185,10 +204,17 @@ CONTAINERS = {c.key: c for c in (
     Container("tensorflow", "TensorFlow 2.20 Serving DLC",
               (("framework", "tensorflow"), ("version", "2.20"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
-    Container("xgboost", "SageMaker XGBoost 1.7-1", (("framework", "xgboost"), ("version", "1.7-1")), "xgboost",
+    # The newest XGBoost and scikit-learn versions AWS's support policy lists (catalog/serving_images.yaml); training
+    # and processing run the same images (jobs.TRAINING_IMAGES, jobs.PROCESSING_IMAGE). The SDK builds the tags
+    # 3.2-0 and 1.9-0-cpu-py3, both published (the DLC release configs' prod_image: sagemaker-xgboost:3.2-0-cpu-py3,
+    # sagemaker-scikit-learn:1.9-0-cpu-py3; the data files' tags 3.2-0 and 1.9-0). XGBoost's one image is built on a
+    # CUDA base (nvidia/cuda:12.9.1-base-amzn2023, with dask-cuda; its repository fixed "Dask GPU training (XGBoost
+    # 3.2.0)"), so GPU types stay allowed as for 1.7-1, though AWS's data file labels it accelerator "cpu" and no GPU
+    # endpoint of 3.2-0 was seen documented here; scikit-learn's is CPU only (amazonlinux:2023).
+    Container("xgboost", "SageMaker XGBoost 3.2-0", (("framework", "xgboost"), ("version", "3.2-0")), "xgboost",
               (None, "nvidia-gpu")),
-    Container("sklearn", "SageMaker scikit-learn 1.2-1",
-              (("framework", "sklearn"), ("version", "1.2-1"), ("py_version", "py3")), "scikit-learn", (None,)),
+    Container("sklearn", "SageMaker scikit-learn 1.9-0",
+              (("framework", "sklearn"), ("version", "1.9-0"), ("py_version", "py3")), "scikit-learn", (None,)),
 )}
 ARTIFACT_LAYOUT = {
     "huggingface": "Hugging Face model directory (config.json, *.safetensors, tokenizer files) under the prefix, "

@@ -1,9 +1,12 @@
-"""scikit-learn in the SageMaker scikit-learn 1.2-1 container's script mode: `python -m workloads submit NAME` runs
-it for a scikit-learn workload. It reads every CSV file of the `train` channel (the dataset bucket's datasets/
+"""scikit-learn in the SageMaker scikit-learn 1.9-0 container (scikit-learn 1.9.0, Python 3.12): `python -m workloads
+submit NAME` runs it for a scikit-learn workload, as the sagemaker SDK's ModelTrainer runs a script in any image
+(its driver needs python3 and pip on PATH, which the image's /opt/venv/bin gives: aws/deep-learning-containers
+docker/sklearn/1.9-0/Dockerfile). It reads every CSV file of the `train` channel (the dataset bucket's datasets/
 prefix; label in the first column, no header), fits a histogram gradient-boosting model, and saves it with joblib
-in SM_MODEL_DIR beside code/inference.py (sklearn_inference.py: its model_fn loads it). SageMaker packs that folder
-into model.tar.gz, as the serving contract reads it (the scikit-learn container's script mode: SAGEMAKER_PROGRAM
-inference.py in SAGEMAKER_SUBMIT_DIRECTORY /opt/ml/model/code; its default functions read and write text/csv).
+in SM_MODEL_DIR beside code/inference.py (sklearn_inference.py: its model_fn loads it, its input_fn reads the rows).
+SageMaker packs that folder into model.tar.gz, as the serving contract reads it (the scikit-learn container's script
+mode: SAGEMAKER_PROGRAM inference.py in SAGEMAKER_SUBMIT_DIRECTORY /opt/ml/model/code). The endpoint runs the same
+1.9-0 image: a joblib model loads in the scikit-learn that saved it.
 
     python train.py [--max-iter 100] [--learning-rate 0.1] [--task regression|classification]
 """

@@ -1,8 +1,12 @@
-"""XGBoost in the SageMaker XGBoost 1.7-1 container's script mode: `python -m workloads submit NAME` runs it for an
-xgboost workload. It reads every CSV file of the `train` channel (the dataset bucket's datasets/ prefix; label in
-the first column, no header: the built-in algorithm's CSV convention), trains a booster, and saves it as
-`xgboost-model` in SM_MODEL_DIR, which SageMaker packs into model.tar.gz: the name the serving container loads
-(aws/sagemaker-xgboost-container serving: model.tar.gz holding `xgboost-model`).
+"""XGBoost in the SageMaker XGBoost 3.2-0 container (XGBoost 3.2.0, Python 3.12): `python -m workloads submit NAME`
+runs it for an xgboost workload, as the sagemaker SDK's ModelTrainer runs a script in any image (its driver needs
+python3 and pip on PATH, which the image's /opt/venv/bin gives: aws/deep-learning-containers docker/xgboost/
+Dockerfile). It reads every CSV file of the `train` channel (the dataset bucket's datasets/ prefix; label in the
+first column, no header: the built-in algorithm's CSV convention), trains a booster, and saves it as `xgboost-model`
+in SM_MODEL_DIR, which SageMaker packs into model.tar.gz. XGBoost 3 writes a name without .json/.ubj as UBJSON; the
+3.2-0 endpoint loads every top-level file of the archive with Booster.load_model (aws/sagemaker-xgboost-container
+cb8df91, algorithm_mode/serve_utils.py get_loaded_booster; its own test model `xgboost-model` is UBJSON from 3.2.0),
+so the folder holds the booster only.
 
     python train.py [--num-round 100] [--max-depth 6] [--eta 0.3] [--objective reg:squarederror]
 """
