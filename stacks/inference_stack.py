@@ -54,11 +54,13 @@ class InferenceStack(EstateStack):
         # Every artifact the kinds read, checked once before any model is created.
         self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
         self._watched: list[WatchedEndpoint] = []
+        self._batch_runs: str | None = None  # the batch state machine's ARN
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
-        if self._watched:
+        if self._watched or self._batch_runs:
             # `latency_ms`: the workload's inference.latency_ms, the target the latency alarms hold endpoints to.
-            ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms)
+            ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms,
+                           batch_state_machine_arn=self._batch_runs)
 
     def _watch(self, kind: str, endpoint_name: str, p: InferencePlan) -> None:
         self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu"))
@@ -127,3 +129,4 @@ class InferenceStack(EstateStack):
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
             volume_key=self._volume_key(p), logs_key=self._logs_key)
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)
+        self._batch_runs = batch.state_machine.state_machine_arn

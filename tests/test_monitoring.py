@@ -105,3 +105,19 @@ def test_a_teams_alarms_email_its_addresses(teams_synth):
         wanted = team.get("alarm_emails") or team["budget"]["alert_emails"]
         assert sorted(x["Endpoint"] for x in subs) == sorted(wanted)
         assert {x["Protocol"] for x in subs} == {"email"}
+
+
+def test_a_failed_or_timed_out_batch_run_is_an_alarm(synth):
+    """The scheduled batch runs (a state machine around the transform job) alarm when one fails or times out, on that
+    state machine: a nightly failure used to show only as an empty output prefix."""
+    s = synth("huge")
+    machines = s.resources("InferenceStack", "AWS::StepFunctions::StateMachine")
+    assert len(machines) == 1
+    machine, = machines
+    runs = {a["Properties"]["MetricName"]: a["Properties"] for a in s.resources("InferenceStack", "AWS::CloudWatch::Alarm").values()
+            if a["Properties"]["Namespace"] == "AWS/States"}
+    assert sorted(runs) == ["ExecutionsFailed", "ExecutionsTimedOut"]
+    for props in runs.values():
+        assert [d["Name"] for d in props["Dimensions"]] == ["StateMachineArn"]
+        assert machine in json.dumps(props["Dimensions"]) and props["Threshold"] == 0
+        assert props["ComparisonOperator"] == "GreaterThanThreshold" and props["EvaluationPeriods"] == 1

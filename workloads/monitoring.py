@@ -61,6 +61,15 @@ def endpoint_alarms(kind: str, *, latency_ms: int | None) -> tuple[AlarmSpec, ..
     return tuple(out)
 
 
+def batch_alarms() -> tuple[AlarmSpec, ...]:
+    """A scheduled batch run that failed or ran out of time: its state machine's executions (the transform job runs
+    inside it, .sync), so nobody learns of a nightly failure from an empty output prefix days later."""
+    return tuple(AlarmSpec(f"batchRuns{what}", f"AWS/States:Executions{what}", "Sum", "GreaterThanThreshold", 0, 1,
+                           f"A scheduled batch transform run {verb}: see the state machine's execution "
+                           "(BatchStateMachineArn) and /aws/sagemaker/TransformJobs")
+                 for what, verb in (("Failed", "failed"), ("TimedOut", "ran past its 24 h timeout")))
+
+
 def training_alarms(*, fsx_capacity_gib: int | None, gpu_nodes: bool) -> tuple[AlarmSpec, ...]:
     """FSx filling up; accelerators that stand idle (NVIDIA nodes, from the CloudWatch agent's roll-up)."""
     out = []
@@ -84,8 +93,7 @@ def plan_alarms(training, inference: dict, *, latency_ms: int | None) -> tuple[A
     fsx = training.fsx.storage_capacity_gib if training.fsx else None
     out = list(training_alarms(fsx_capacity_gib=fsx, gpu_nodes=cluster_gpu_nodes(training)))
     for kind in inference:
-        if kind != "batch":
-            out += endpoint_alarms(kind, latency_ms=latency_ms)
+        out += batch_alarms() if kind == "batch" else endpoint_alarms(kind, latency_ms=latency_ms)
     return tuple(out)
 
 
@@ -100,5 +108,5 @@ def training_dashboard(training) -> bool:
 
 
 def dashboards(training, inference: dict) -> int:
-    """The estate's dashboards: training (TrainStack) and serving (InferenceStack, with a hosted endpoint)."""
-    return int(training_dashboard(training)) + int(any(kind != "batch" for kind in inference))
+    """The estate's dashboards: training (TrainStack) and serving (InferenceStack, with an endpoint or batch runs)."""
+    return int(training_dashboard(training)) + int(bool(inference))

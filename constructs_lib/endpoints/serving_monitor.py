@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.monitoring import endpoint_alarms
+from workloads.monitoring import batch_alarms, endpoint_alarms
 
 from ..metrics import alarm, metric
 from .scaling import VARIANT
@@ -26,10 +26,20 @@ class WatchedEndpoint:
 
 class ServingMonitor(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, endpoints: list[WatchedEndpoint], topic: sns.ITopic,
-                 latency_ms: int | None) -> None:
+                 latency_ms: int | None, batch_state_machine_arn: str | None = None) -> None:
+        """`batch_state_machine_arn`: the scheduled batch runs' state machine, if the estate has them."""
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         self.alarms: list[cloudwatch.Alarm] = []
+        if batch_state_machine_arn is not None:
+            runs = {"StateMachineArn": batch_state_machine_arn}
+            made = [alarm(self, s, runs, topic=topic) for s in batch_alarms()]
+            self.alarms += made
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(title="batch: scheduled runs", width=16, left=[
+                    metric(f"AWS/States:Executions{what}", runs, statistic="Sum", label=what.lower(), period_s=3600)
+                    for what in ("Succeeded", "Failed", "TimedOut")]),
+                cloudwatch.AlarmStatusWidget(title="batch: alarms", width=8, alarms=made))
         for e in endpoints:
             dims = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}
             specs = endpoint_alarms(e.kind, latency_ms=latency_ms)
