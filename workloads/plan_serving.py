@@ -437,6 +437,9 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
                           "SageMaker's load-testing guide)"
         elif kind == "async":
             lo, hi = 0, section.max_instances  # scales to zero when the queue is empty
+            # The endpoint config cannot start at zero (ProductionVariant InitialInstanceCount is at least 1).
+            reason += ("; starts with 1 instance at deploy (InitialInstanceCount is at least 1), billed until the "
+                       "scaling policy sees the empty queue and scales in (not in the monthly estimate)")
         else:
             lo = hi = section.instance_count
             transforms, reason = _transforms(section, s, serving, reason)
