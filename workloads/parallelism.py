@@ -8,6 +8,9 @@ and communication:
    (its activations do not fit: tensor parallel divides them by t, a second forward costs a third more compute), or
    would have more data ranks than the global batch has sequences, or not a whole number of micro-steps per step
    (tensor parallel divides the data ranks by t: each gathers its shards for t times as many tokens);
+   then HSDP where the state fits a shard group inside a node (or a group of nodes) and the EFA traffic per step
+   drops (communication.py): FSDP2 over a (replicate, shard) mesh, gradients all-reduced across the replicas once a
+   step instead of every weight gathered over the network every micro-step;
 3. pipeline parallel across nodes on top: splits the layers' stored activations (the shipped trainer refuses it, so
    the planner refuses such a candidate: trainer_refusal).
 A layout that still does not fit is refused, naming the fields that would change it.
@@ -68,7 +71,8 @@ class Parallelism:
     data: int
     tensor: int
     pipeline: int
-    sharding: str  # "none" (DDP, every rank holds the whole state) | "full" (FSDP2 fully_shard over data ranks)
+    sharding: str  # "none" (DDP, every rank holds the whole state) | "full" (FSDP2 fully_shard over data ranks) |
+    # "hybrid" (HSDP: FSDP2 over a (replicate, shard) mesh, the state sharded within shard_group data ranks)
     ranks: int  # data x tensor x pipeline: one process per GPU or NeuronCore
     ranks_per_node: int
     gib_per_rank: float  # model state + working weights + activations, as estimated
@@ -106,7 +110,7 @@ class Parallelism:
 # FSDP2 (`fully_shard`) and tensor parallel (DTensor) with FSDP2 across, never pipeline parallel. On Trn1 (device xla:
 # Neuron 2.28's PyTorch/XLA stack) DDP only: FSDP2 and DTensor are native PyTorch, which TorchNeuron brings to Trn2
 # and not to Trn1, and PyTorch/XLA's own sharding (NxD's ZeRO-1, tensor parallel) is not in the example.
-TRAINER_SHARDING = {"cuda": ("none", "full"), "neuron": ("none", "full"), "xla": ("none",)}
+TRAINER_SHARDING = {"cuda": ("none", "full", "hybrid"), "neuron": ("none", "full", "hybrid"), "xla": ("none",)}
 
 
 def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | None:
@@ -115,7 +119,7 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     if spread.pipeline > 1:
         return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
                 "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")
-    if spread.tensor > 1 and (spread.sharding != "full" or device == "xla"):
+    if spread.tensor > 1 and (spread.sharding == "none" or device == "xla"):
         return (f"{what} needs tensor parallel {spread.tensor} ({spread.reason}), which the shipped trainer runs with "
                 "FSDP2 across nodes on native PyTorch (CUDA, TorchNeuron), not on the Neuron 2.28 PyTorch/XLA stack")
     if spread.sharding not in TRAINER_SHARDING.get(device, ()):
@@ -198,7 +202,8 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
 
         t, best = min(sharded, key=cost)
         plain = dict(sharded).get(1)
-        return replace(best, reason=_sharded_reason(t, best, plain, batch, sequence))
+        best = replace(best, reason=_sharded_reason(t, best, plain, batch, sequence))
+        return _hybrid(best, itype, parameters_billion, nodes=nodes, budget=budget) or best
     for p in (p for p in range(2, nodes + 1) if nodes % p == 0 and p <= layers):
         for t in degrees or [1]:
             found = layout(t, p, True, f"layers' activations need splitting too: pipeline parallel {p} across "
@@ -206,6 +211,53 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
             if found:
                 return found
     return None
+
+
+# HSDP replaces full sharding only where it cuts the EFA traffic a node sends per step by more than this share.
+HYBRID_MIN_SAVING = 0.10
+
+
+def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *, nodes: int,
+            budget: float) -> Parallelism | None:
+    """HSDP (FSDP2 over a 2-D mesh: shard within a group, replicate across the groups) where the model state fits a
+    shard group inside a node or a group of nodes at `best`'s recompute setting, and the inter-node traffic per step
+    drops: full sharding gathers every weight over EFA every micro-step, HSDP only all-reduces each shard's
+    gradients across the replicas once a step (workloads/communication.py). None: full sharding stays."""
+    from .communication import step  # it builds on Parallelism: imported here, not at the module's top
+
+    t, per_node = best.tensor, best.ranks_per_node
+    full = step(best, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb
+    options = []
+    for shard in range(1, best.data):
+        group = shard * t
+        inside = group <= per_node and per_node % group == 0
+        whole_nodes = group % per_node == 0 and nodes % (group // per_node) == 0
+        if best.data % shard or not (inside or whole_nodes):
+            continue
+        gib = gib_per_rank(parameters_billion * 1e9, best.layers, best.hidden, shards=group, tensor=t, pipeline=1,
+                           sharded=True, vocab=best.vocab, recompute=best.recompute, sequence=best.sequence)
+        if gib > budget:
+            continue
+        spread = replace(best, sharding="hybrid", shard_group=shard, gib_per_rank=round(gib, 1))
+        options.append((step(spread, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb,
+                        -shard, spread))
+    if not options:
+        return None
+    gb, _, spread = min(options, key=lambda o: o[:2])
+    if gb > full * (1 - HYBRID_MIN_SAVING):
+        return None
+    where = "inside a node" if spread.shard_group * t <= per_node else \
+        f"over {spread.shard_group * t // per_node} nodes"
+    why = (f"HSDP: the model state fits a shard group of {spread.shard_group:,} data ranks {where} "
+           f"({spread.gib_per_rank:g} GiB a rank), so FSDP2 shards within it and replicates across "
+           f"{spread.data // spread.shard_group:,} groups: the EFA traffic a node sends per step drops from "
+           f"{full:,.0f} GB (full shard: every weight gathered over the network every micro-step) to {gb:,.0f} GB "
+           "(each shard's gradients all-reduced once)")
+    kept = best.reason.split(": tensor parallel", 1)
+    tp = f"; tensor parallel {t} inside each node ({kept[0]})" if t > 1 else ""
+    recompute = ("; activation checkpointing (recompute every block)" if best.recompute
+                 else "; no activation checkpointing needed")
+    return replace(spread, reason=why + tp + recompute)
 
 
 def _sharded_reason(t: int, best: Parallelism, plain: Parallelism | None, batch: int, sequence: int) -> str:

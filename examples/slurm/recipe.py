@@ -22,32 +22,52 @@ RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warm
 LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
 
-def tensor_parallel(model: nn.Module, args: argparse.Namespace, device: torch.device):
-    """Split every block's projections over the `tensor` ranks of a node (ranks are numbered node by node, so the
-    inner mesh dimension stays inside one): q/k/v, gate and up by output columns, o and down by input rows, one
-    all-reduce after attention and one after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is
-    split over the vocabulary and the loss computed on the shards (loss_parallel), so no rank holds all the logits.
-    Returns the data-parallel mesh FSDP2 shards over."""
+def device_meshes(args: argparse.Namespace, device: torch.device):
+    """The mesh FSDP2 shards over and the tensor-parallel mesh, (None, None) where plain FSDP2 over every rank does.
+    Ranks are numbered node by node: tensor parallel is the inner dimension (inside a node), then the shard group,
+    then the replicas. `sharding: hybrid` (HSDP) gives FSDP2 a 2-D (replicate, shard) mesh: each shard group of
+    --shard-group data ranks holds the state sharded, the groups replicate it and all-reduce their gradients."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
+    if args.tensor == 1 and args.sharding != "hybrid":
+        return None, None
     world = dist.get_world_size()
     if world % args.tensor:
         raise SystemExit(f"tensor parallel {args.tensor} does not divide the {world} ranks")
-    mesh = init_device_mesh(device.type, (world // args.tensor, args.tensor), mesh_dim_names=("data", "tensor"))
+    data = world // args.tensor
+    if args.sharding == "hybrid":
+        shard = args.shard_group or data
+        if data % shard:
+            raise SystemExit(f"the shard group of {shard} data ranks (--shard-group) does not divide the {data} data "
+                             "ranks")
+        mesh = init_device_mesh(device.type, (data // shard, shard, args.tensor),
+                                mesh_dim_names=("replicate", "shard", "tensor"))
+        data_mesh = mesh["replicate", "shard"]
+    else:
+        mesh = init_device_mesh(device.type, (data, args.tensor), mesh_dim_names=("data", "tensor"))
+        data_mesh = mesh["data"]
+    return data_mesh, mesh["tensor"] if args.tensor > 1 else None
+
+
+def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> None:
+    """Split every block's projections over the `tensor` ranks of a node (the inner mesh dimension stays inside
+    one): q/k/v, gate and up by output columns, o and down by input rows, one all-reduce after attention and one
+    after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is split over the vocabulary and the
+    loss computed on the shards (loss_parallel), so no rank holds all the logits."""
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
     plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
             "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
             "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
     for block in model.blocks:
-        parallelize_module(block, mesh["tensor"], plan)
+        parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads
         block.self_attn.kv_heads //= args.tensor
     if args.vocab % args.tensor == 0:
-        parallelize_module(model.lm_head, mesh["tensor"], ColwiseParallel(output_layouts=Shard(-1),
-                                                                          use_local_output=False))
+        parallelize_module(model.lm_head, tensor_mesh, ColwiseParallel(output_layouts=Shard(-1),
+                                                                       use_local_output=False))
         model.vocab_parallel = True
-    return mesh["data"]
 
 
 def init_weights(model: nn.Module, device: torch.device) -> None:
