@@ -207,3 +207,27 @@ def test_an_fp8_plan_warns_that_the_shipped_trainer_computes_in_bf16():
         ["training.precision"]
     assert not [f for f in plan(load("huge", {"training.instance_type": "p5.48xlarge"})).findings
                 if "computes in bf16" in f.message]
+
+
+# ---------------------------------------------------------------- Blackwell utilisation (issue 33, part 3)
+
+@pytest.mark.parametrize("itype", ["p6-b200.48xlarge", "p6-b300.48xlarge"])
+def test_blackwell_bf16_rests_on_borrowed_rows_marked_in_the_data_and_warned_in_the_plan(itype):
+    """No dense Llama-class bf16 row for B200 or B300 was found at its source (Megatron-Bridge's performance summary,
+    every release 25.09-26.08, has their bf16 rows for GPT OSS 120B, a mixture of experts, only): the H100 rows
+    stay, the data says they are borrowed and why, and the plan warns."""
+    model = CAT.types[itype].accelerator.model
+    assert model in U.borrowed and U.stand_in[model] == "NVIDIA H100 80GB" and not U.figures(model, "large", "bf16")
+    precision, source, why = U.borrowed[model]
+    assert precision == "bf16" and source in CAT.sources and "GPT OSS 120B" in why and "searched 2026-11-25" in why
+    t = _training({**PRETRAIN_70B, "training.instance_type": itype})
+    warned = [f for f in t.findings if f.level == WARNING and f.field == "training.instance_type"]
+    assert len(warned) == 1 and "NVIDIA H100 80GB's published utilisation" in warned[0].message, t.findings
+    assert "Megatron-Bridge" in warned[0].source
+
+
+@pytest.mark.parametrize("overrides", [{"training.instance_type": "p5.48xlarge"},
+                                       {"training.instance_type": "p6-b200.48xlarge", "training.precision": "fp8"}])
+def test_a_plan_on_its_own_published_rows_has_no_borrowed_warning(overrides):
+    t = _training({**PRETRAIN_70B, **overrides})
+    assert not [f for f in t.findings if "published utilisation on" in f.message], t.findings

@@ -512,6 +512,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
                                 "the estimate is at fp8 throughput, but the shipped train.py computes in bf16 (no "
                                 "float8 layers): with it the run is slower than planned; train with an fp8 recipe "
                                 "(Transformer Engine, torchao float8) to hold the estimate", ""))
+    if precision and (borrowed := _borrowed_utilisation(itype, precision, cat)):
+        findings.append(borrowed)
     findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
@@ -589,6 +591,23 @@ def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list
     decisions.append(f"dynamic compute nodes (0 to {count}): PCS starts them for queued jobs and ends them after "
                      f"{SCALE_DOWN_IDLE_S} s idle (ScaleDownIdleTimeInSeconds), so an idle cluster bills no compute")
     return 0
+
+
+def _borrowed_utilisation(itype: InstanceType, precision: str, cat: Catalog) -> Finding | None:
+    """A WARNING where the estimate rests on another accelerator's published runs because the type's own were
+    searched for and not found (utilisation.yaml `borrowed`): the time and cost are that accelerator's utilisation
+    applied to this one's peak."""
+    assert itype.accelerator
+    u = load_utilisation()
+    model = itype.accelerator.model
+    entry = u.borrowed.get(model)
+    if entry is None or entry[0] != precision:
+        return None
+    stand_in = u.stand_in.get(model, u.spread_from)
+    src = cat.sources[entry[1]]
+    return Finding(WARNING, "training.instance_type", itype.name,
+                   f"the {precision} estimate uses {stand_in}'s published utilisation on {model}'s peak, not {model}'s "
+                   f"own: {entry[2]}; the run may be faster or slower than planned", f"{src.title} <{src.url}>")
 
 
 def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:

@@ -307,6 +307,8 @@ class Utilisation:
     stand_in_by_precision: dict[str, dict[str, str]] = field(default_factory=dict)
     # accelerator model -> its link to the other devices of its node: GB/s a direction, and what the figure is
     intra_node: dict[str, Interconnect] = field(default_factory=dict)
+    # accelerator model -> (precision, source, why) where its stand-in was kept after its own rows were searched for
+    borrowed: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def figures(self, model: str, band: str, precision: str) -> tuple[MfuFigure, ...]:
         return self.by_precision.get((model, band, precision), ())
@@ -337,7 +339,9 @@ def load_utilisation() -> Utilisation:
                        classic_rounds=int(data["classic_rounds"]),
                        by_precision={k: tuple(v) for k, v in rows.items()}, peaks=peaks,
                        stand_in_by_precision={p: dict(v) for p, v in data["stand_in_by_precision"].items()},
-                       intra_node=_intra_node(data.get("intra_node_gb_s_per_device", {}), known))
+                       intra_node=_intra_node(data.get("intra_node_gb_s_per_device", {}), known),
+                       borrowed={m: (b["precision"], b["source"], f"{b['why']} (searched {b['searched']})")
+                                 for m, b in data.get("borrowed", {}).items()})
 
 
 def _intra_node(rows: dict, known: dict[str, Source]) -> dict[str, Interconnect]:
