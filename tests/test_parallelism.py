@@ -184,3 +184,25 @@ def test_hsdp_is_not_chosen_where_the_state_fits_no_shard_group():
     spread = choose(parameters_billion=70, layers=80, hidden=8192, heads=64, kv_heads=8,
                     itype=_types()["p5.48xlarge"], nodes=16)
     assert spread.sharding == "full" and spread.shard_group == 0
+
+
+def test_a_vocabulary_tensor_parallel_does_not_divide_is_padded_as_megatron_pads_it():
+    """Issue 33: an uneven vocabulary under tensor parallel. GPT-2's 50,257 entries on tensor parallel 2 become
+    50,432 rows (197 x 128 x 2), and the memory per rank counts the padded logits; a dividing one stays as it is."""
+    from workloads.parallelism import LOGIT_BYTES, padded_vocab
+
+    assert padded_vocab(50257, 2) == 50432 and padded_vocab(50257, 16) == 51200 and padded_vocab(257, 2) == 512
+    assert padded_vocab(32000, 8) == 32000 and padded_vocab(128256, 8) == 128256 and padded_vocab(50257, 1) == 50257
+    args = dict(shards=16, tensor=2, pipeline=1, sharded=True, sequence=4096)
+    extra = gib_per_rank(7e9, 32, 4096, vocab=50257, **args) - gib_per_rank(7e9, 32, 4096, vocab=50432 - 2, **args)
+    assert extra == pytest.approx(LOGIT_BYTES * 4096 * 2 / 2 / 2**30)  # the last two rows' logits, halved by TP
+
+
+def test_the_plan_says_where_it_pads_the_vocabulary():
+    spread = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
+                    nodes=64, vocab=50257)
+    assert spread.tensor == 16 and spread.vocab == 50257
+    assert "padded to 51,200 rows (a multiple of 128 x 16, as Megatron-LM pads them)" in spread.reason
+    dividing = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
+                      nodes=64, vocab=51200)
+    assert "padded" not in dividing.reason

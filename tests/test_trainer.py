@@ -268,6 +268,41 @@ def test_the_trainer_accepts_every_layout_the_planner_emits(tmp_path, monkeypatc
     assert seen == {"none", "full", "hybrid"}
 
 
+def test_an_uneven_vocabulary_under_tensor_parallel_is_padded_masked_and_exported_whole(tmp_path, tokens):
+    """Issue 33: 257 entries on tensor parallel 2 (which does not divide them). The embedding and output head are
+    padded to 512 rows as Megatron-LM pads them (a multiple of 128 x 2), the padding logits masked out of the loss:
+    TP 2 x DP 2 trains step for step as FSDP2 over four ranks with the unpadded vocabulary, and the export holds the
+    tokenizer's 257 rows."""
+    from safetensors import safe_open
+
+    common = ["--steps", "3", "--data", str(tokens), "--lr", "1e-2", "--warmup", "0", "--sharding", "full",
+              "--global-batch", "8", "--vocab", "257"]
+    plain = _losses(_torchrun(tmp_path, *common, "--checkpoint-dir", str(tmp_path / "dp"), ranks=4))
+    out = _torchrun(tmp_path, *common, "--tensor", "2", "--checkpoint-dir", str(tmp_path / "tp"),
+                    "--export-dir", str(tmp_path / "export"), ranks=4)
+    assert "vocabulary 257 padded to 512 (masked)" in out, out
+    padded = _losses(out)
+    assert sorted(padded) == [1, 2, 3] and all(padded[k] == pytest.approx(plain[k], rel=1e-5) for k in plain), (
+        padded, plain)
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as f:
+        assert f.get_slice("model.embed_tokens.weight").get_shape()[0] == 257
+        assert f.get_slice("lm_head.weight").get_shape()[0] == 257
+    assert json.loads((tmp_path / "export" / "config.json").read_text())["vocab_size"] == 257
+
+
+def test_the_planner_and_the_trainer_pad_the_vocabulary_alike():
+    import importlib.util
+
+    from workloads.parallelism import padded_vocab
+
+    spec = importlib.util.spec_from_file_location("recipe", TRAINER.parent / "recipe.py")
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    for vocab in (257, 32000, 50257, 128256, 151936, 32001):
+        for tensor in (1, 2, 4, 8, 16, 32, 64):
+            assert recipe.padded_vocab(vocab, tensor) == padded_vocab(vocab, tensor), (vocab, tensor)
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (torchrun's workers), from /proc."""
     found = []

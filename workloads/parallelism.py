@@ -129,6 +129,22 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     return None
 
 
+# Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128, arguments.py) x the
+# tensor-parallel size (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding). The trainer pads only where
+# tensor parallel does not divide the vocabulary (examples/slurm/recipe.py padded_vocab, the same rule) and masks the
+# padding logits out of the loss; the export drops the padding rows.
+VOCAB_PAD_MULTIPLE = 128
+
+
+def padded_vocab(vocab: int, tensor: int) -> int:
+    """The output head's rows under tensor parallel `tensor`: `vocab` where `tensor` divides it, else the next
+    multiple of VOCAB_PAD_MULTIPLE x `tensor`."""
+    if tensor <= 1 or vocab % tensor == 0:
+        return vocab
+    multiple = VOCAB_PAD_MULTIPLE * tensor
+    return -(-vocab // multiple) * multiple
+
+
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
                  sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE) -> float:
     """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
@@ -143,7 +159,7 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
         activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
     else:  # every layer's activations kept for backward
         activations = LAYER_ACTIVATION_BYTES * sequence * hidden * kept_layers / tensor
-    logits = LOGIT_BYTES * sequence * vocab / tensor
+    logits = LOGIT_BYTES * sequence * padded_vocab(vocab, tensor) / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
 
@@ -156,7 +172,22 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
            nodes: int, kv_heads: int | None = None, vocab: int = VOCAB, sequence: int = SEQUENCE,
            global_batch_tokens: int = GLOBAL_BATCH_TOKENS) -> Parallelism | None:
     """The layout that fits and trains fastest by the rules of the module docstring, or None when none fits on this
-    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`)."""
+    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`). A
+    vocabulary tensor parallel does not divide is padded (padded_vocab), said in the reason."""
+    spread = _choose(parameters_billion=parameters_billion, layers=layers, hidden=hidden, heads=heads, itype=itype,
+                     nodes=nodes, kv_heads=kv_heads, vocab=vocab, sequence=sequence,
+                     global_batch_tokens=global_batch_tokens)
+    if spread is None or (rows := padded_vocab(vocab, spread.tensor)) == vocab:
+        return spread
+    return replace(spread, reason=spread.reason + (
+        f"; the {vocab:,}-entry vocabulary does not divide by tensor parallel {spread.tensor}: the embedding and "
+        f"output head are padded to {rows:,} rows (a multiple of {VOCAB_PAD_MULTIPLE} x {spread.tensor}, as "
+        "Megatron-LM pads them), the padding logits masked out of the loss and dropped from the export"))
+
+
+def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
+            nodes: int, kv_heads: int | None, vocab: int, sequence: int,
+            global_batch_tokens: int) -> Parallelism | None:
     kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes

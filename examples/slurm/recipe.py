@@ -22,6 +22,22 @@ RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warm
 LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
 
+# Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128) x the tensor-parallel
+# size (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding; arguments.py
+# --make-vocab-size-divisible-by default=128). Here only where tensor parallel does not divide it.
+VOCAB_PAD_MULTIPLE = 128
+PADDED_ROWS = ("embed_tokens.weight", "lm_head.weight")  # the parameters with a row per vocabulary entry
+
+
+def padded_vocab(vocab: int, tensor: int) -> int:
+    """The embedding and output head's rows under tensor parallel `tensor`: the vocabulary itself where `tensor`
+    divides it, else the next multiple of VOCAB_PAD_MULTIPLE x `tensor` (the padding logits are masked out)."""
+    if tensor <= 1 or vocab % tensor == 0:
+        return vocab
+    multiple = VOCAB_PAD_MULTIPLE * tensor
+    return -(-vocab // multiple) * multiple
+
+
 def device_meshes(args: argparse.Namespace, device: torch.device):
     """The mesh FSDP2 shards over and the tensor-parallel mesh, (None, None) where plain FSDP2 over every rank does.
     Ranks are numbered node by node: tensor parallel is the inner dimension (inside a node), then the shard group,
@@ -64,10 +80,15 @@ def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> 
         parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads
         block.self_attn.kv_heads //= args.tensor
-    if args.vocab % args.tensor == 0:
-        parallelize_module(model.lm_head, tensor_mesh, ColwiseParallel(output_layouts=Shard(-1),
-                                                                       use_local_output=False))
-        model.vocab_parallel = True
+    parallelize_module(model.lm_head, tensor_mesh, ColwiseParallel(output_layouts=Shard(-1), use_local_output=False))
+    model.vocab_parallel = True
+    rows = model.lm_head.weight.shape[0]
+    if rows > args.vocab:  # a padded vocabulary: its padding logits are -inf, so no probability and no gradient
+        from torch.distributed.tensor import distribute_tensor
+
+        mask = torch.zeros(rows, device=tensor_mesh.device_type)
+        mask[args.vocab:] = float("-inf")
+        model.vocab_mask = distribute_tensor(mask, tensor_mesh, [Shard(0)])  # split as the logits are
 
 
 def init_weights(model: nn.Module, device: torch.device) -> None:
@@ -80,13 +101,17 @@ def init_weights(model: nn.Module, device: torch.device) -> None:
     from torch.distributed.tensor import DTensor, distribute_tensor
 
     on = device if device.type in ("cuda", "cpu") else torch.device("cpu")  # where a generator is sure to exist
+    vocab = getattr(model, "vocab", None)
     with torch.no_grad():
         for name, param in model.named_parameters():
             if param.dim() == 1:
                 full = torch.ones(param.shape, device=on)
             else:
                 generator = torch.Generator(device=on).manual_seed(zlib.crc32(name.encode()))
-                full = torch.empty(param.shape, device=on).normal_(0.0, 0.02, generator=generator)
+                # A padded vocabulary's rows beyond the tokenizer's are zero: the real rows are drawn as unpadded.
+                rows = vocab if vocab and param.shape[0] > vocab and name.endswith(PADDED_ROWS) else param.shape[0]
+                full = torch.zeros(param.shape, device=on)
+                full[:rows].normal_(0.0, 0.02, generator=generator)
             if isinstance(param, DTensor):
                 local = distribute_tensor(full, param.device_mesh, param.placements).to_local()
                 param.to_local().copy_(local)

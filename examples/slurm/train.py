@@ -57,7 +57,7 @@ from torch.utils.checkpoint import checkpoint as recompute
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
-                    device_meshes, init_weights, learning_rate, optimizer_for, tensor_parallel)
+                    device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, tensor_parallel)
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
@@ -254,13 +254,15 @@ class Body(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 recompute_blocks: bool) -> None:
+                 recompute_blocks: bool, rows: int = 0) -> None:
         super().__init__()
-        self.model = Body(vocab=vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+        self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                           intermediate=intermediate)
-        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        self.lm_head = nn.Linear(hidden, rows or vocab, bias=False)
         self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
         self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
+        self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
+        self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
 
     @property
     def blocks(self) -> nn.ModuleList:
@@ -275,7 +277,8 @@ class Llama(nn.Module):
                 x = recompute(block, x, cos, sin, use_reentrant=False)
             else:
                 x = block(x, cos, sin)
-        return self.lm_head(self.model.norm(x))
+        logits = self.lm_head(self.model.norm(x))
+        return logits if self.vocab_mask is None else logits + self.vocab_mask
 
 
 class Training(Stateful):
@@ -315,7 +318,7 @@ def setup(kind: str) -> torch.device:
 
 
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
-    shape = dict(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
+    shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute)
     compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
     if args.sharding == "none":
@@ -531,6 +534,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         how = {"full": "FSDP2", "none": "DDP"}.get(args.sharding) or \
             f"HSDP, replicate {data_ranks // (args.shard_group or data_ranks)} x shard {args.shard_group or data_ranks}"
         how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
+        if (rows := padded_vocab(args.vocab, args.tensor)) != args.vocab:
+            how += f", vocabulary {args.vocab:,} padded to {rows:,} (masked)"
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
               f"({how}, {args.device}); global batch {args.global_batch} sequences = {data_ranks} data ranks x "
               f"{args.batch} x {micro_steps} micro-steps", flush=True)
