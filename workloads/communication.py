@@ -32,9 +32,9 @@ the planned layout cannot hide.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from .catalog import InstanceType, Interconnect, devices, load_utilisation
-from .parallelism import Parallelism
 
 PARAM_GATHER_BYTES = 2  # bf16 weights gathered (MixedPrecisionPolicy param_dtype)
 GRAD_REDUCE_BYTES = 4  # fp32 gradients reduced (reduce_dtype; DDP's fp32 buckets)
@@ -42,6 +42,22 @@ ACTIVATION_BYTES = 2  # bf16 activations all-reduced by tensor parallel
 TP_ALL_REDUCES = 4  # per block and micro-step: two forward, two backward
 TP_RECOMPUTE_ALL_REDUCES = 2  # the recomputed forward's
 BACKWARD_SHARE = 2 / 3  # of a micro-step's compute: 4N of 6N FLOPs per token
+
+
+class Layout(Protocol):
+    """What this module reads of a layout (parallelism.Parallelism, which imports this module to choose HSDP)."""
+
+    data: int
+    tensor: int
+    sharding: str
+    shard_group: int
+    ranks_per_node: int
+    global_batch: int
+    micro_batch: int
+    layers: int
+    hidden: int
+    sequence: int
+    recompute: bool
 
 
 @dataclass(frozen=True)
@@ -139,7 +155,7 @@ def _group(ranks: int, stride: int, node_ranks: int, efa: float, inside: float) 
     return _Group(ranks, per_node, True, min(inside, efa * per_node / node_ranks))
 
 
-def step(spread: Parallelism, itype: InstanceType, *, parameters_billion: float, compute_s: float) -> Communication:
+def step(spread: Layout, itype: InstanceType, *, parameters_billion: float, compute_s: float) -> Communication:
     """The communication of one optimizer step of `spread` on `itype`, against `compute_s` of compute."""
     node_ranks = spread.ranks_per_node
     efa, inside = link_gb_s(itype)
@@ -174,7 +190,7 @@ def step(spread: Parallelism, itype: InstanceType, *, parameters_billion: float,
                          links=_links(spread, itype, shard, replicas, shard_g, replica_g))
 
 
-def _links(spread: Parallelism, itype: InstanceType, shard: int, replicas: int, shard_g: _Group,
+def _links(spread: Layout, itype: InstanceType, shard: int, replicas: int, shard_g: _Group,
            replica_g: _Group) -> str:
     link = intra_node(itype)
     name = "no device link recorded: taken as slow as the node's EFA share" if link is None else \

@@ -43,6 +43,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 
 from .catalog import InstanceType, devices
+from .communication import step
 
 STATE_BYTES_PER_PARAM = 16
 AUTOCAST_BYTES_PER_PARAM = 2  # DDP
@@ -254,8 +255,6 @@ def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *
     shard group inside a node or a group of nodes at `best`'s recompute setting, and the inter-node traffic per step
     drops: full sharding gathers every weight over EFA every micro-step, HSDP only all-reduces each shard's
     gradients across the replicas once a step (workloads/communication.py). None: full sharding stays."""
-    from .communication import step  # it builds on Parallelism: imported here, not at the module's top
-
     t, per_node = best.tensor, best.ranks_per_node
     full = step(best, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb
     options = []

@@ -1,6 +1,6 @@
 """What examples/slurm/train.py needs to train at scale, beside it: tensor parallel inside a node, one initialisation
 whatever the layout, Llama 2's optimiser recipe, gradient clipping over sharded gradients, fp16 loss scaling and the
-data order of an epoch.
+data order of an epoch; files replaced whole (publish) and the calibration measurement.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import time
 from pathlib import Path
 
 import torch
@@ -265,3 +267,46 @@ def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: i
     micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
     first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
     return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
+
+
+def publish(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
+    previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+class Calibration:
+    """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
+    token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
+
+    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
+        self.args, self.world = args, world
+        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
+        self.warmup = max(1, args.steps // 5)
+        self.start = self.last = (time.time(), 0)
+
+    def after(self, step: int) -> None:
+        self.last = (time.time(), step)
+        if step == self.warmup:
+            self.start = self.last
+
+    def write(self, rank: int) -> None:
+        seconds, steps = self.last[0] - self.start[0], self.last[1] - self.start[1]
+        tokens_s = steps * self.args.global_batch * self.args.seq / seconds  # a step: the global batch's sequences
+        peak = self.args.peak_tflops
+        result = {"tokens_per_s": tokens_s, "mfu": 6 * self.parameters * tokens_s / (peak * 1e12 * self.world)
+                  if peak else None, "parameters": self.parameters, "ranks": self.world,
+                  "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
+                      os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
+                  "steps_timed": steps, "seconds": seconds, "device": self.args.device,
+                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
+        if rank == 0:
+            self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
+            publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")
+            print(f"calibration: {tokens_s:,.0f} tokens/s" + (f", MFU {result['mfu']:.1%}" if peak else "") +
+                  f" -> {self.args.calibrate_output}", flush=True)

@@ -57,7 +57,8 @@ from torch.utils.checkpoint import checkpoint as recompute
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
-                    device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, tensor_parallel)
+                    Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
+                    tensor_parallel)
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
@@ -419,17 +420,6 @@ class Checkpointer:
         future.result()
 
 
-def publish(path: Path, text: str) -> None:
-    """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
-    previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-
-
 def prune(directory: Path, keep: int) -> None:
     """Keep the newest `keep` checkpoints up to `latest` (FSx is sized for them): older ones go only behind a
     complete newer one."""
@@ -456,38 +446,6 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
                              f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
     elif rank == 0:
         publish(path, json.dumps(run, indent=2))
-
-
-class Calibration:
-    """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
-    token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
-
-    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
-        self.args, self.world = args, world
-        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
-        self.warmup = max(1, args.steps // 5)
-        self.start = self.last = (time.time(), 0)
-
-    def after(self, step: int) -> None:
-        self.last = (time.time(), step)
-        if step == self.warmup:
-            self.start = self.last
-
-    def write(self, rank: int) -> None:
-        seconds, steps = self.last[0] - self.start[0], self.last[1] - self.start[1]
-        tokens_s = steps * self.args.global_batch * self.args.seq / seconds  # a step: the global batch's sequences
-        peak = self.args.peak_tflops
-        result = {"tokens_per_s": tokens_s, "mfu": 6 * self.parameters * tokens_s / (peak * 1e12 * self.world)
-                  if peak else None, "parameters": self.parameters, "ranks": self.world,
-                  "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
-                      os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
-                  "steps_timed": steps, "seconds": seconds, "device": self.args.device,
-                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
-        if rank == 0:
-            self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
-            publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")
-            print(f"calibration: {tokens_s:,.0f} tokens/s" + (f", MFU {result['mfu']:.1%}" if peak else "") +
-                  f" -> {self.args.calibrate_output}", flush=True)
 
 
 def main() -> None:
