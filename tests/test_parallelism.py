@@ -3,6 +3,8 @@ whose product is the rank count, and a refusal when nothing fits. Its plan JSON:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from workloads import load, plan
@@ -120,3 +122,87 @@ def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
         assert query % spread.tensor == 0 and spread.kv_heads % spread.tensor == 0, (nodes, spread.tensor)
         tensor.add(spread.tensor)
     assert tensor, "no layout at any size: the check above never ran"
+
+
+# Configs the plans below are made from: model sizes, cluster types (Trn2 on its reservation) and node counts that
+# reach every sharding the planner emits (DDP, FSDP2, HSDP) with and without tensor parallel.
+_PLAN_GRID = [({"model.parameters_billion": str(params), "training.instance_type": itype,
+                "training.instance_count": str(nodes), **extra})
+              for params in (7, 13, 34, 70) for nodes in (2, 4, 16)
+              for itype, extra in (("p5.48xlarge", {}), ("p4d.24xlarge", {}), ("p6-b200.48xlarge", {}),
+                                   ("trn2.48xlarge", TRN2))]
+
+
+def _planned_layouts():
+    """(config, layout, the node stack's device) of every preset and grid config the planner plans."""
+    from workloads.catalog import load_software
+    from workloads.errors import ConfigError
+
+    out = []
+    for preset, overrides in [("small", None), ("intermediate", None), ("huge", None), ("huge", TRN2),
+                              *(("huge", o) for o in _PLAN_GRID)]:
+        try:
+            t = plan(load(preset, overrides)).training
+        except ConfigError:
+            continue
+        if t.parallelism is not None:
+            out.append(((preset, overrides), t.parallelism, load_software().for_type(_types()[t.instance_type]).device))
+    return out
+
+
+def test_every_layout_the_planner_emits_is_one_the_trainer_accepts():
+    """Issue 33: planner output -> trainer accepts, over the presets and a grid of configs; the grid reaches DDP,
+    FSDP2 and HSDP, with tensor parallel."""
+    from workloads.parallelism import trainer_refusal
+
+    seen = set()
+    for where, spread, device in _planned_layouts():
+        assert trainer_refusal(spread, device, what="x") is None, where
+        seen.add((spread.sharding, spread.tensor > 1))
+    assert {("none", False), ("full", False), ("full", True), ("hybrid", False)} <= seen, seen
+
+
+def test_hsdp_is_chosen_when_the_state_fits_a_node_and_the_inter_node_traffic_drops():
+    # 7B on 2 x p5.48xlarge: 112 GB of state fits one node's 8 H100s (14 GB a rank), so FSDP2 shards within the node
+    # and the two nodes replicate: only the gradients' all-reduce crosses EFA, not 64 micro-steps of all-gathers.
+    from workloads.communication import step
+
+    itype = _types()["p5.48xlarge"]
+    spread = choose(parameters_billion=7, layers=32, hidden=4096, heads=32, kv_heads=8, itype=itype, nodes=2)
+    assert spread.sharding == "hybrid" and spread.shard_group == 8 and spread.data == 16 and spread.tensor == 1
+    assert "HSDP" in spread.reason and "drops from" in spread.reason
+    full = replace(spread, sharding="full", shard_group=0)
+    hybrid_gb = step(spread, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
+    full_gb = step(full, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
+    # By hand: full shard: 64 micro-steps x 2 all-gathers of 14 GB + 28 GB, each (15/16) over EFA: 1,706.25 GB a node;
+    # HSDP: 8 replica groups a node each all-reduce 28 GB / 8 over 2 replicas: 8 x 2 x (1/2) x 3.5 = 28 GB.
+    assert full_gb == pytest.approx(1706.25) and hybrid_gb == pytest.approx(28.0)
+
+
+def test_hsdp_is_not_chosen_where_the_state_fits_no_shard_group():
+    # 70B on 16 x p5.48xlarge: 1,120 GB of state exceeds a node; a group of nodes saves no EFA traffic.
+    spread = choose(parameters_billion=70, layers=80, hidden=8192, heads=64, kv_heads=8,
+                    itype=_types()["p5.48xlarge"], nodes=16)
+    assert spread.sharding == "full" and spread.shard_group == 0
+
+
+def test_a_vocabulary_tensor_parallel_does_not_divide_is_padded_as_megatron_pads_it():
+    """Issue 33: an uneven vocabulary under tensor parallel. GPT-2's 50,257 entries on tensor parallel 2 become
+    50,432 rows (197 x 128 x 2), and the memory per rank counts the padded logits; a dividing one stays as it is."""
+    from workloads.parallelism import LOGIT_BYTES, padded_vocab
+
+    assert padded_vocab(50257, 2) == 50432 and padded_vocab(50257, 16) == 51200 and padded_vocab(257, 2) == 512
+    assert padded_vocab(32000, 8) == 32000 and padded_vocab(128256, 8) == 128256 and padded_vocab(50257, 1) == 50257
+    args = dict(shards=16, tensor=2, pipeline=1, sharded=True, sequence=4096)
+    extra = gib_per_rank(7e9, 32, 4096, vocab=50257, **args) - gib_per_rank(7e9, 32, 4096, vocab=50432 - 2, **args)
+    assert extra == pytest.approx(LOGIT_BYTES * 4096 * 2 / 2 / 2**30)  # the last two rows' logits, halved by TP
+
+
+def test_the_plan_says_where_it_pads_the_vocabulary():
+    spread = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
+                    nodes=64, vocab=50257)
+    assert spread.tensor == 16 and spread.vocab == 50257
+    assert "padded to 51,200 rows (a multiple of 128 x 16, as Megatron-LM pads them)" in spread.reason
+    dividing = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
+                      nodes=64, vocab=51200)
+    assert "padded" not in dividing.reason

@@ -229,6 +229,80 @@ def test_tensor_parallel_2_x_data_parallel_2_trains_and_resumes_as_the_data_para
     assert (tmp_path / "tp" / "latest").read_text().strip() == "step-00000004"
 
 
+def test_hsdp_replicate_2_x_shard_2_trains_and_resumes_as_the_data_parallel_run(tmp_path, tokens):
+    """Issue 33: HSDP, FSDP2 over a (replicate 2, shard 2) mesh on four CPU ranks (gloo), gives the losses of plain
+    data parallel (DDP) over the same four ranks step by step, and after a stop and a resume the later steps still
+    match (the checkpoint holds the shards, replicated across the groups, the AdamW moments and the step)."""
+    common = ["--steps", "4", "--checkpoint-every", "2", "--data", str(tokens), "--lr", "1e-2", "--warmup", "0",
+              "--global-batch", "8", "--tensor", "1"]
+    data_parallel = _losses(_torchrun(tmp_path, *common, "--sharding", "none", "--checkpoint-dir",
+                                      str(tmp_path / "ddp"), ranks=4))
+    assert sorted(data_parallel) == [1, 2, 3, 4] and data_parallel[4] < data_parallel[1]
+    hsdp = [*common, "--sharding", "hybrid", "--shard-group", "2", "--checkpoint-dir", str(tmp_path / "hsdp")]
+    stopped = _torchrun(tmp_path, *hsdp, "--stop-after", "2", ranks=4)
+    assert "HSDP, replicate 2 x shard 2" in stopped, stopped
+    resumed = _torchrun(tmp_path, *hsdp, ranks=4)
+    assert "at step 2" in resumed
+    hybrid = {**_losses(stopped), **_losses(resumed)}
+    assert sorted(hybrid) == [1, 2, 3, 4]
+    assert all(hybrid[k] == pytest.approx(data_parallel[k], rel=1e-5) for k in data_parallel), (hybrid, data_parallel)
+    assert (tmp_path / "hsdp" / "latest").read_text().strip() == "step-00000004"
+
+
+def test_the_trainer_accepts_every_layout_the_planner_emits(tmp_path, monkeypatch):
+    """Planner output -> trainer accepts: the layouts of the presets and of a grid of configs (tests/
+    test_parallelism.py), each parsed by train.py on its node stack's device, with its sharding and degrees."""
+    from .test_parallelism import _planned_layouts
+
+    train = _train_module()
+    seen = set()
+    for where, spread, device in _planned_layouts():
+        layout = tmp_path / "layout.json"
+        layout.write_text(json.dumps(asdict(spread)))
+        monkeypatch.setattr(sys, "argv", ["train.py", "--device", device, "--layout", str(layout),
+                                          "--checkpoint-dir", str(tmp_path / "c"), "--export-dir", str(tmp_path)])
+        args = train.parse()
+        assert (args.sharding, args.tensor, args.shard_group) == (spread.sharding, spread.tensor,
+                                                                  spread.shard_group), where
+        seen.add(spread.sharding)
+    assert seen == {"none", "full", "hybrid"}
+
+
+def test_an_uneven_vocabulary_under_tensor_parallel_is_padded_masked_and_exported_whole(tmp_path, tokens):
+    """Issue 33: 257 entries on tensor parallel 2 (which does not divide them). The embedding and output head are
+    padded to 512 rows as Megatron-LM pads them (a multiple of 128 x 2), the padding logits masked out of the loss:
+    TP 2 x DP 2 trains step for step as FSDP2 over four ranks with the unpadded vocabulary, and the export holds the
+    tokenizer's 257 rows."""
+    from safetensors import safe_open
+
+    common = ["--steps", "3", "--data", str(tokens), "--lr", "1e-2", "--warmup", "0", "--sharding", "full",
+              "--global-batch", "8", "--vocab", "257"]
+    plain = _losses(_torchrun(tmp_path, *common, "--checkpoint-dir", str(tmp_path / "dp"), ranks=4))
+    out = _torchrun(tmp_path, *common, "--tensor", "2", "--checkpoint-dir", str(tmp_path / "tp"),
+                    "--export-dir", str(tmp_path / "export"), ranks=4)
+    assert "vocabulary 257 padded to 512 (masked)" in out, out
+    padded = _losses(out)
+    assert sorted(padded) == [1, 2, 3] and all(padded[k] == pytest.approx(plain[k], rel=1e-5) for k in plain), (
+        padded, plain)
+    with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as f:
+        assert f.get_slice("model.embed_tokens.weight").get_shape()[0] == 257
+        assert f.get_slice("lm_head.weight").get_shape()[0] == 257
+    assert json.loads((tmp_path / "export" / "config.json").read_text())["vocab_size"] == 257
+
+
+def test_the_planner_and_the_trainer_pad_the_vocabulary_alike():
+    import importlib.util
+
+    from workloads.parallelism import padded_vocab
+
+    spec = importlib.util.spec_from_file_location("recipe", TRAINER.parent / "recipe.py")
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    for vocab in (257, 32000, 50257, 128256, 151936, 32001):
+        for tensor in (1, 2, 4, 8, 16, 32, 64):
+            assert recipe.padded_vocab(vocab, tensor) == padded_vocab(vocab, tensor), (vocab, tensor)
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (torchrun's workers), from /proc."""
     found = []

@@ -8,6 +8,9 @@ and communication:
    (its activations do not fit: tensor parallel divides them by t, a second forward costs a third more compute), or
    would have more data ranks than the global batch has sequences, or not a whole number of micro-steps per step
    (tensor parallel divides the data ranks by t: each gathers its shards for t times as many tokens);
+   then HSDP where the state fits a shard group inside a node (or a group of nodes) and the EFA traffic per step
+   drops (communication.py): FSDP2 over a (replicate, shard) mesh, gradients all-reduced across the replicas once a
+   step instead of every weight gathered over the network every micro-step;
 3. pipeline parallel across nodes on top: splits the layers' stored activations (the shipped trainer refuses it, so
    the planner refuses such a candidate: trainer_refusal).
 A layout that still does not fit is refused, naming the fields that would change it.
@@ -40,6 +43,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 
 from .catalog import InstanceType, devices
+from .communication import step
 
 STATE_BYTES_PER_PARAM = 16
 AUTOCAST_BYTES_PER_PARAM = 2  # DDP
@@ -68,7 +72,8 @@ class Parallelism:
     data: int
     tensor: int
     pipeline: int
-    sharding: str  # "none" (DDP, every rank holds the whole state) | "full" (FSDP2 fully_shard over data ranks)
+    sharding: str  # "none" (DDP, every rank holds the whole state) | "full" (FSDP2 fully_shard over data ranks) |
+    # "hybrid" (HSDP: FSDP2 over a (replicate, shard) mesh, the state sharded within shard_group data ranks)
     ranks: int  # data x tensor x pipeline: one process per GPU or NeuronCore
     ranks_per_node: int
     gib_per_rank: float  # model state + working weights + activations, as estimated
@@ -95,6 +100,7 @@ class Parallelism:
     lr: float = 3e-4  # peak learning rate (RECIPE_LR)
     warmup_steps: int = 0  # linear warmup before the cosine decay
     checkpoint_every: int = 0  # steps between the background checkpoints (0: the trainer's default)
+    shard_group: int = 0  # sharding "hybrid": data ranks each shard group holds the state over (0: all data ranks)
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
@@ -105,7 +111,7 @@ class Parallelism:
 # FSDP2 (`fully_shard`) and tensor parallel (DTensor) with FSDP2 across, never pipeline parallel. On Trn1 (device xla:
 # Neuron 2.28's PyTorch/XLA stack) DDP only: FSDP2 and DTensor are native PyTorch, which TorchNeuron brings to Trn2
 # and not to Trn1, and PyTorch/XLA's own sharding (NxD's ZeRO-1, tensor parallel) is not in the example.
-TRAINER_SHARDING = {"cuda": ("none", "full"), "neuron": ("none", "full"), "xla": ("none",)}
+TRAINER_SHARDING = {"cuda": ("none", "full", "hybrid"), "neuron": ("none", "full", "hybrid"), "xla": ("none",)}
 
 
 def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | None:
@@ -114,7 +120,7 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     if spread.pipeline > 1:
         return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
                 "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")
-    if spread.tensor > 1 and (spread.sharding != "full" or device == "xla"):
+    if spread.tensor > 1 and (spread.sharding == "none" or device == "xla"):
         return (f"{what} needs tensor parallel {spread.tensor} ({spread.reason}), which the shipped trainer runs with "
                 "FSDP2 across nodes on native PyTorch (CUDA, TorchNeuron), not on the Neuron 2.28 PyTorch/XLA stack")
     if spread.sharding not in TRAINER_SHARDING.get(device, ()):
@@ -122,6 +128,22 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
                 "stack Trn1 trains on does not run: the shipped trainer trains data-parallel (DDP) there, and DDP "
                 f"needs the whole model state on each {spread.rank_memory_gib:g} GiB NeuronCore")
     return None
+
+
+# Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128, arguments.py) x the
+# tensor-parallel size (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding). The trainer pads only where
+# tensor parallel does not divide the vocabulary (examples/slurm/recipe.py padded_vocab, the same rule) and masks the
+# padding logits out of the loss; the export drops the padding rows.
+VOCAB_PAD_MULTIPLE = 128
+
+
+def padded_vocab(vocab: int, tensor: int) -> int:
+    """The output head's rows under tensor parallel `tensor`: `vocab` where `tensor` divides it, else the next
+    multiple of VOCAB_PAD_MULTIPLE x `tensor`."""
+    if tensor <= 1 or vocab % tensor == 0:
+        return vocab
+    multiple = VOCAB_PAD_MULTIPLE * tensor
+    return -(-vocab // multiple) * multiple
 
 
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
@@ -138,7 +160,7 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
         activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
     else:  # every layer's activations kept for backward
         activations = LAYER_ACTIVATION_BYTES * sequence * hidden * kept_layers / tensor
-    logits = LOGIT_BYTES * sequence * vocab / tensor
+    logits = LOGIT_BYTES * sequence * padded_vocab(vocab, tensor) / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
 
@@ -151,7 +173,22 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
            nodes: int, kv_heads: int | None = None, vocab: int = VOCAB, sequence: int = SEQUENCE,
            global_batch_tokens: int = GLOBAL_BATCH_TOKENS) -> Parallelism | None:
     """The layout that fits and trains fastest by the rules of the module docstring, or None when none fits on this
-    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`)."""
+    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`). A
+    vocabulary tensor parallel does not divide is padded (padded_vocab), said in the reason."""
+    spread = _choose(parameters_billion=parameters_billion, layers=layers, hidden=hidden, heads=heads, itype=itype,
+                     nodes=nodes, kv_heads=kv_heads, vocab=vocab, sequence=sequence,
+                     global_batch_tokens=global_batch_tokens)
+    if spread is None or (rows := padded_vocab(vocab, spread.tensor)) == vocab:
+        return spread
+    return replace(spread, reason=spread.reason + (
+        f"; the {vocab:,}-entry vocabulary does not divide by tensor parallel {spread.tensor}: the embedding and "
+        f"output head are padded to {rows:,} rows (a multiple of {VOCAB_PAD_MULTIPLE} x {spread.tensor}, as "
+        "Megatron-LM pads them), the padding logits masked out of the loss and dropped from the export"))
+
+
+def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
+            nodes: int, kv_heads: int | None, vocab: int, sequence: int,
+            global_batch_tokens: int) -> Parallelism | None:
     kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
@@ -197,7 +234,8 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
 
         t, best = min(sharded, key=cost)
         plain = dict(sharded).get(1)
-        return replace(best, reason=_sharded_reason(t, best, plain, batch, sequence))
+        best = replace(best, reason=_sharded_reason(t, best, plain, batch, sequence))
+        return _hybrid(best, itype, parameters_billion, nodes=nodes, budget=budget) or best
     for p in (p for p in range(2, nodes + 1) if nodes % p == 0 and p <= layers):
         for t in degrees or [1]:
             found = layout(t, p, True, f"layers' activations need splitting too: pipeline parallel {p} across "
@@ -205,6 +243,51 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
             if found:
                 return found
     return None
+
+
+# HSDP replaces full sharding only where it cuts the EFA traffic a node sends per step by more than this share.
+HYBRID_MIN_SAVING = 0.10
+
+
+def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *, nodes: int,
+            budget: float) -> Parallelism | None:
+    """HSDP (FSDP2 over a 2-D mesh: shard within a group, replicate across the groups) where the model state fits a
+    shard group inside a node or a group of nodes at `best`'s recompute setting, and the inter-node traffic per step
+    drops: full sharding gathers every weight over EFA every micro-step, HSDP only all-reduces each shard's
+    gradients across the replicas once a step (workloads/communication.py). None: full sharding stays."""
+    t, per_node = best.tensor, best.ranks_per_node
+    full = step(best, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb
+    options = []
+    for shard in range(1, best.data):
+        group = shard * t
+        inside = group <= per_node and per_node % group == 0
+        whole_nodes = group % per_node == 0 and nodes % (group // per_node) == 0
+        if best.data % shard or not (inside or whole_nodes):
+            continue
+        gib = gib_per_rank(parameters_billion * 1e9, best.layers, best.hidden, shards=group, tensor=t, pipeline=1,
+                           sharded=True, vocab=best.vocab, recompute=best.recompute, sequence=best.sequence)
+        if gib > budget:
+            continue
+        spread = replace(best, sharding="hybrid", shard_group=shard, gib_per_rank=round(gib, 1))
+        options.append((step(spread, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb,
+                        -shard, spread))
+    if not options:
+        return None
+    gb, _, spread = min(options, key=lambda o: o[:2])
+    if gb > full * (1 - HYBRID_MIN_SAVING):
+        return None
+    where = "inside a node" if spread.shard_group * t <= per_node else \
+        f"over {spread.shard_group * t // per_node} nodes"
+    why = (f"HSDP: the model state fits a shard group of {spread.shard_group:,} data ranks {where} "
+           f"({spread.gib_per_rank:g} GiB a rank), so FSDP2 shards within it and replicates across "
+           f"{spread.data // spread.shard_group:,} groups: the EFA traffic a node sends per step drops from "
+           f"{full:,.0f} GB (full shard: every weight gathered over the network every micro-step) to {gb:,.0f} GB "
+           "(each shard's gradients all-reduced once)")
+    kept = best.reason.split(": tensor parallel", 1)
+    tp = f"; tensor parallel {t} inside each node ({kept[0]})" if t > 1 else ""
+    recompute = ("; activation checkpointing (recompute every block)" if best.recompute
+                 else "; no activation checkpointing needed")
+    return replace(spread, reason=why + tp + recompute)
 
 
 def _sharded_reason(t: int, best: Parallelism, plain: Parallelism | None, batch: int, sequence: int) -> str:

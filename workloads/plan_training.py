@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from . import communication
 from . import estimates as est
 from . import parallelism
 from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
@@ -309,7 +310,7 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
                       if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)
         count = min(count, MAX_INSTANCES)
     util = utilisation_at(w, itype, count, precision).likely
-    hrs = est.hours(flops, itype, count, util, peak)
+    hrs = _hours(w, itype, count, flops, util, peak)
     billed = est.billed_hours(hrs, price.kind)
     feasible = True
     why = (f"{util:.0%} utilisation ({precision}" + (", recompute" if _layout_recomputes(w, itype, count) else "")
@@ -327,6 +328,25 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
     return Candidate(itype.name, count, f"{acc.count} x {acc.model}", price.usd_per_hour * count,
                      hrs, billed * price.usd_per_hour * count, feasible, why, price_kind=price.kind,
                      refused_by=refused_by)
+
+
+def step_communication(w: Workload, itype: InstanceType, count: int, utilisation: float,
+                       peak_tflops: float) -> communication.Communication | None:
+    """One optimizer step's communication on `count` nodes against its compute at `utilisation` (None: no layout)."""
+    spread = _choose_layout(w, itype, count)
+    if spread is None:
+        return None
+    tokens = spread.global_batch * spread.sequence
+    compute_s = est.training_flops(w.model.parameters_billion, tokens / 1e9) / \
+        (peak_tflops * 1e12 * count * utilisation)
+    return communication.step(spread, itype, parameters_billion=w.model.parameters_billion, compute_s=compute_s)
+
+
+def _hours(w: Workload, itype: InstanceType, count: int, flops: float, utilisation: float, peak: float | None) -> float:
+    """The run's hours: its compute at `utilisation`, plus the communication its layout cannot hide."""
+    hours = est.hours(flops, itype, count, utilisation, peak)
+    comm = step_communication(w, itype, count, utilisation, peak or itype.peak_tflops or 0)
+    return hours * comm.factor if comm else hours
 
 
 def _trainer_refusal(w: Workload, itype: InstanceType, count: int) -> str | None:
@@ -473,7 +493,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
 
     final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
     acc = itype.accelerator
-    spread = None if classic or acc is None else _parallelism(w, itype, count, decisions)
+    spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
         spread = _run_length(w, spread, tokens, decisions)
@@ -492,6 +512,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
                                 "the estimate is at fp8 throughput, but the shipped train.py computes in bf16 (no "
                                 "float8 layers): with it the run is slower than planned; train with an fp8 recipe "
                                 "(Transformer Engine, torchao float8) to hold the estimate", ""))
+    if precision and (borrowed := _borrowed_utilisation(itype, precision, cat)):
+        findings.append(borrowed)
     findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
@@ -571,6 +593,23 @@ def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list
     return 0
 
 
+def _borrowed_utilisation(itype: InstanceType, precision: str, cat: Catalog) -> Finding | None:
+    """A WARNING where the estimate rests on another accelerator's published runs because the type's own were
+    searched for and not found (utilisation.yaml `borrowed`): the time and cost are that accelerator's utilisation
+    applied to this one's peak."""
+    assert itype.accelerator
+    u = load_utilisation()
+    model = itype.accelerator.model
+    entry = u.borrowed.get(model)
+    if entry is None or entry[0] != precision:
+        return None
+    stand_in = u.stand_in.get(model, u.spread_from)
+    src = cat.sources[entry[1]]
+    return Finding(WARNING, "training.instance_type", itype.name,
+                   f"the {precision} estimate uses {stand_in}'s published utilisation on {model}'s peak, not {model}'s "
+                   f"own: {entry[2]}; the run may be faster or slower than planned", f"{src.title} <{src.url}>")
+
+
 def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
     """A family its vendor's current stack dropped trains on the last release that supports it: built, with a
     warning that says what that means and where it is written."""
@@ -580,7 +619,8 @@ def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) 
                    source)
 
 
-def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str]) -> Parallelism:
+def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str],
+                 estimate: TrainingEstimate | None = None) -> Parallelism:
     spread = _choose_layout(w, itype, count)
     if spread is None:
         per_node, gib = devices(itype)
@@ -589,7 +629,13 @@ def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[s
         raise ConfigError(field, value, "more nodes, or a type with more accelerator memory",
                           reason=f"no data/tensor/pipeline layout of a {w.model.parameters_billion:g}B model fits "
                                  f"{count} x {itype.name} ({count * per_node} ranks of {gib:g} GiB)")
-    decisions.append(f"layout: {spread.reason}")
+    line = f"layout: {spread.reason}"
+    if estimate is not None and estimate.utilisation:
+        peak = est.peak_tflops(itype, precision_of(w, itype)[0], load_utilisation()) or itype.peak_tflops or 0
+        comm = step_communication(w, itype, count, estimate.utilisation, peak)
+        if comm is not None:
+            line += f"; {comm.line()}"
+    decisions.append(line)
     return spread
 
 
@@ -715,7 +761,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
         util, util_range, basis = r.likely, (r.low, r.high), r.basis
         peak = est.peak_tflops(itype, precision, load_utilisation())
-        low_h, hrs, high_h = (est.hours(flops, itype, count, u, peak) for u in (r.high, r.likely, r.low))
+        low_h, hrs, high_h = (_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
     else:
         u = load_utilisation()
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)

@@ -98,7 +98,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if t.parallelism:
         lay = t.parallelism
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
-                      f"ranks, {'FSDP2 full shard' if lay.sharding == 'full' else 'DDP (no sharding)'}; about "
+                      f"ranks, {SHARDING_WORDS[lay.sharding].format(lay=lay)}; about "
                       f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{f' (priced at {t.precision})' if t.precision and t.precision != lay.precision else ''}, fp32 weights + AdamW, "
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
@@ -232,6 +232,8 @@ def _print_monthly(p: Plan, console: Console) -> None:
 
 
 SHOWN_CANDIDATES = 8
+SHARDING_WORDS = {"none": "DDP (no sharding)", "full": "FSDP2 full shard",
+                  "hybrid": "HSDP (FSDP2 sharded over {lay.shard_group} data ranks, replicated across the rest)"}
 
 
 def _print_serving_candidates(p: Plan, console: Console) -> None:

@@ -40,7 +40,9 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
         tmp = args.export_dir.with_name(args.export_dir.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        save_file({k: v.to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
+        # A vocabulary padded for tensor parallel goes out as the tokenizer's: the padding rows are dropped.
+        rows = {k: args.vocab if k.endswith(("embed_tokens.weight", "lm_head.weight")) else None for k in state}
+        save_file({k: v[:rows[k]].to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
                   metadata={"format": "pt"})
         config = {**hf_config(args, str(dtype).removeprefix("torch.")), **special_ids(args.tokenizer)}
         (tmp / "config.json").write_text(json.dumps(config, indent=2))

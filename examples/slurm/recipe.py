@@ -1,6 +1,6 @@
 """What examples/slurm/train.py needs to train at scale, beside it: tensor parallel inside a node, one initialisation
 whatever the layout, Llama 2's optimiser recipe, gradient clipping over sharded gradients, fp16 loss scaling and the
-data order of an epoch.
+data order of an epoch; files replaced whole (publish) and the calibration measurement.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import time
 from pathlib import Path
 
 import torch
@@ -22,32 +24,73 @@ RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warm
 LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
 
-def tensor_parallel(model: nn.Module, args: argparse.Namespace, device: torch.device):
-    """Split every block's projections over the `tensor` ranks of a node (ranks are numbered node by node, so the
-    inner mesh dimension stays inside one): q/k/v, gate and up by output columns, o and down by input rows, one
-    all-reduce after attention and one after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is
-    split over the vocabulary and the loss computed on the shards (loss_parallel), so no rank holds all the logits.
-    Returns the data-parallel mesh FSDP2 shards over."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+# Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128) x the tensor-parallel
+# size (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding; arguments.py
+# --make-vocab-size-divisible-by default=128). Here only where tensor parallel does not divide it.
+VOCAB_PAD_MULTIPLE = 128
+PADDED_ROWS = ("embed_tokens.weight", "lm_head.weight")  # the parameters with a row per vocabulary entry
 
+
+def padded_vocab(vocab: int, tensor: int) -> int:
+    """The embedding and output head's rows under tensor parallel `tensor`: the vocabulary itself where `tensor`
+    divides it, else the next multiple of VOCAB_PAD_MULTIPLE x `tensor` (the padding logits are masked out)."""
+    if tensor <= 1 or vocab % tensor == 0:
+        return vocab
+    multiple = VOCAB_PAD_MULTIPLE * tensor
+    return -(-vocab // multiple) * multiple
+
+
+def device_meshes(args: argparse.Namespace, device: torch.device):
+    """The mesh FSDP2 shards over and the tensor-parallel mesh, (None, None) where plain FSDP2 over every rank does.
+    Ranks are numbered node by node: tensor parallel is the inner dimension (inside a node), then the shard group,
+    then the replicas. `sharding: hybrid` (HSDP) gives FSDP2 a 2-D (replicate, shard) mesh: each shard group of
+    --shard-group data ranks holds the state sharded, the groups replicate it and all-reduce their gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if args.tensor == 1 and args.sharding != "hybrid":
+        return None, None
     world = dist.get_world_size()
     if world % args.tensor:
         raise SystemExit(f"tensor parallel {args.tensor} does not divide the {world} ranks")
-    mesh = init_device_mesh(device.type, (world // args.tensor, args.tensor), mesh_dim_names=("data", "tensor"))
+    data = world // args.tensor
+    if args.sharding == "hybrid":
+        shard = args.shard_group or data
+        if data % shard:
+            raise SystemExit(f"the shard group of {shard} data ranks (--shard-group) does not divide the {data} data "
+                             "ranks")
+        mesh = init_device_mesh(device.type, (data // shard, shard, args.tensor),
+                                mesh_dim_names=("replicate", "shard", "tensor"))
+        data_mesh = mesh["replicate", "shard"]
+    else:
+        mesh = init_device_mesh(device.type, (data, args.tensor), mesh_dim_names=("data", "tensor"))
+        data_mesh = mesh["data"]
+    return data_mesh, mesh["tensor"] if args.tensor > 1 else None
+
+
+def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> None:
+    """Split every block's projections over the `tensor` ranks of a node (the inner mesh dimension stays inside
+    one): q/k/v, gate and up by output columns, o and down by input rows, one all-reduce after attention and one
+    after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is split over the vocabulary and the
+    loss computed on the shards (loss_parallel), so no rank holds all the logits."""
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
     plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
             "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
             "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
     for block in model.blocks:
-        parallelize_module(block, mesh["tensor"], plan)
+        parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads
         block.self_attn.kv_heads //= args.tensor
-    if args.vocab % args.tensor == 0:
-        parallelize_module(model.lm_head, mesh["tensor"], ColwiseParallel(output_layouts=Shard(-1),
-                                                                          use_local_output=False))
-        model.vocab_parallel = True
-    return mesh["data"]
+    parallelize_module(model.lm_head, tensor_mesh, ColwiseParallel(output_layouts=Shard(-1), use_local_output=False))
+    model.vocab_parallel = True
+    rows = model.lm_head.weight.shape[0]
+    if rows > args.vocab:  # a padded vocabulary: its padding logits are -inf, so no probability and no gradient
+        from torch.distributed.tensor import distribute_tensor
+
+        mask = torch.zeros(rows, device=tensor_mesh.device_type)
+        mask[args.vocab:] = float("-inf")
+        model.vocab_mask = distribute_tensor(mask, tensor_mesh, [Shard(0)])  # split as the logits are
 
 
 def init_weights(model: nn.Module, device: torch.device) -> None:
@@ -60,13 +103,17 @@ def init_weights(model: nn.Module, device: torch.device) -> None:
     from torch.distributed.tensor import DTensor, distribute_tensor
 
     on = device if device.type in ("cuda", "cpu") else torch.device("cpu")  # where a generator is sure to exist
+    vocab = getattr(model, "vocab", None)
     with torch.no_grad():
         for name, param in model.named_parameters():
             if param.dim() == 1:
                 full = torch.ones(param.shape, device=on)
             else:
                 generator = torch.Generator(device=on).manual_seed(zlib.crc32(name.encode()))
-                full = torch.empty(param.shape, device=on).normal_(0.0, 0.02, generator=generator)
+                # A padded vocabulary's rows beyond the tokenizer's are zero: the real rows are drawn as unpadded.
+                rows = vocab if vocab and param.shape[0] > vocab and name.endswith(PADDED_ROWS) else param.shape[0]
+                full = torch.zeros(param.shape, device=on)
+                full[:rows].normal_(0.0, 0.02, generator=generator)
             if isinstance(param, DTensor):
                 local = distribute_tensor(full, param.device_mesh, param.placements).to_local()
                 param.to_local().copy_(local)
@@ -220,3 +267,46 @@ def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: i
     micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
     first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
     return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
+
+
+def publish(path: Path, text: str) -> None:
+    """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
+    previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+class Calibration:
+    """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
+    token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
+
+    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
+        self.args, self.world = args, world
+        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
+        self.warmup = max(1, args.steps // 5)
+        self.start = self.last = (time.time(), 0)
+
+    def after(self, step: int) -> None:
+        self.last = (time.time(), step)
+        if step == self.warmup:
+            self.start = self.last
+
+    def write(self, rank: int) -> None:
+        seconds, steps = self.last[0] - self.start[0], self.last[1] - self.start[1]
+        tokens_s = steps * self.args.global_batch * self.args.seq / seconds  # a step: the global batch's sequences
+        peak = self.args.peak_tflops
+        result = {"tokens_per_s": tokens_s, "mfu": 6 * self.parameters * tokens_s / (peak * 1e12 * self.world)
+                  if peak else None, "parameters": self.parameters, "ranks": self.world,
+                  "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
+                      os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
+                  "steps_timed": steps, "seconds": seconds, "device": self.args.device,
+                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
+        if rank == 0:
+            self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
+            publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")
+            print(f"calibration: {tokens_s:,.0f} tokens/s" + (f", MFU {result['mfu']:.1%}" if peak else "") +
+                  f" -> {self.args.calibrate_output}", flush=True)

@@ -9,7 +9,8 @@ names. `--device xla`: Trn1's legacy PyTorch/XLA path (Neuron 2.28), data-parall
 
 The layout file is the plan's `training.parallelism` (python -m workloads plan NAME --json), which the TrainStack
 writes on every node: the model's shape, how it is spread and how it trains. `sharding: none` trains with
-DistributedDataParallel, `sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3); `tensor`
+DistributedDataParallel, `sharding: full` with FSDP2 (`fully_shard` on every block, then the root: ZeRO-3), `sharding:
+hybrid` with HSDP (FSDP2 over a (replicate, shard) mesh: sharded within `shard_group` data ranks, replicated across); `tensor`
 above 1 splits every block's projections inside a node with PyTorch's DTensor tensor parallelism (Megatron's column
 and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
 Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
@@ -55,8 +56,9 @@ from torch.utils.checkpoint import checkpoint as recompute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
-from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients, init_weights,  # noqa: E402
-                    learning_rate, optimizer_for, tensor_parallel)
+from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
+                    Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
+                    tensor_parallel)
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
@@ -83,7 +85,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--intermediate", type=int, help="SwiGLU width (default: Llama 3's rule from hidden)")
     p.add_argument("--seq", type=int)
     p.add_argument("--vocab", type=int)
-    p.add_argument("--sharding", choices=("none", "full"))
+    p.add_argument("--sharding", choices=("none", "full", "hybrid"))
+    p.add_argument("--shard-group", type=int, help="sharding hybrid (HSDP): data ranks each shard group holds the "
+                   "state over (default: the layout's, else every data rank)")
     p.add_argument("--data", type=Path, help="the prepare step's shard directory (or one uint16 token file); "
                    "synthetic tokens when absent")
     p.add_argument("--text", type=Path, help="raw text to tokenize into --data first, on each node (prepare.py)")
@@ -104,7 +108,7 @@ def parse() -> argparse.Namespace:
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
                            ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
                            ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),
-                           ("checkpoint_every", 100)):
+                           ("checkpoint_every", 100), ("shard_group", 0)):
         if getattr(args, field) is None:
             key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
                    "warmup": "warmup_steps"}.get(field, field)
@@ -115,7 +119,7 @@ def parse() -> argparse.Namespace:
     if args.intermediate is None:
         args.intermediate = layout.get("intermediate") if layout.get("hidden") == args.hidden else None
         args.intermediate = args.intermediate or llama_intermediate(args.hidden)
-    if args.device == "xla" and args.sharding == "full":
+    if args.device == "xla" and args.sharding in ("full", "hybrid"):
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
@@ -144,9 +148,9 @@ def parse() -> argparse.Namespace:
                 "layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across); use a pipeline-parallel "
                 "trainer for this plan")
     if args.tensor > 1:
-        if args.sharding != "full" or args.device == "xla":
-            p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full) on cuda, neuron or "
-                    f"cpu, not with sharding {args.sharding} on {args.device}")
+        if args.sharding == "none" or args.device == "xla":
+            p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full or hybrid) on cuda, "
+                    f"neuron or cpu, not with sharding {args.sharding} on {args.device}")
         for name, value in (("heads", args.heads), ("kv-heads", args.kv_heads), ("intermediate", args.intermediate)):
             if value % args.tensor:  # each rank holds whole heads and an equal slice of the SwiGLU width
                 p.error(f"--{name} {value} is not divisible by the tensor-parallel degree {args.tensor}")
@@ -251,13 +255,15 @@ class Body(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 recompute_blocks: bool) -> None:
+                 recompute_blocks: bool, rows: int = 0) -> None:
         super().__init__()
-        self.model = Body(vocab=vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+        self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                           intermediate=intermediate)
-        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        self.lm_head = nn.Linear(hidden, rows or vocab, bias=False)
         self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
         self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
+        self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
+        self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
 
     @property
     def blocks(self) -> nn.ModuleList:
@@ -272,7 +278,8 @@ class Llama(nn.Module):
                 x = recompute(block, x, cos, sin, use_reentrant=False)
             else:
                 x = block(x, cos, sin)
-        return self.lm_head(self.model.norm(x))
+        logits = self.lm_head(self.model.norm(x))
+        return logits if self.vocab_mask is None else logits + self.vocab_mask
 
 
 class Training(Stateful):
@@ -312,7 +319,7 @@ def setup(kind: str) -> torch.device:
 
 
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
-    shape = dict(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
+    shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute)
     compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
     if args.sharding == "none":
@@ -330,9 +337,9 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
         model = Llama(**shape)
-    data_mesh = None
-    if args.tensor > 1:
-        data_mesh = tensor_parallel(model, args, device)
+    data_mesh, tensor_mesh = device_meshes(args, device)
+    if tensor_mesh is not None:
+        tensor_parallel(model, args, tensor_mesh)
     # Compute in the layout's dtype, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
     mp = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32) if compute else MixedPrecisionPolicy()
     for block in model.blocks:
@@ -413,17 +420,6 @@ class Checkpointer:
         future.result()
 
 
-def publish(path: Path, text: str) -> None:
-    """Replace `path` with `text` whole or not at all: a job killed mid-write (a node lost, a time limit) leaves the
-    previous file, never half of one. The bytes reach the disk before the rename makes them the file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-
-
 def prune(directory: Path, keep: int) -> None:
     """Keep the newest `keep` checkpoints up to `latest` (FSx is sized for them): older ones go only behind a
     complete newer one."""
@@ -450,38 +446,6 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
                              f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
     elif rank == 0:
         publish(path, json.dumps(run, indent=2))
-
-
-class Calibration:
-    """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
-    token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
-
-    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
-        self.args, self.world = args, world
-        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
-        self.warmup = max(1, args.steps // 5)
-        self.start = self.last = (time.time(), 0)
-
-    def after(self, step: int) -> None:
-        self.last = (time.time(), step)
-        if step == self.warmup:
-            self.start = self.last
-
-    def write(self, rank: int) -> None:
-        seconds, steps = self.last[0] - self.start[0], self.last[1] - self.start[1]
-        tokens_s = steps * self.args.global_batch * self.args.seq / seconds  # a step: the global batch's sequences
-        peak = self.args.peak_tflops
-        result = {"tokens_per_s": tokens_s, "mfu": 6 * self.parameters * tokens_s / (peak * 1e12 * self.world)
-                  if peak else None, "parameters": self.parameters, "ranks": self.world,
-                  "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
-                      os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
-                  "steps_timed": steps, "seconds": seconds, "device": self.args.device,
-                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
-        if rank == 0:
-            self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
-            publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")
-            print(f"calibration: {tokens_s:,.0f} tokens/s" + (f", MFU {result['mfu']:.1%}" if peak else "") +
-                  f" -> {self.args.calibrate_output}", flush=True)
 
 
 def main() -> None:
@@ -525,8 +489,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     for sig in (signal.SIGTERM, signal.SIGUSR1):  # Slurm's warning before a requeue, preemption or time limit
         signal.signal(sig, lambda number, _: stop.update(signal=number))
     if rank == 0:
-        how = "FSDP2" if args.sharding == "full" else "DDP"
+        how = {"full": "FSDP2", "none": "DDP"}.get(args.sharding) or \
+            f"HSDP, replicate {data_ranks // (args.shard_group or data_ranks)} x shard {args.shard_group or data_ranks}"
         how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
+        if (rows := padded_vocab(args.vocab, args.tensor)) != args.vocab:
+            how += f", vocabulary {args.vocab:,} padded to {rows:,} (masked)"
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
               f"({how}, {args.device}); global batch {args.global_batch} sequences = {data_ranks} data ranks x "
               f"{args.batch} x {micro_steps} micro-steps", flush=True)
@@ -548,7 +515,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             last = micro == micro_steps - 1
             batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
             # Gradients are reduced across the data ranks once, after the last micro-step.
-            if args.sharding == "full":
+            if args.sharding != "none":
                 model.set_requires_gradient_sync(last)
             sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
             # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank

@@ -280,6 +280,17 @@ class MfuFigure(Measurement):
 
 
 @dataclass(frozen=True)
+class Interconnect:
+    """One device's link to the others in its node (NVLink, NeuronLink or PCIe), GB/s in each direction."""
+
+    gb_s: float
+    source: str
+    what: str
+    stand_in: str | None = None  # the device whose figure this is, where the model has none of its own
+    unconfirmed: bool = False
+
+
+@dataclass(frozen=True)
 class Utilisation:
     """Published MFU figures by accelerator model and size band, and classic-ML CPU throughput."""
 
@@ -294,6 +305,10 @@ class Utilisation:
     # precision -> accelerator model -> (dense TFLOPS per device, source) beside the catalog's own dtype
     peaks: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)
     stand_in_by_precision: dict[str, dict[str, str]] = field(default_factory=dict)
+    # accelerator model -> its link to the other devices of its node: GB/s a direction, and what the figure is
+    intra_node: dict[str, Interconnect] = field(default_factory=dict)
+    # accelerator model -> (precision, source, why) where its stand-in was kept after its own rows were searched for
+    borrowed: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def figures(self, model: str, band: str, precision: str) -> tuple[MfuFigure, ...]:
         return self.by_precision.get((model, band, precision), ())
@@ -323,7 +338,19 @@ def load_utilisation() -> Utilisation:
                        large_band_billion=float(data["large_band_billion"]), classic_rates=rates,
                        classic_rounds=int(data["classic_rounds"]),
                        by_precision={k: tuple(v) for k, v in rows.items()}, peaks=peaks,
-                       stand_in_by_precision={p: dict(v) for p, v in data["stand_in_by_precision"].items()})
+                       stand_in_by_precision={p: dict(v) for p, v in data["stand_in_by_precision"].items()},
+                       intra_node=_intra_node(data.get("intra_node_gb_s_per_device", {}), known),
+                       borrowed={m: (b["precision"], b["source"], f"{b['why']} (searched {b['searched']})")
+                                 for m, b in data.get("borrowed", {}).items()})
+
+
+def _intra_node(rows: dict, known: dict[str, Source]) -> dict[str, Interconnect]:
+    out = {}
+    for model, row in rows.items():
+        _cited("utilisation.yaml intra_node_gb_s_per_device", [row["source"]], known)
+        out[model] = Interconnect(float(row["gb_s"]), row["source"], row["what"], row.get("stand_in"),
+                                  bool(row.get("unconfirmed", False)))
+    return out
 
 
 @dataclass(frozen=True)
