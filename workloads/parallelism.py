@@ -19,7 +19,9 @@ Memory per rank, in bytes, as examples/slurm/train.py holds it (measured on an H
 tests/test_parallelism.py). The peak is the larger of the forward/backward and the optimizer step:
 - model state: 16 per parameter, divided by the ranks it is sharded over: fp32 weights, fp32 gradients and AdamW's
   two fp32 moments. DDP keeps its gradients in its buckets (gradient_as_bucket_view) and computes in bf16 under
-  autocast; FSDP2 keeps fp32 shards and casts to bf16 per layer (MixedPrecisionPolicy) with fp32 reduction.
+  autocast; FSDP2 keeps fp32 shards and casts to bf16 per layer (MixedPrecisionPolicy) with fp32 reduction. With
+  gradient accumulation FSDP2 reduce-scatters every micro-step (train.py micro_step), so its gradients stay sharded:
+  with the sync off until the last micro-step it would hold every parameter's unsharded fp32 gradient on each rank.
   (ZeRO's accounting gives the same 16: Rajbhandari et al. 2020, section 3.1.)
 - forward/backward: DDP also holds autocast's bf16 copy of every weight (2 per parameter) until the forward
   ends; FSDP2 holds a gathered layer's bf16 weights and gradients (4 per parameter of one layer);
@@ -41,7 +43,10 @@ from dataclasses import asdict, dataclass, replace
 
 from .catalog import InstanceType, devices
 
-STATE_BYTES_PER_PARAM = 16
+# fp32 weights, fp32 gradients (FSDP2: sharded after every micro-step's reduce-scatter, examples/slurm/train.py
+# micro_step; tests/test_trainer.py measures it) and AdamW's two fp32 moments.
+GRADIENT_BYTES_PER_PARAM = 4
+STATE_BYTES_PER_PARAM = 4 + GRADIENT_BYTES_PER_PARAM + 8
 AUTOCAST_BYTES_PER_PARAM = 2  # DDP
 WORKING_BYTES_PER_LAYER_PARAM = 4  # FSDP2
 LAYER_ACTIVATION_BYTES = 34  # per token and hidden unit

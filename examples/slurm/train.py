@@ -545,18 +545,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         for micro in range(micro_steps):
-            last = micro == micro_steps - 1
             batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
-            # Gradients are reduced across the data ranks once, after the last micro-step.
-            if args.sharding == "full":
-                model.set_requires_gradient_sync(last)
-            sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
-            # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
-            # computes its shard's part of the softmax, never gathering the logits.
-            split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
-            with sync, split:
-                loss = forward_loss(model, batch, args, autocast)
-                (loss * (state.scaler.scale / micro_steps)).backward()
+            loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
+                              last=micro == micro_steps - 1)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
         if state.scaler.enabled:
@@ -601,6 +592,27 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         timed.write(rank)
     elif state.step == args.steps and args.export_dir:
         export(model, args, rank)
+
+
+def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
+               last: bool) -> torch.Tensor:
+    """One micro-step's forward and backward, its gradients added to the step's; returns its loss.
+
+    DDP reduces the gradients once, after the last micro-step (no_sync before): its ranks hold whole gradients
+    anyway. FSDP2 reduce-scatters every micro-step, as torchtitan does (pytorch/torchtitan torchtitan/train.py,
+    Trainer.train_step: forward_backward_step per microbatch, gradient sync never turned off): with the sync off,
+    FSDP2 keeps each parameter's whole gradient, unsharded, in the reduce dtype (fp32) until the last micro-step
+    (torch.distributed.fsdp.FSDPModule.set_requires_gradient_sync), 4 B per parameter of the whole model on every
+    rank, more than the sharded state the plan counts (16 B per parameter over all ranks). A reduce-scatter per
+    micro-step costs communication, never memory."""
+    sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
+    # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
+    # computes its shard's part of the softmax, never gathering the logits.
+    split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
+    with sync, split:
+        loss = forward_loss(model, batch, args, autocast)
+        (loss * scale).backward()
+    return loss
 
 
 def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast) -> torch.Tensor:
