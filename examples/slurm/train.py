@@ -596,15 +596,10 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
 
 def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
                last: bool) -> torch.Tensor:
-    """One micro-step's forward and backward, its gradients added to the step's; returns its loss.
-
-    DDP reduces the gradients once, after the last micro-step (no_sync before): its ranks hold whole gradients
-    anyway. FSDP2 reduce-scatters every micro-step, as torchtitan does (pytorch/torchtitan torchtitan/train.py,
-    Trainer.train_step: forward_backward_step per microbatch, gradient sync never turned off): with the sync off,
-    FSDP2 keeps each parameter's whole gradient, unsharded, in the reduce dtype (fp32) until the last micro-step
-    (torch.distributed.fsdp.FSDPModule.set_requires_gradient_sync), 4 B per parameter of the whole model on every
-    rank, more than the sharded state the plan counts (16 B per parameter over all ranks). A reduce-scatter per
-    micro-step costs communication, never memory."""
+    """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
+    once, after the last micro-step (its ranks hold whole gradients anyway). FSDP2 reduce-scatters every micro-step,
+    as torchtitan does (torchtitan/train.py train_step): with sync off it would keep every parameter's unsharded fp32
+    gradient on each rank until the last (FSDPModule.set_requires_gradient_sync), 4 B per parameter of the model."""
     sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
     # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
     # computes its shard's part of the softmax, never gathering the logits.
