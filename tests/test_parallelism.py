@@ -120,3 +120,50 @@ def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
         assert query % spread.tensor == 0 and spread.kv_heads % spread.tensor == 0, (nodes, spread.tensor)
         tensor.add(spread.tensor)
     assert tensor, "no layout at any size: the check above never ran"
+
+
+@pytest.mark.parametrize("billions", [1, 3, 8, 13, 34, 70])
+def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monkeypatch):
+    """Issue 33 B2: for each usual decoder shape, the layout the planner writes makes examples/slurm/train.py build
+    (on the meta device: no memory) a model with exactly the parameters the plan sized memory and time from."""
+    import importlib.util
+    import json
+    import sys
+    from dataclasses import asdict
+    from pathlib import Path
+
+    import torch
+
+    from workloads.plan_training import _choose_layout, trained_billion
+
+    w = load("huge", {"model.parameters_billion": str(billions)})
+    spread = next(s for n in (1, 2, 4, 8, 16) if (s := _choose_layout(w, _types()["p5.48xlarge"], n)) is not None)
+    layout = tmp_path / "layout.json"
+    layout.write_text(json.dumps(asdict(spread)))
+    trainer = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
+    spec = importlib.util.spec_from_file_location("train", trainer)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu", "--layout", str(layout),
+                                      "--checkpoint-dir", str(tmp_path), "--export-dir", str(tmp_path)])
+    args = train.parse()
+    with torch.device("meta"):
+        model = train.Llama(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads,
+                            kv_heads=args.kv_heads, intermediate=args.intermediate, recompute_blocks=False)
+    built = sum(p.numel() for p in model.parameters())
+    assert spread.intermediate and built == round(trained_billion(w) * 1e9), (built, trained_billion(w))
+
+
+def test_a_stated_size_the_shape_does_not_have_is_warned_and_the_plan_sizes_the_shape():
+    """Issue 33 B2: 405B stated with no shape gets the largest usual decoder (Llama 3.1 70B's, about 69B): the plan
+    sizes memory and time from what the trainer builds and says so, naming both sizes."""
+    from workloads.plan_training import plan_training, trained_billion
+
+    w = load("huge", {"model.parameters_billion": "405"})
+    training = plan_training(w, load_catalog())  # training alone: the 405B endpoint is another matter
+    warned = [f for f in training.findings if f.field == "model.parameters_billion"]
+    assert len(warned) == 1 and warned[0].level == "WARNING", training.findings
+    assert "405B stated" in warned[0].message and f"{trained_billion(w):.3g}B" in warned[0].message
+    assert training.estimate.flops == pytest.approx(6 * trained_billion(w) * 1e9 * training.estimate.tokens_billion
+                                                    * 1e9)
+    assert not [f for f in plan(load("huge")).training.findings if f.field == "model.parameters_billion"]

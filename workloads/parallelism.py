@@ -88,7 +88,7 @@ class Parallelism:
     # forward, 8N instead of 6N FLOPs per token, so the estimate's utilisation is 3/4 of the measured (no recompute).
     recompute: bool = True
     kv_heads: int = 0  # grouped-query attention, the Llama shape the trainer builds (0: as heads)
-    intermediate: int = 0  # SwiGLU width (0: the trainer's Llama 3 rule)
+    intermediate: int = 0  # SwiGLU width: the planned decoder's (0: the trainer's Llama 3 rule)
     keep_checkpoints: int = 2  # what FSx is sized for; the trainer deletes older ones
     export_dir: str = ""  # where the trainer writes the final Hugging Face directory (FSx exports it to models/)
     shutdown_timeout_s: int = 30  # torchrun's wait after SIGTERM: the checkpoint time (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
@@ -148,15 +148,25 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
     return (state + max(working + activations + logits, step)) / 2**30
 
 
+def decoder_parameters(*, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int, vocab: int) -> int:
+    """The parameters examples/slurm/train.py's Llama holds: the embeddings and an untied output head (vocab x hidden
+    each); per layer q and o (hidden x heads x head size), k and v (hidden x kv heads x head size: grouped-query
+    attention), SwiGLU's gate, up and down (3 x hidden x intermediate) and two RMSNorm weights; the final norm."""
+    head_dim = hidden // heads
+    per_layer = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 3 * hidden * intermediate + 2 * hidden
+    return 2 * vocab * hidden + layers * per_layer + hidden
+
+
 def recipe_lr(parameters_billion: float) -> float:
     return next(lr for limit, lr in RECIPE_LR if parameters_billion <= limit)
 
 
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
            nodes: int, kv_heads: int | None = None, vocab: int = VOCAB, sequence: int = SEQUENCE,
-           global_batch_tokens: int = GLOBAL_BATCH_TOKENS) -> Parallelism | None:
+           global_batch_tokens: int = GLOBAL_BATCH_TOKENS, intermediate: int = 0) -> Parallelism | None:
     """The layout that fits and trains fastest by the rules of the module docstring, or None when none fits on this
-    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`)."""
+    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`);
+    `intermediate`: the SwiGLU width the trainer builds, written into the layout (0: the trainer's own rule)."""
     kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
@@ -179,6 +189,7 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
                                    sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
                                    gib_per_rank=round(gib, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
                                    hidden=hidden, heads=heads, kv_heads=kv_heads, sequence=sequence, vocab=vocab,
+                                   intermediate=intermediate,
                                    recompute=recompute, global_batch=data * micro_steps, precision=precision,
                                    lr=recipe_lr(parameters_billion),
                                    reason=reason + ("; activation checkpointing (recompute every block)"

@@ -18,7 +18,7 @@ from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
-from .serving import attention_heads, model_shape
+from .serving import attention_heads, ffn_width, model_shape, shape_line
 from . import layout
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
@@ -274,14 +274,37 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     return itype, ""
 
 
-def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
-    """parallelism.choose for this workload's decoder: the config's heads (or the usual ones at its size) and the
-    usual decoder's grouped-query key/value heads where they divide the heads (else one per head)."""
+def _decoder(w: Workload) -> dict:
+    """The decoder the shipped trainer builds for this workload: the config's shape, each absent value the usual
+    decoder's at its size, the usual grouped-query key/value heads where they divide the heads (else one per head)."""
     layers, _, kv, hidden = model_shape(w)
     heads, _ = attention_heads(w)
-    return parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                              heads=heads, kv_heads=kv if heads % kv == 0 else heads, itype=itype, nodes=count,
-                              vocab=w.model.vocab_size or parallelism.VOCAB,
+    return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv if heads % kv == 0 else heads,
+                intermediate=ffn_width(w), vocab=w.model.vocab_size or parallelism.VOCAB)
+
+
+def trained_billion(w: Workload) -> float:
+    """The parameters (billions) of the decoder the trainer builds (parallelism.decoder_parameters): what memory and
+    time are sized from, whatever model.parameters_billion says (a WARNING when they differ by over a tenth)."""
+    return parallelism.decoder_parameters(**_decoder(w)) / 1e9
+
+
+def _shape_mismatch(w: Workload) -> Finding | None:
+    """A WARNING when the decoder the trainer builds differs from model.parameters_billion by more than a tenth: the
+    plan sizes memory and time from the shape's count, so the stated size is not what is trained or priced."""
+    stated, built = w.model.parameters_billion, trained_billion(w)
+    if abs(built / stated - 1) <= 0.1:
+        return None
+    return Finding(WARNING, "model.parameters_billion", stated,
+                   f"the decoder the trainer builds ({shape_line(w)}) has {built:.3g}B parameters, not the "
+                   f"{stated:g}B stated: memory and time are sized at {built:.3g}B; set the model's shape "
+                   "(model.layers, hidden_size, attention_heads, kv_heads, intermediate_size, vocab_size) or "
+                   "parameters_billion to match it", "")
+
+
+def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
+    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count."""
+    return parallelism.choose(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                               sequence=w.training.sequence_length or parallelism.SEQUENCE,
                               global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
 
@@ -291,7 +314,7 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
     assert price and itype.accelerator
     precision, _ = precision_of(w, itype)
     peak = est.peak_tflops(itype, precision, load_utilisation())
-    min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
+    min_mem = est.min_instances_for_memory(trained_billion(w), itype)
     if w.training.instance_count is not None:
         count = w.training.instance_count
     else:
@@ -442,7 +465,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     orchestrator = w.training.orchestrator or _default_orchestrator(tier)
     classic = tier in CLASSIC_ML
     tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
-    flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
+    flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
     if orchestrator == "slurm":
         _capacity_as_sold(w, cat, tier)
@@ -492,6 +515,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
                                 "the estimate is at fp8 throughput, but the shipped train.py computes in bf16 (no "
                                 "float8 layers): with it the run is slower than planned; train with an fp8 recipe "
                                 "(Transformer Engine, torchao float8) to hold the estimate", ""))
+    if spread is not None and (mismatch := _shape_mismatch(w)):
+        findings.append(mismatch)
     findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(

@@ -44,6 +44,8 @@ class Model(_Frozen):
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
+    # The SwiGLU width (config.json's intermediate_size): what the trainer builds and the plan counts parameters from.
+    intermediate_size: int | None = Field(default=None, ge=1, le=10_000_000)
     vocab_size: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
