@@ -63,8 +63,11 @@ def test_the_memory_per_rank_matches_what_the_trainer_measured_on_an_h100(params
                                                                         optimizer, measured):
     # Never materially under what the trainer held (a plan that fits must run), and at most a quarter over (the
     # plan counts foreach AdamW's step where the fused kernel needs less, and FSDP2's logits generously).
+    # The SwiGLU width these multi-head decoders had: what their parameters leave after embeddings, head,
+    # attention (4 x hidden^2 a layer) and norms.
+    width = round(((params - 2 * vocab * hidden - hidden) / layers - 4 * hidden**2 - 2 * hidden) / (3 * hidden))
     estimate = gib_per_rank(params, layers, hidden, shards=1, tensor=1, pipeline=1, sharded=sharding == "full",
-                            vocab=vocab)
+                            vocab=vocab, intermediate=width)
     assert 0.97 * measured <= estimate <= 1.25 * measured, (estimate, measured)
 
 
@@ -167,3 +170,19 @@ def test_a_stated_size_the_shape_does_not_have_is_warned_and_the_plan_sizes_the_
     assert training.estimate.flops == pytest.approx(6 * trained_billion(w) * 1e9 * training.estimate.tokens_billion
                                                     * 1e9)
     assert not [f for f in plan(load("huge")).training.findings if f.field == "model.parameters_billion"]
+
+
+def test_the_activation_constants_are_what_autograd_keeps_for_the_trainers_block():
+    """Issue 33 B3: the bytes a train.py block keeps for backward without recompute (bf16 on CPU, saved-tensor hooks:
+    tools/activation_bytes.py), re-measured on a small block, within a tenth of the memory model's constants."""
+    from tools.activation_bytes import measure
+    from workloads.parallelism import (ACTIVATION_ATTENTION_BYTES, ACTIVATION_MLP_BYTES, ACTIVATION_UNSPLIT_BYTES,
+                                       layer_activation_bytes)
+
+    kept = measure(hidden=256, heads=4, kv_heads=1, intermediate=896, seq=256)
+    for part, constant in (("unsplit", ACTIVATION_UNSPLIT_BYTES), ("attention", ACTIVATION_ATTENTION_BYTES),
+                           ("mlp", ACTIVATION_MLP_BYTES)):
+        assert abs(kept[part] / constant - 1) <= 0.1, (part, kept[part], constant)
+    # Tensor parallel 4 divides attention's and the MLP's share, never the norms'.
+    whole, split = layer_activation_bytes(1024, 3584, 1), layer_activation_bytes(1024, 3584, 4)
+    assert split == ACTIVATION_UNSPLIT_BYTES * 1024 + (whole - ACTIVATION_UNSPLIT_BYTES * 1024) / 4

@@ -25,11 +25,11 @@ tests/test_parallelism.py). The peak is the larger of the forward/backward and t
   (ZeRO's accounting gives the same 16: Rajbhandari et al. 2020, section 3.1.)
 - forward/backward: DDP also holds autocast's bf16 copy of every weight (2 per parameter) until the forward
   ends; FSDP2 holds a gathered layer's bf16 weights and gradients (4 per parameter of one layer);
-- activations with activation checkpointing, one sequence per rank: each layer's input kept
-  (2 x sequence x hidden per layer) plus one layer's full activations while it recomputes (34 x sequence x
-  hidden bytes: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1,
-  without the attention-score term that fused attention never stores); tensor parallel divides both, pipeline
-  parallel divides the layers each rank keeps;
+- activations, one sequence per rank: without recompute every layer's (measured for train.py's block:
+  ACTIVATION_*, 16 x hidden + 8.5 x hidden + 8 x SwiGLU width bytes per token, fused attention storing no scores);
+  with activation checkpointing each layer's input (2 x sequence x hidden per layer) plus one layer's activations
+  while it recomputes. Tensor parallel (no sequence parallel) divides only what attention and the MLP keep inside;
+  pipeline parallel divides the layers each rank keeps;
 - the logits and the loss: 16 bytes per token and vocabulary entry (bf16 logits, their fp32 copy, log-softmax
   and its gradient); 7.8 GiB at 4096 tokens of a 128k vocabulary, more than a small model's state;
 - the optimizer step: the state plus 4 per parameter of temporaries for foreach AdamW, PyTorch's default where
@@ -49,7 +49,17 @@ GRADIENT_BYTES_PER_PARAM = 4
 STATE_BYTES_PER_PARAM = 4 + GRADIENT_BYTES_PER_PARAM + 8
 AUTOCAST_BYTES_PER_PARAM = 2  # DDP
 WORKING_BYTES_PER_LAYER_PARAM = 4  # FSDP2
-LAYER_ACTIVATION_BYTES = 34  # per token and hidden unit
+# What autograd keeps for backward per token in one of train.py's blocks without recompute (bf16, RMSNorm in fp32),
+# measured with `python -m tools.activation_bytes` (saved_tensors_hooks, torch 2.15 on CPU, 2026-11-25; hidden 1024,
+# 8 heads, 2 KV heads, SwiGLU 3584, 1,024 tokens; tests/test_parallelism.py re-measures a small block): 16 bytes per
+# hidden unit that tensor parallel does not split (the two norms' fp32 input and output, which also feed q/k/v, gate
+# and up: no sequence parallel), 8.5 per hidden unit inside attention (rotated q, repeated k and v, the attention
+# output and o's input) and 8 per SwiGLU unit (gate, up, silu and their product), both split. In place of Korthikanti
+# et al.'s 34 (https://arxiv.org/abs/2205.05198, eq. 1: a GELU MLP at 4h), which counts half of what this block keeps.
+ACTIVATION_UNSPLIT_BYTES = 16  # per token and hidden unit
+ACTIVATION_ATTENTION_BYTES = 8.5  # per token and hidden unit, divided by tensor parallel
+ACTIVATION_MLP_BYTES = 8  # per token and SwiGLU unit, divided by tensor parallel
+FFN_RATIO = 3.5  # SwiGLU width over hidden where none is given: Llama 3.1 8B's and 70B's, the widest usual one
 LOGIT_BYTES = 16  # per token and vocabulary entry
 STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
 # Model FLOPs over hardware FLOPs with every block recomputed: 6N of 8N per token (a second forward of 2N).
@@ -129,9 +139,19 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     return None
 
 
+def layer_activation_bytes(hidden: int, intermediate: int, tensor: int) -> float:
+    """Bytes one block keeps for backward per token on one rank (the ACTIVATION_* constants): tensor parallel divides
+    what attention and the MLP keep, not the norms' full-width tensors."""
+    return ACTIVATION_UNSPLIT_BYTES * hidden + (ACTIVATION_ATTENTION_BYTES * hidden
+                                                + ACTIVATION_MLP_BYTES * intermediate) / tensor
+
+
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                 sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE) -> float:
-    """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
+                 sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE,
+                 intermediate: int = 0) -> float:
+    """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger.
+    `intermediate`: the SwiGLU width (0: FFN_RATIO x hidden)."""
+    intermediate = intermediate or round(FFN_RATIO * hidden)
     split = shards if sharded else tensor * pipeline
     state = params * STATE_BYTES_PER_PARAM / split
     if sharded:
@@ -139,10 +159,11 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
     else:
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
-    if recompute:  # each layer's input kept, one layer's activations while it recomputes
-        activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
+    layer = sequence * layer_activation_bytes(hidden, intermediate, tensor)
+    if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's activations as it recomputes
+        activations = 2 * sequence * hidden * kept_layers + layer
     else:  # every layer's activations kept for backward
-        activations = LAYER_ACTIVATION_BYTES * sequence * hidden * kept_layers / tensor
+        activations = layer * kept_layers
     logits = LOGIT_BYTES * sequence * vocab / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
@@ -177,7 +198,7 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
 
     def need(tensor: int, pipeline: int, sharded: bool, recompute: bool) -> float:
         return gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded,
-                            vocab=vocab, recompute=recompute, sequence=sequence)
+                            vocab=vocab, recompute=recompute, sequence=sequence, intermediate=intermediate)
 
     def layout(tensor: int, pipeline: int, sharded: bool, reason: str) -> Parallelism | None:
         for recompute in (False, True):  # recompute only when the activations do not fit otherwise
@@ -203,7 +224,8 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
     # query heads and the key/value heads alike (Megatron-LM megatron/core/transformer/attention.py divides both
     # num_attention_heads and num_query_groups by the tensor-parallel size).
     degrees = [t for t in (2, 4, 8, 16, 32, 64)
-               if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0]
+               if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0
+               and intermediate % t == 0]  # the trainer splits the SwiGLU width evenly too
     sharded = [(t, found) for t in [1, *degrees]
                if (found := layout(t, 1, True, "")) is not None]
     if sharded:

@@ -177,7 +177,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(hidden))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + NORM_EPS)
+        wide = x.float()  # once: autograd keeps one fp32 copy of the input for backward, not two
+        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + NORM_EPS)
         return self.weight * normed.to(x.dtype)
 
     def reset_parameters(self) -> None:
