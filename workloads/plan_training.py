@@ -165,6 +165,14 @@ def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
     return wanted, f"{wanted} set by training.precision"
 
 
+def priced_precision(w: Workload, itype: InstanceType) -> str:
+    """The precision the estimate is priced at: what the shipped trainer computes in. examples/slurm/train.py runs bf16
+    (or fp16 with loss scaling) and has no float8 layers (torchao is not among its packages), so fp8 is priced at
+    bf16's peak and published bf16 runs; precision_of still refuses fp8 where the accelerator has none."""
+    precision = precision_of(w, itype)[0]
+    return "bf16" if precision == "fp8" else precision
+
+
 def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
     """Whether the layout on `count` nodes recomputes activations (no layout that fits: assume it would)."""
     spread = _choose_layout(w, itype, count)
@@ -312,7 +320,7 @@ def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
     price = _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
-    precision, _ = precision_of(w, itype)
+    precision = priced_precision(w, itype)
     peak = est.peak_tflops(itype, precision, load_utilisation())
     min_mem = est.min_instances_for_memory(trained_billion(w), itype)
     if w.training.instance_count is not None:
@@ -505,16 +513,15 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
-    precision = precision_of(w, itype)[0] if acc and not classic else ""
+    precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
-    if precision == "fp8" and spread is not None:
-        # The estimate is fp8's; the shipped trainer computes in bf16 (no float8 linear layers), so a run with it
-        # takes about fp8's speed-up longer than planned. Not an impossibility: a warning.
+    if precision and precision_of(w, itype)[0] == "fp8" and spread is not None:
+        # Priced at what the shipped trainer runs (priced_precision). Not an impossibility: a warning.
         findings.append(Finding(WARNING, "training.precision", "fp8",
-                                "the estimate is at fp8 throughput, but the shipped train.py computes in bf16 (no "
-                                "float8 layers): with it the run is slower than planned; train with an fp8 recipe "
-                                "(Transformer Engine, torchao float8) to hold the estimate", ""))
+                                "priced at bf16: the shipped train.py computes in bf16 (no float8 layers), so the "
+                                "estimate uses bf16's peak and published bf16 runs; a trainer with float8 (torchao "
+                                "float8, Transformer Engine) would train faster, at the published fp8 runs' rate", ""))
     if spread is not None and (mismatch := _shape_mismatch(w)):
         findings.append(mismatch)
     findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
@@ -736,7 +743,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     util = util_range = None
     basis = ""
     if flops is not None:
-        precision, _ = precision_of(w, itype)
+        precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
         util, util_range, basis = r.likely, (r.low, r.high), r.basis
         peak = est.peak_tflops(itype, precision, load_utilisation())
@@ -805,8 +812,8 @@ def _assumptions(classic: bool, itype: InstanceType, w: Workload, orchestrator: 
         "FLOPs = 6 x parameters x tokens x epochs",
         ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
          else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
-        f"compute in {precision_of(w, itype)[1]}; peak = dense {precision_of(w, itype)[0]} TFLOPS "
-        f"({est.peak_tflops(itype, precision_of(w, itype)[0], load_utilisation()):,g} a node)",
+        f"compute in {precision_of(w, itype)[1]}; peak = dense {priced_precision(w, itype)} TFLOPS "
+        f"({est.peak_tflops(itype, priced_precision(w, itype), load_utilisation()):,g} a node)",
         "utilisation (MFU) from published training runs of the accelerator at this model size: low, likely "
         "(median) and high give the range; the runs' own multi-node scaling is included",
         f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "
