@@ -186,3 +186,28 @@ def test_the_activation_constants_are_what_autograd_keeps_for_the_trainers_block
     # Tensor parallel 4 divides attention's and the MLP's share, never the norms'.
     whole, split = layer_activation_bytes(1024, 3584, 1), layer_activation_bytes(1024, 3584, 4)
     assert split == ACTIVATION_UNSPLIT_BYTES * 1024 + (whole - ACTIVATION_UNSPLIT_BYTES * 1024) / 4
+
+
+def test_a_checkpoint_holds_what_the_plan_sizes_per_parameter():
+    """Issue 33 m1: what train.py's checkpoint state holds (Training.state_dict: model and AdamW after a step, the
+    trainer's own optimizer), per parameter, is storage's CHECKPOINT_BYTES_PER_PARAM: fp32 weights and two moments."""
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+
+    from workloads.storage import CHECKPOINT_BYTES_PER_PARAM
+
+    spec = importlib.util.spec_from_file_location("train", Path(__file__).resolve().parent.parent / "examples"
+                                                  / "slurm" / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    model = train.Llama(vocab=64, layers=2, hidden=32, heads=4, kv_heads=2, intermediate=64, recompute_blocks=False)
+    optimizer = train.optimizer_for(model, argparse.Namespace(lr=1e-3), torch.device("cpu"))
+    model(torch.randint(0, 64, (1, 8))).float().sum().backward()
+    optimizer.step()
+    state = train.Training(model, optimizer, train.LossScale(False)).state_dict()
+    tensors = [t for t in torch.utils._pytree.tree_leaves(state) if isinstance(t, torch.Tensor) and t.dim() > 0]
+    parameters = sum(p.numel() for p in model.parameters())
+    assert sum(t.numel() * t.element_size() for t in tensors) / parameters == CHECKPOINT_BYTES_PER_PARAM
