@@ -129,8 +129,11 @@ def preset_synth(request, synth) -> tuple[str, Synth]:
 P6_B300 = {"training.instance_type": "p6-b300.48xlarge", "region": "us-west-2", "availability_zone": "us-west-2d"}
 # HyperPod is priced at SageMaker rates; no ml.trn2 rate is recorded, so the HyperPod variant trains on p5.
 HYPERPOD = {"training.orchestrator": "hyperpod", "notebook.idle_minutes": "30", "training.instance_type": "p5.48xlarge"}
-# The largest model Trn1's data-parallel layout holds is about 0.6B parameters (16 GiB per NeuronCore).
-TRN1 = {"training.instance_type": "trn1.32xlarge", "model.parameters_billion": "0.5"}
+# The largest model Trn1's data-parallel layout holds is about 0.6B parameters (16 GiB per NeuronCore). The shape is
+# given (0.47B as the trainer builds it): the usual decoder below 1.5B is Llama 3.2 1B's, 1.1B, which does not fit.
+TRN1 = {"training.instance_type": "trn1.32xlarge", "model.parameters_billion": "0.5", "model.layers": "24",
+        "model.hidden_size": "1024", "model.attention_heads": "16", "model.kv_heads": "16",
+        "model.intermediate_size": "4096"}
 # A reservation in huge's zone (the ID's form only: synthesis makes no lookups).
 RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
                "training.capacity_reservation_az": "us-east-2b"}

@@ -14,7 +14,8 @@ from workloads.serving import architecture, kv_bytes_per_token, model_shape
 # Llama 3.1 70B's config.json on the Hugging Face Hub (meta-llama/Llama-3.1-70B): num_hidden_layers 80,
 # num_attention_heads 64, num_key_value_heads 8, hidden_size 8192, vocab_size 128256.
 LLAMA_31_70B = {"model.parameters_billion": "70", "model.attention_heads": "64", "model.layers": "80",
-                "model.kv_heads": "8", "model.hidden_size": "8192", "model.vocab_size": "128256"}
+                "model.kv_heads": "8", "model.hidden_size": "8192", "model.vocab_size": "128256",
+                "model.intermediate_size": "28672"}
 # K and V, 80 layers, 8 KV heads of 8192 / 64 = 128 dimensions, 2 bytes (bf16): 327,680 bytes a token.
 LLAMA_31_70B_KV_BYTES = 2 * 80 * 8 * 128 * 2
 # The case: 70B, PyTorch, no artifact format, real time only.
@@ -79,7 +80,9 @@ def test_the_shape_fields_size_the_kv_cache():
 
 def test_the_plan_says_which_shape_fields_are_assumed():
     stated = plan(load("intermediate", LLAMA_31_70B)).model[1]
-    assert stated.startswith("decoder shape: 80 layers, 64 attention heads, 8 KV heads, hidden 8192, vocabulary 128,256")
+    assert stated.startswith("decoder shape: 80 layers, 64 attention heads, 8 KV heads, hidden 8192, FFN width 28672, "
+                             "vocabulary 128,256")
     assert "assumed" not in stated
     assumed = plan(load("intermediate")).model[1]
-    assert "model.layers, model.kv_heads, model.hidden_size, model.vocab_size assumed" in assumed
+    assert ("model.layers, model.kv_heads, model.hidden_size, model.intermediate_size, model.vocab_size assumed"
+            in assumed)

@@ -65,8 +65,11 @@ def test_the_memory_per_rank_matches_what_the_trainer_measured_on_an_h100(params
                                                                         optimizer, measured):
     # Never materially under what the trainer held (a plan that fits must run), and at most a quarter over (the
     # plan counts foreach AdamW's step where the fused kernel needs less, and FSDP2's logits generously).
+    # The SwiGLU width these multi-head decoders had: what their parameters leave after embeddings, head,
+    # attention (4 x hidden^2 a layer) and norms.
+    width = round(((params - 2 * vocab * hidden - hidden) / layers - 4 * hidden**2 - 2 * hidden) / (3 * hidden))
     estimate = gib_per_rank(params, layers, hidden, shards=1, tensor=1, pipeline=1, sharded=sharding == "full",
-                            vocab=vocab)
+                            vocab=vocab, intermediate=width)
     assert 0.97 * measured <= estimate <= 1.25 * measured, (estimate, measured)
 
 
@@ -174,9 +177,10 @@ def test_hsdp_is_chosen_when_the_state_fits_a_node_and_the_inter_node_traffic_dr
     full = replace(spread, sharding="full", shard_group=0)
     hybrid_gb = step(spread, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
     full_gb = step(full, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
-    # By hand: full shard: 64 micro-steps x 2 all-gathers of 14 GB + 28 GB, each (15/16) over EFA: 1,706.25 GB a node;
-    # HSDP: 8 replica groups a node each all-reduce 28 GB / 8 over 2 replicas: 8 x 2 x (1/2) x 3.5 = 28 GB.
-    assert full_gb == pytest.approx(1706.25) and hybrid_gb == pytest.approx(28.0)
+    # By hand: full shard: 64 micro-steps x (2 all-gathers of 14 GB + a reduce-scatter of 28 GB), each (15/16) over
+    # EFA: 3,360 GB a node; HSDP: 8 replica groups a node each all-reduce 28 GB / 8 over 2 replicas once a step:
+    # 8 x 2 x (1/2) x 3.5 = 28 GB.
+    assert full_gb == pytest.approx(3360) and hybrid_gb == pytest.approx(28.0)
 
 
 def test_hsdp_is_not_chosen_where_the_state_fits_no_shard_group():
@@ -201,8 +205,101 @@ def test_a_vocabulary_tensor_parallel_does_not_divide_is_padded_as_megatron_pads
 def test_the_plan_says_where_it_pads_the_vocabulary():
     spread = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
                     nodes=64, vocab=50257)
-    assert spread.tensor == 16 and spread.vocab == 50257
-    assert "padded to 51,200 rows (a multiple of 128 x 16, as Megatron-LM pads them)" in spread.reason
+    t = spread.tensor
+    assert t > 1 and 50257 % t and spread.vocab == 50257
+    rows = -(-50257 // (128 * t)) * 128 * t
+    assert f"padded to {rows:,} rows (a multiple of 128 x {t}, as Megatron-LM pads them)" in spread.reason
     dividing = choose(parameters_billion=175, layers=96, hidden=12288, heads=96, itype=_types()["trn1.32xlarge"],
                       nodes=64, vocab=51200)
     assert "padded" not in dividing.reason
+
+
+@pytest.mark.parametrize("billions", [1, 3, 8, 13, 34, 70])
+def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monkeypatch):
+    """Issue 33 B2: for each usual decoder shape, the layout the planner writes makes examples/slurm/train.py build
+    (on the meta device: no memory) a model with exactly the parameters the plan sized memory and time from."""
+    import importlib.util
+    import json
+    import sys
+    from dataclasses import asdict
+    from pathlib import Path
+
+    import torch
+
+    from workloads.plan_training import _choose_layout, trained_billion
+
+    w = load("huge", {"model.parameters_billion": str(billions)})
+    spread = next(s for n in (1, 2, 4, 8, 16) if (s := _choose_layout(w, _types()["p5.48xlarge"], n)) is not None)
+    layout = tmp_path / "layout.json"
+    layout.write_text(json.dumps(asdict(spread)))
+    trainer = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
+    spec = importlib.util.spec_from_file_location("train", trainer)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu", "--layout", str(layout),
+                                      "--checkpoint-dir", str(tmp_path), "--export-dir", str(tmp_path)])
+    args = train.parse()
+    with torch.device("meta"):
+        model = train.Llama(vocab=args.vocab, layers=args.layers, hidden=args.hidden, heads=args.heads,
+                            kv_heads=args.kv_heads, intermediate=args.intermediate, recompute_blocks=False)
+    built = sum(p.numel() for p in model.parameters())
+    assert spread.intermediate and built == round(trained_billion(w) * 1e9), (built, trained_billion(w))
+
+
+def test_a_stated_size_the_shape_does_not_have_is_warned_and_the_plan_sizes_the_shape():
+    """Issue 33 B2: 405B stated with Llama 3.1 70B's shape (about 69B): the plan sizes memory and time from what the
+    trainer builds and says so, naming both sizes. Without model.layers the depth is fitted to the stated size."""
+    from workloads.plan_training import plan_training, trained_billion
+
+    fitted = load("huge", {"model.parameters_billion": "405"})
+    assert abs(trained_billion(fitted) / 405 - 1) < 0.02
+    assert not [f for f in plan_training(fitted, load_catalog()).findings if f.field == "model.parameters_billion"]
+    w = load("huge", {"model.parameters_billion": "405", "model.layers": "80", "model.hidden_size": "8192"})
+    training = plan_training(w, load_catalog())  # training alone: the 405B endpoint is another matter
+    warned = [f for f in training.findings if f.field == "model.parameters_billion"]
+    assert len(warned) == 1 and warned[0].level == "WARNING", training.findings
+    assert "405B stated" in warned[0].message and f"{trained_billion(w):.3g}B" in warned[0].message
+    assert training.estimate.flops == pytest.approx(6 * trained_billion(w) * 1e9 * training.estimate.tokens_billion
+                                                    * 1e9)
+    assert not [f for f in plan(load("huge")).training.findings if f.field == "model.parameters_billion"]
+
+
+def test_the_activation_constants_are_what_autograd_keeps_for_the_trainers_block():
+    """Issue 33 B3: the bytes a train.py block keeps for backward without recompute (bf16 on CPU, saved-tensor hooks:
+    tools/activation_bytes.py), re-measured on a small block, within a tenth of the memory model's constants."""
+    from tools.activation_bytes import measure
+    from workloads.parallelism import (ACTIVATION_ATTENTION_BYTES, ACTIVATION_MLP_BYTES, ACTIVATION_UNSPLIT_BYTES,
+                                       layer_activation_bytes)
+
+    kept = measure(hidden=256, heads=4, kv_heads=1, intermediate=896, seq=256)
+    for part, constant in (("unsplit", ACTIVATION_UNSPLIT_BYTES), ("attention", ACTIVATION_ATTENTION_BYTES),
+                           ("mlp", ACTIVATION_MLP_BYTES)):
+        assert abs(kept[part] / constant - 1) <= 0.1, (part, kept[part], constant)
+    # Tensor parallel 4 divides attention's and the MLP's share, never the norms'.
+    whole, split = layer_activation_bytes(1024, 3584, 1), layer_activation_bytes(1024, 3584, 4)
+    assert split == ACTIVATION_UNSPLIT_BYTES * 1024 + (whole - ACTIVATION_UNSPLIT_BYTES * 1024) / 4
+
+
+def test_a_checkpoint_holds_what_the_plan_sizes_per_parameter():
+    """Issue 33 m1: what train.py's checkpoint state holds (Training.state_dict: model and AdamW after a step, the
+    trainer's own optimizer), per parameter, is storage's CHECKPOINT_BYTES_PER_PARAM: fp32 weights and two moments."""
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+
+    from workloads.storage import CHECKPOINT_BYTES_PER_PARAM
+
+    spec = importlib.util.spec_from_file_location("train", Path(__file__).resolve().parent.parent / "examples"
+                                                  / "slurm" / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    model = train.Llama(vocab=64, layers=2, hidden=32, heads=4, kv_heads=2, intermediate=64, recompute_blocks=False)
+    optimizer = train.optimizer_for(model, argparse.Namespace(lr=1e-3), torch.device("cpu"))
+    model(torch.randint(0, 64, (1, 8))).float().sum().backward()
+    optimizer.step()
+    state = train.Training(model, optimizer, train.LossScale(False)).state_dict()
+    tensors = [t for t in torch.utils._pytree.tree_leaves(state) if isinstance(t, torch.Tensor) and t.dim() > 0]
+    parameters = sum(p.numel() for p in model.parameters())
+    assert sum(t.numel() * t.element_size() for t in tensors) / parameters == CHECKPOINT_BYTES_PER_PARAM

@@ -369,3 +369,21 @@ def test_the_calibration_result_feeds_plan_calibrate(tmp_path, capsys):
     assert cli(["plan", "intermediate", "--calibrate", str(result), "--json"]) == 0
     calibration = json.loads(capsys.readouterr().out)["calibration"]
     assert calibration["measured_tokens_s"] == pytest.approx(measured["tokens_per_s"]) and calibration["hours"] > 0
+
+
+def test_fsdp2_gradient_accumulation_holds_only_the_sharded_gradient_the_plan_counts():
+    """Issue 33 B1: two CPU ranks, three micro-steps of the trainer's own micro_step on its FSDP2 model. After every
+    micro-step each rank holds its shard of the fp32 gradient, what the memory model counts (GRADIENT_BYTES_PER_PARAM
+    over the ranks), never the whole model's unsharded gradient that FSDP2 keeps while gradient sync is off."""
+    from workloads.parallelism import GRADIENT_BYTES_PER_PARAM
+
+    probe = Path(__file__).resolve().parent / "probes" / "gradient_bytes.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(probe), "3"], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    planned = GRADIENT_BYTES_PER_PARAM * measured["parameters"] / measured["world"]
+    assert measured["world"] == 2 and len(measured["held"]) == 3
+    for held in measured["held"]:
+        assert 0.9 * planned <= held <= 1.1 * planned, (held, planned, measured)

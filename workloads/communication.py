@@ -13,18 +13,20 @@ Latency and the links' achieved fraction of their peak are left out: the figures
 What the shipped trainer (examples/slurm/train.py) sends per optimizer step of m micro-steps:
 - FSDP2 (sharding full, or hybrid within its shard group): every micro-step gathers each block's bf16 weights twice
   (forward, and backward after resharding: reshard_after_forward's default), 2 bytes per parameter of the rank's
-  tensor slice; gradients are reduce-scattered once, after the last micro-step (set_requires_gradient_sync), in
-  fp32 (reduce_dtype), 4 bytes per parameter. Hybrid (HSDP) then all-reduces each shard's gradients across the
-  replicas (4 bytes per parameter of the shard).
+  tensor slice; gradients are reduce-scattered every micro-step (the trainer keeps gradient sync on, as torchtitan
+  does: with it off FSDP2 would hold every parameter's unsharded gradient; train.py micro_step), in fp32
+  (reduce_dtype), 4 bytes per parameter. Hybrid (HSDP) then all-reduces each shard's gradients across the replicas
+  (4 bytes per parameter of the shard) once, after the last micro-step (set_requires_all_reduce: the shards
+  accumulate between).
 - DDP (sharding none): one fp32 all-reduce of the gradients after the last micro-step (no_sync before it).
 - tensor parallel t: Megatron's layout, two all-reduces of the block's activations forward and two backward
   (Shoeybi et al. 2019, https://arxiv.org/abs/1909.08053, section 3), two more where the forward is recomputed; each
   of micro-batch x sequence x hidden bf16 values.
 
 Overlap, as FSDP2 and DDP schedule it (assumed, not measured here): the all-gathers are prefetched behind the
-compute of every micro-step, so only what exceeds the step's compute is exposed; the gradient reductions run behind
-the last micro-step's backward (two thirds of its compute: 4N of 6N FLOPs per token), so what exceeds that is
-exposed. Tensor parallel's all-reduces sit on the critical path (DTensor runs them synchronously): always exposed.
+compute of every micro-step, so only what exceeds the step's compute is exposed; a gradient reduction runs behind
+its micro-step's backward (two thirds of its compute: 4N of 6N FLOPs per token: FSDP2's every micro-step, DDP's the
+last one's), so what exceeds that is exposed. Tensor parallel's all-reduces sit on the critical path (DTensor runs them synchronously): always exposed.
 The published utilisation rows were measured with their own communication overlapped; what this adds is only what
 the planned layout cannot hide.
 """
@@ -64,7 +66,7 @@ class Layout(Protocol):
 class Communication:
     compute_s: float  # one optimizer step's compute at the estimate's utilisation
     gather_s: float  # FSDP all-gathers over the step (0 for DDP)
-    reduce_s: float  # gradient reduce-scatter / all-reduce, after the last micro-step
+    reduce_s: float  # gradient reduce-scatters / all-reduces over the step (FSDP2: every micro-step; DDP: the last)
     tensor_s: float  # tensor parallel's all-reduces over the step
     exposed_s: float  # what the step waits for beyond its compute
     inter_node_gb: float  # GB each node sends over EFA per step
@@ -169,22 +171,25 @@ def step(spread: Layout, itype: InstanceType, *, parameters_billion: float, comp
     # shard x t apart.
     shard_g = _group(shard, t, node_ranks, efa, inside)
     replica_g = _group(replicas, shard * t, node_ranks, efa, inside)
-    gather = reduce = efa_bytes = 0.0
-    if shard > 1:
+    gather = scatter = across = efa_bytes = 0.0
+    if shard > 1:  # FSDP2: gathers and a reduce-scatter every micro-step
         gather = 2 * micro_steps * _ring(params * PARAM_GATHER_BYTES, shard, shard_g.gb_s)
-        reduce = _ring(params * GRAD_REDUCE_BYTES, shard, shard_g.gb_s)
+        scatter = _ring(params * GRAD_REDUCE_BYTES, shard, shard_g.gb_s)
         efa_bytes += 2 * micro_steps * shard_g.efa_bytes(params * PARAM_GATHER_BYTES, node_ranks)
-        efa_bytes += shard_g.efa_bytes(params * GRAD_REDUCE_BYTES, node_ranks)
-    if replicas > 1:  # DDP's all-reduce, or HSDP's across the replicas of each shard
+        efa_bytes += micro_steps * shard_g.efa_bytes(params * GRAD_REDUCE_BYTES, node_ranks)
+    if replicas > 1:  # DDP's all-reduce, or HSDP's across the replicas of each shard: once, after the last micro-step
         piece = params * GRAD_REDUCE_BYTES / shard
-        reduce += _ring(piece, replicas, replica_g.gb_s, all_reduce=True)
+        across = _ring(piece, replicas, replica_g.gb_s, all_reduce=True)
         efa_bytes += replica_g.efa_bytes(piece, node_ranks, all_reduce=True)
+    reduce = micro_steps * scatter + across
     tensor = 0.0
     if t > 1:
         per_block = TP_ALL_REDUCES + (TP_RECOMPUTE_ALL_REDUCES if spread.recompute else 0)
         activation = spread.micro_batch * spread.sequence * spread.hidden * ACTIVATION_BYTES
         tensor = micro_steps * spread.layers * per_block * _ring(activation, t, inside, all_reduce=True)
-    exposed = tensor + max(0.0, gather - compute_s) + max(0.0, reduce - compute_s / micro_steps * BACKWARD_SHARE)
+    backward = compute_s / micro_steps * BACKWARD_SHARE  # one micro-step's backward, what a reduction hides behind
+    exposed = tensor + max(0.0, gather - compute_s) + (micro_steps - 1) * max(0.0, scatter - backward) \
+        + max(0.0, scatter + across - backward)
     return Communication(compute_s=compute_s, gather_s=gather, reduce_s=reduce, tensor_s=tensor, exposed_s=exposed,
                          inter_node_gb=efa_bytes / 1e9,
                          links=_links(spread, itype, shard, replicas, shard_g, replica_g))

@@ -22,15 +22,17 @@ Memory per rank, in bytes, as examples/slurm/train.py holds it (measured on an H
 tests/test_parallelism.py). The peak is the larger of the forward/backward and the optimizer step:
 - model state: 16 per parameter, divided by the ranks it is sharded over: fp32 weights, fp32 gradients and AdamW's
   two fp32 moments. DDP keeps its gradients in its buckets (gradient_as_bucket_view) and computes in bf16 under
-  autocast; FSDP2 keeps fp32 shards and casts to bf16 per layer (MixedPrecisionPolicy) with fp32 reduction.
+  autocast; FSDP2 keeps fp32 shards and casts to bf16 per layer (MixedPrecisionPolicy) with fp32 reduction. With
+  gradient accumulation FSDP2 reduce-scatters every micro-step (train.py micro_step), so its gradients stay sharded:
+  with the sync off until the last micro-step it would hold every parameter's unsharded fp32 gradient on each rank.
   (ZeRO's accounting gives the same 16: Rajbhandari et al. 2020, section 3.1.)
 - forward/backward: DDP also holds autocast's bf16 copy of every weight (2 per parameter) until the forward
   ends; FSDP2 holds a gathered layer's bf16 weights and gradients (4 per parameter of one layer);
-- activations with activation checkpointing, one sequence per rank: each layer's input kept
-  (2 x sequence x hidden per layer) plus one layer's full activations while it recomputes (34 x sequence x
-  hidden bytes: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1,
-  without the attention-score term that fused attention never stores); tensor parallel divides both, pipeline
-  parallel divides the layers each rank keeps;
+- activations, one sequence per rank: without recompute every layer's (measured for train.py's block:
+  ACTIVATION_*, 16 x hidden + 8.5 x hidden + 8 x SwiGLU width bytes per token, fused attention storing no scores);
+  with activation checkpointing each layer's input (2 x sequence x hidden per layer) plus one layer's activations
+  while it recomputes. Tensor parallel (no sequence parallel) divides only what attention and the MLP keep inside;
+  pipeline parallel divides the layers each rank keeps;
 - the logits and the loss: 16 bytes per token and vocabulary entry (bf16 logits, their fp32 copy, log-softmax
   and its gradient); 7.8 GiB at 4096 tokens of a 128k vocabulary, more than a small model's state;
 - the optimizer step: the state plus 4 per parameter of temporaries for foreach AdamW, PyTorch's default where
@@ -45,10 +47,23 @@ from dataclasses import asdict, dataclass, replace
 from .catalog import InstanceType, devices
 from .communication import step
 
-STATE_BYTES_PER_PARAM = 16
+# fp32 weights, fp32 gradients (FSDP2: sharded after every micro-step's reduce-scatter, examples/slurm/train.py
+# micro_step; tests/test_trainer.py measures it) and AdamW's two fp32 moments.
+GRADIENT_BYTES_PER_PARAM = 4
+STATE_BYTES_PER_PARAM = 4 + GRADIENT_BYTES_PER_PARAM + 8
 AUTOCAST_BYTES_PER_PARAM = 2  # DDP
 WORKING_BYTES_PER_LAYER_PARAM = 4  # FSDP2
-LAYER_ACTIVATION_BYTES = 34  # per token and hidden unit
+# What autograd keeps for backward per token in one of train.py's blocks without recompute (bf16, RMSNorm in fp32),
+# measured with `python -m tools.activation_bytes` (saved_tensors_hooks, torch 2.15 on CPU, 2026-11-25; hidden 1024,
+# 8 heads, 2 KV heads, SwiGLU 3584, 1,024 tokens; tests/test_parallelism.py re-measures a small block): 16 bytes per
+# hidden unit that tensor parallel does not split (the two norms' fp32 input and output, which also feed q/k/v, gate
+# and up: no sequence parallel), 8.5 per hidden unit inside attention (rotated q, repeated k and v, the attention
+# output and o's input) and 8 per SwiGLU unit (gate, up, silu and their product), both split. In place of Korthikanti
+# et al.'s 34 (https://arxiv.org/abs/2205.05198, eq. 1: a GELU MLP at 4h), which counts half of what this block keeps.
+ACTIVATION_UNSPLIT_BYTES = 16  # per token and hidden unit
+ACTIVATION_ATTENTION_BYTES = 8.5  # per token and hidden unit, divided by tensor parallel
+ACTIVATION_MLP_BYTES = 8  # per token and SwiGLU unit, divided by tensor parallel
+FFN_RATIO = 3.5  # SwiGLU width over hidden where none is given: Llama 3.1 8B's and 70B's, the widest usual one
 LOGIT_BYTES = 16  # per token and vocabulary entry
 STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
 # Model FLOPs over hardware FLOPs with every block recomputed: 6N of 8N per token (a second forward of 2N).
@@ -88,7 +103,7 @@ class Parallelism:
     # forward, 8N instead of 6N FLOPs per token, so the estimate's utilisation is 3/4 of the measured (no recompute).
     recompute: bool = True
     kv_heads: int = 0  # grouped-query attention, the Llama shape the trainer builds (0: as heads)
-    intermediate: int = 0  # SwiGLU width (0: the trainer's Llama 3 rule)
+    intermediate: int = 0  # SwiGLU width: the planned decoder's (0: the trainer's Llama 3 rule)
     keep_checkpoints: int = 2  # what FSx is sized for; the trainer deletes older ones
     export_dir: str = ""  # where the trainer writes the final Hugging Face directory (FSx exports it to models/)
     shutdown_timeout_s: int = 30  # torchrun's wait after SIGTERM: the checkpoint time (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)
@@ -146,9 +161,19 @@ def padded_vocab(vocab: int, tensor: int) -> int:
     return -(-vocab // multiple) * multiple
 
 
+def layer_activation_bytes(hidden: int, intermediate: int, tensor: int) -> float:
+    """Bytes one block keeps for backward per token on one rank (the ACTIVATION_* constants): tensor parallel divides
+    what attention and the MLP keep, not the norms' full-width tensors."""
+    return ACTIVATION_UNSPLIT_BYTES * hidden + (ACTIVATION_ATTENTION_BYTES * hidden
+                                                + ACTIVATION_MLP_BYTES * intermediate) / tensor
+
+
 def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor: int, pipeline: int,
-                 sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE) -> float:
-    """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger."""
+                 sharded: bool, vocab: int = VOCAB, recompute: bool = True, sequence: int = SEQUENCE,
+                 intermediate: int = 0) -> float:
+    """The peak memory of one rank (module docstring): forward/backward or optimizer step, whichever is larger.
+    `intermediate`: the SwiGLU width (0: FFN_RATIO x hidden)."""
+    intermediate = intermediate or round(FFN_RATIO * hidden)
     split = shards if sharded else tensor * pipeline
     state = params * STATE_BYTES_PER_PARAM / split
     if sharded:
@@ -156,10 +181,11 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
     else:
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
-    if recompute:  # each layer's input kept, one layer's activations while it recomputes
-        activations = (2 * sequence * hidden * kept_layers + LAYER_ACTIVATION_BYTES * sequence * hidden) / tensor
+    layer = sequence * layer_activation_bytes(hidden, intermediate, tensor)
+    if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's activations as it recomputes
+        activations = 2 * sequence * hidden * kept_layers + layer
     else:  # every layer's activations kept for backward
-        activations = LAYER_ACTIVATION_BYTES * sequence * hidden * kept_layers / tensor
+        activations = layer * kept_layers
     logits = LOGIT_BYTES * sequence * padded_vocab(vocab, tensor) / tensor
     step = params * STEP_BYTES_PER_PARAM / split
     return (state + max(working + activations + logits, step)) / 2**30
@@ -171,13 +197,14 @@ def recipe_lr(parameters_billion: float) -> float:
 
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
            nodes: int, kv_heads: int | None = None, vocab: int = VOCAB, sequence: int = SEQUENCE,
-           global_batch_tokens: int = GLOBAL_BATCH_TOKENS) -> Parallelism | None:
+           global_batch_tokens: int = GLOBAL_BATCH_TOKENS, intermediate: int = 0) -> Parallelism | None:
     """The layout that fits and trains fastest by the rules of the module docstring, or None when none fits on this
-    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`). A
+    many nodes of this type. `kv_heads`: grouped-query attention's key/value heads (None: as many as `heads`);
+    `intermediate`: the SwiGLU width the trainer builds, written into the layout (0: the trainer's own rule). A
     vocabulary tensor parallel does not divide is padded (padded_vocab), said in the reason."""
     spread = _choose(parameters_billion=parameters_billion, layers=layers, hidden=hidden, heads=heads, itype=itype,
                      nodes=nodes, kv_heads=kv_heads, vocab=vocab, sequence=sequence,
-                     global_batch_tokens=global_batch_tokens)
+                     global_batch_tokens=global_batch_tokens, intermediate=intermediate)
     if spread is None or (rows := padded_vocab(vocab, spread.tensor)) == vocab:
         return spread
     return replace(spread, reason=spread.reason + (
@@ -188,7 +215,7 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, i
 
 def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, itype: InstanceType,
             nodes: int, kv_heads: int | None, vocab: int, sequence: int,
-            global_batch_tokens: int) -> Parallelism | None:
+            global_batch_tokens: int, intermediate: int) -> Parallelism | None:
     kv_heads = kv_heads or heads
     per_node, rank_gib = devices(itype)  # one rank per GPU or (logical) NeuronCore
     ranks = per_node * nodes
@@ -199,7 +226,7 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
 
     def need(tensor: int, pipeline: int, sharded: bool, recompute: bool) -> float:
         return gib_per_rank(params, layers, hidden, shards=ranks, tensor=tensor, pipeline=pipeline, sharded=sharded,
-                            vocab=vocab, recompute=recompute, sequence=sequence)
+                            vocab=vocab, recompute=recompute, sequence=sequence, intermediate=intermediate)
 
     def layout(tensor: int, pipeline: int, sharded: bool, reason: str) -> Parallelism | None:
         for recompute in (False, True):  # recompute only when the activations do not fit otherwise
@@ -211,6 +238,7 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
                                    sharding="full" if sharded else "none", ranks=ranks, ranks_per_node=per_node,
                                    gib_per_rank=round(gib, 1), rank_memory_gib=round(rank_gib, 1), layers=layers,
                                    hidden=hidden, heads=heads, kv_heads=kv_heads, sequence=sequence, vocab=vocab,
+                                   intermediate=intermediate,
                                    recompute=recompute, global_batch=data * micro_steps, precision=precision,
                                    lr=recipe_lr(parameters_billion),
                                    reason=reason + ("; activation checkpointing (recompute every block)"
@@ -224,7 +252,8 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
     # query heads and the key/value heads alike (Megatron-LM megatron/core/transformer/attention.py divides both
     # num_attention_heads and num_query_groups by the tensor-parallel size).
     degrees = [t for t in (2, 4, 8, 16, 32, 64)
-               if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0]
+               if t <= per_node and per_node % t == 0 and heads % t == 0 and kv_heads % t == 0
+               and intermediate % t == 0]  # the trainer splits the SwiGLU width evenly too
     sharded = [(t, found) for t in [1, *degrees]
                if (found := layout(t, 1, True, "")) is not None]
     if sharded:
@@ -265,7 +294,8 @@ def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *
         if best.data % shard or not (inside or whole_nodes):
             continue
         gib = gib_per_rank(parameters_billion * 1e9, best.layers, best.hidden, shards=group, tensor=t, pipeline=1,
-                           sharded=True, vocab=best.vocab, recompute=best.recompute, sequence=best.sequence)
+                           sharded=True, vocab=best.vocab, recompute=best.recompute, sequence=best.sequence,
+                           intermediate=best.intermediate)
         if gib > budget:
             continue
         spread = replace(best, sharding="hybrid", shard_group=shard, gib_per_rank=round(gib, 1))

@@ -19,7 +19,7 @@ from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
-from .serving import attention_heads, model_shape
+from .serving import attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from . import layout
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
@@ -166,6 +166,14 @@ def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
     return wanted, f"{wanted} set by training.precision"
 
 
+def priced_precision(w: Workload, itype: InstanceType) -> str:
+    """The precision the estimate is priced at: what the shipped trainer computes in. examples/slurm/train.py runs bf16
+    (or fp16 with loss scaling) and has no float8 layers (torchao is not among its packages), so fp8 is priced at
+    bf16's peak and published bf16 runs; precision_of still refuses fp8 where the accelerator has none."""
+    precision = precision_of(w, itype)[0]
+    return "bf16" if precision == "fp8" else precision
+
+
 def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
     """Whether the layout on `count` nodes recomputes activations (no layout that fits: assume it would)."""
     spread = _choose_layout(w, itype, count)
@@ -275,14 +283,37 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
     return itype, ""
 
 
-def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
-    """parallelism.choose for this workload's decoder: the config's heads (or the usual ones at its size) and the
-    usual decoder's grouped-query key/value heads where they divide the heads (else one per head)."""
+def _decoder(w: Workload) -> dict:
+    """The decoder the shipped trainer builds for this workload: the config's shape, each absent value the usual
+    decoder's at its size, the usual grouped-query key/value heads where they divide the heads (else one per head)."""
     layers, _, kv, hidden = model_shape(w)
     heads, _ = attention_heads(w)
-    return parallelism.choose(parameters_billion=w.model.parameters_billion, layers=layers, hidden=hidden,
-                              heads=heads, kv_heads=kv if heads % kv == 0 else heads, itype=itype, nodes=count,
-                              vocab=w.model.vocab_size or parallelism.VOCAB,
+    return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv if heads % kv == 0 else heads,
+                intermediate=ffn_width(w), vocab=w.model.vocab_size or parallelism.VOCAB)
+
+
+def trained_billion(w: Workload) -> float:
+    """The parameters (billions) of the decoder the trainer builds (serving.decoder_parameters): what memory and
+    time are sized from, whatever model.parameters_billion says (a WARNING when they differ by over a tenth)."""
+    return decoder_parameters(**_decoder(w)) / 1e9
+
+
+def _shape_mismatch(w: Workload) -> Finding | None:
+    """A WARNING when the decoder the trainer builds differs from model.parameters_billion by more than a tenth: the
+    plan sizes memory and time from the shape's count, so the stated size is not what is trained or priced."""
+    stated, built = w.model.parameters_billion, trained_billion(w)
+    if abs(built / stated - 1) <= 0.1:
+        return None
+    return Finding(WARNING, "model.parameters_billion", stated,
+                   f"the decoder the trainer builds ({shape_line(w)}) has {built:.3g}B parameters, not the "
+                   f"{stated:g}B stated: memory and time are sized at {built:.3g}B; set the model's shape "
+                   "(model.layers, hidden_size, attention_heads, kv_heads, intermediate_size, vocab_size) or "
+                   "parameters_billion to match it", "")
+
+
+def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
+    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count."""
+    return parallelism.choose(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                               sequence=w.training.sequence_length or parallelism.SEQUENCE,
                               global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
 
@@ -290,9 +321,9 @@ def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
     price = _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
-    precision, _ = precision_of(w, itype)
+    precision = priced_precision(w, itype)
     peak = est.peak_tflops(itype, precision, load_utilisation())
-    min_mem = est.min_instances_for_memory(w.model.parameters_billion, itype)
+    min_mem = est.min_instances_for_memory(trained_billion(w), itype)
     if w.training.instance_count is not None:
         count = w.training.instance_count
     else:
@@ -462,7 +493,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     orchestrator = w.training.orchestrator or _default_orchestrator(tier)
     classic = tier in CLASSIC_ML
     tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
-    flops = None if tokens is None else est.training_flops(w.model.parameters_billion, tokens)
+    flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
     if orchestrator == "slurm":
         _capacity_as_sold(w, cat, tier)
@@ -502,18 +533,19 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
-    precision = precision_of(w, itype)[0] if acc and not classic else ""
+    precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
-    if precision == "fp8" and spread is not None:
-        # The estimate is fp8's; the shipped trainer computes in bf16 (no float8 linear layers), so a run with it
-        # takes about fp8's speed-up longer than planned. Not an impossibility: a warning.
+    if precision and precision_of(w, itype)[0] == "fp8" and spread is not None:
+        # Priced at what the shipped trainer runs (priced_precision). Not an impossibility: a warning.
         findings.append(Finding(WARNING, "training.precision", "fp8",
-                                "the estimate is at fp8 throughput, but the shipped train.py computes in bf16 (no "
-                                "float8 layers): with it the run is slower than planned; train with an fp8 recipe "
-                                "(Transformer Engine, torchao float8) to hold the estimate", ""))
+                                "priced at bf16: the shipped train.py computes in bf16 (no float8 layers), so the "
+                                "estimate uses bf16's peak and published bf16 runs; a trainer with float8 (torchao "
+                                "float8, Transformer Engine) would train faster, at the published fp8 runs' rate", ""))
     if precision and (borrowed := _borrowed_utilisation(itype, precision, cat)):
         findings.append(borrowed)
+    if spread is not None and (mismatch := _shape_mismatch(w)):
+        findings.append(mismatch)
     findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
     min_nodes = _compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
@@ -757,7 +789,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     util = util_range = None
     basis = ""
     if flops is not None:
-        precision, _ = precision_of(w, itype)
+        precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
         util, util_range, basis = r.likely, (r.low, r.high), r.basis
         peak = est.peak_tflops(itype, precision, load_utilisation())
@@ -826,8 +858,8 @@ def _assumptions(classic: bool, itype: InstanceType, w: Workload, orchestrator: 
         "FLOPs = 6 x parameters x tokens x epochs",
         ("tokens given by data.tokens_billion" if w.data.tokens_billion is not None
          else f"tokens = dataset bytes / {est.BYTES_PER_TOKEN} bytes per token"),
-        f"compute in {precision_of(w, itype)[1]}; peak = dense {precision_of(w, itype)[0]} TFLOPS "
-        f"({est.peak_tflops(itype, precision_of(w, itype)[0], load_utilisation()):,g} a node)",
+        f"compute in {precision_of(w, itype)[1]}; peak = dense {priced_precision(w, itype)} TFLOPS "
+        f"({est.peak_tflops(itype, priced_precision(w, itype), load_utilisation()):,g} a node)",
         "utilisation (MFU) from published training runs of the accelerator at this model size: low, likely "
         "(median) and high give the range; the runs' own multi-node scaling is included",
         f"nodes sized for a target time at {est.MULTI_NODE_EFFICIENCY:.0%} multi-node efficiency; model state "

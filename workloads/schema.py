@@ -44,6 +44,8 @@ class Model(_Frozen):
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
+    # The SwiGLU width (config.json's intermediate_size): what the trainer builds and the plan counts parameters from.
+    intermediate_size: int | None = Field(default=None, ge=1, le=10_000_000)
     vocab_size: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
@@ -72,7 +74,8 @@ class Training(_Frozen):
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
     # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
-    # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell).
+    # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell), priced at bf16
+    # while the shipped trainer has no float8 layers (plan_training.priced_precision).
     precision: Literal["bf16", "fp8", "fp16"] | None = None
     # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
     # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);

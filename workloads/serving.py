@@ -73,11 +73,18 @@ DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model
 _FORMAT_OF_FRAMEWORK = {"pytorch": "framework-archive", "tensorflow": "framework-archive", "xgboost": "xgboost",
                         "scikit-learn": "scikit-learn"}
 # The usual decoder's shape at each size, from the models' config.json on the Hugging Face Hub
-# (num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size): Llama 3.2 1B 16/32/8/2048,
-# Llama 3.2 3B 28/24/8/3072, Llama 3.1 8B 32/32/8/4096, Llama 2 13B 40/40/40/5120, Code Llama 34B
-# 48/64/8/8192, Llama 3.1 70B 80/64/8/8192. Used when model.attention_heads is absent, and for the KV cache.
-_TYPICAL_SHAPES = ((1.5, 16, 32, 8, 2048), (4, 28, 24, 8, 3072), (10, 32, 32, 8, 4096), (20, 40, 40, 40, 5120),
-                   (40, 48, 64, 8, 8192), (float("inf"), 80, 64, 8, 8192))
+# (num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, intermediate_size): Llama 3.2 1B
+# 16/32/8/2048/8192, Llama 3.2 3B 28/24/8/3072/8192, Llama 3.1 8B 32/32/8/4096/14336, Llama 2 13B
+# 40/40/40/5120/13824, Code Llama 34B 48/64/8/8192/22016, Llama 3.1 70B 80/64/8/8192/28672
+# (https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json, .../Llama-3.2-3B, .../Llama-3.1-8B,
+# .../Llama-2-13b-hf, https://huggingface.co/codellama/CodeLlama-34b-hf, .../meta-llama/Llama-3.1-70B; the widths
+# checked 2026-11-25 in copies of those files that name them as their base, the meta-llama repositories being gated).
+# Used for what the config leaves out, and for the KV cache.
+# Above 150B, Llama 3.1 405B's 126/128/8/16384/53248 (its config.json). Where model.layers is absent the depth is
+# fitted so the shape holds parameters_billion (model_shape): a 0.3B model is not planned as the 1B shape.
+_TYPICAL_SHAPES = ((1.5, 16, 32, 8, 2048, 8192), (4, 28, 24, 8, 3072, 8192), (10, 32, 32, 8, 4096, 14336),
+                   (20, 40, 40, 40, 5120, 13824), (40, 48, 64, 8, 8192, 22016),
+                   (150, 80, 64, 8, 8192, 28672), (float("inf"), 126, 128, 8, 16384, 53248))
 # Weights and KV cache fill at most this share of accelerator memory; the rest is activations and runtime.
 SERVING_MEMORY_FRACTION = 0.9
 KV_BYTES = 2  # fp16/bf16 cache
@@ -294,11 +301,44 @@ def model_shape(w: Workload) -> tuple[int, int, int, int]:
     """(layers, heads, KV heads, hidden): the config's model.layers, attention_heads, kv_heads and hidden_size, each
     absent one the usual decoder's at this size."""
     m = w.model
-    layers, heads, kv_heads, hidden = next(shape for limit, *shape in _TYPICAL_SHAPES if m.parameters_billion <= limit)
+    layers, heads, kv_heads, hidden, _ = _typical(m.parameters_billion)
     heads = m.attention_heads or heads
     # The usual decoder's KV heads cannot exceed the heads the config names (multi-head attention then).
     kv_heads = m.kv_heads or min(kv_heads, heads)
-    return m.layers or layers, heads, kv_heads, m.hidden_size or hidden
+    hidden = m.hidden_size or hidden
+    if m.layers:
+        return m.layers, heads, kv_heads, hidden
+    # The depth at which this width holds parameters_billion (the usual one where it already does, within a layer).
+    vocab, width = m.vocab_size or DEFAULT_VOCAB, ffn_width(w)
+    one = decoder_parameters(layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
+    rest = decoder_parameters(layers=0, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
+    fitted = max(1, round((m.parameters_billion * 1e9 - rest) / (one - rest)))
+    return fitted, heads, kv_heads, hidden
+
+
+def decoder_parameters(*, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int, vocab: int) -> int:
+    """The parameters examples/slurm/train.py's Llama holds: the embeddings and an untied output head (vocab x hidden
+    each); per layer q and o (hidden x heads x head size), k and v (hidden x kv heads x head size: grouped-query
+    attention), SwiGLU's gate, up and down (3 x hidden x intermediate) and two RMSNorm weights; the final norm."""
+    head_dim = hidden // heads
+    per_layer = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + 3 * hidden * intermediate + 2 * hidden
+    return 2 * vocab * hidden + layers * per_layer + hidden
+
+
+def _typical(parameters_billion: float) -> tuple[int, int, int, int, int]:
+    return next(tuple(shape) for limit, *shape in _TYPICAL_SHAPES if parameters_billion <= limit)
+
+
+def ffn_width(w: Workload) -> int:
+    """The SwiGLU width (config.json's intermediate_size): model.intermediate_size, else the usual decoder's at this
+    size, in proportion where the config sets its own hidden_size (a multiple of 8)."""
+    m = w.model
+    *_, hidden, width = _typical(m.parameters_billion)
+    if m.intermediate_size:
+        return m.intermediate_size
+    if m.hidden_size and m.hidden_size != hidden:
+        return max(8, 8 * round(width * m.hidden_size / hidden / 8))
+    return width
 
 
 def shape_line(w: Workload) -> str:
@@ -306,12 +346,15 @@ def shape_line(w: Workload) -> str:
     m = w.model
     layers, heads, kv_heads, hidden = model_shape(w)
     assumed = [f for f, v in (("layers", m.layers), ("attention_heads", m.attention_heads), ("kv_heads", m.kv_heads),
-                              ("hidden_size", m.hidden_size), ("vocab_size", m.vocab_size)) if v is None]
+                              ("hidden_size", m.hidden_size), ("intermediate_size", m.intermediate_size),
+                              ("vocab_size", m.vocab_size)) if v is None]
     vocab = m.vocab_size or DEFAULT_VOCAB
-    line = f"{layers} layers, {heads} attention heads, {kv_heads} KV heads, hidden {hidden}, vocabulary {vocab:,}"
+    line = (f"{layers} layers, {heads} attention heads, {kv_heads} KV heads, hidden {hidden}, FFN width "
+            f"{ffn_width(w)}, vocabulary {vocab:,}")
     if assumed:
         line += (f" ({', '.join('model.' + f for f in assumed)} assumed: the usual decoder at "
-                 f"{m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's vocabulary)")
+                 f"{m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's vocabulary"
+                 + ("; the depth fitted to model.parameters_billion" if m.layers is None else "") + ")")
     return line
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 FIRST_STEP_GIB = 1200
 STEP_GIB = 2400
 PER_UNIT_MB_S = (125, 250, 500, 1000)
-# Checkpoints hold fp32 master weights and two Adam moments: about 16 B per parameter.
-CHECKPOINT_BYTES_PER_PARAM = 16
+# Checkpoints hold what examples/slurm/train.py's DCP state is (get_state_dict of model and optimizer): the fp32
+# weights and AdamW's two fp32 moments, 12 B per parameter; gradients are not saved.
+CHECKPOINT_BYTES_PER_PARAM = 12
 CHECKPOINT_WRITE_SECONDS = 300  # a checkpoint should not stall training for more than 5 minutes
 CHECKPOINTS_KEPT = 2
 # /fsx/output holds the trained model in bf16 (2 B per parameter); nothing else of the bucket is linked

@@ -181,7 +181,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(hidden))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + NORM_EPS)
+        wide = x.float()  # once: autograd keeps one fp32 copy of the input for backward, not two
+        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + NORM_EPS)
         return self.weight * normed.to(x.dtype)
 
     def reset_parameters(self) -> None:
@@ -512,18 +513,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         for micro in range(micro_steps):
-            last = micro == micro_steps - 1
             batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
-            # Gradients are reduced across the data ranks once, after the last micro-step.
-            if args.sharding != "none":
-                model.set_requires_gradient_sync(last)
-            sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
-            # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
-            # computes its shard's part of the softmax, never gathering the logits.
-            split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
-            with sync, split:
-                loss = forward_loss(model, batch, args, autocast)
-                (loss * (state.scaler.scale / micro_steps)).backward()
+            loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
+                              last=micro == micro_steps - 1)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
         if state.scaler.enabled:
@@ -568,6 +560,25 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         timed.write(rank)
     elif state.step == args.steps and args.export_dir:
         export(model, args, rank)
+
+
+def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
+               last: bool) -> torch.Tensor:
+    """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
+    once, after the last micro-step (its ranks hold whole gradients anyway), and so do HSDP's replicas. FSDP2
+    reduce-scatters every micro-step,
+    as torchtitan does (torchtitan/train.py train_step): with sync off it would keep every parameter's unsharded fp32
+    gradient on each rank until the last (FSDPModule.set_requires_gradient_sync), 4 B per parameter of the model."""
+    sync = model.no_sync() if args.sharding == "none" and not last else contextlib.nullcontext()
+    if args.sharding == "hybrid":  # HSDP: each micro-step reduce-scatters in its shard group, the replicas all-reduce
+        model.set_requires_all_reduce(last)  # once, after the last (the sharded gradients accumulate between)
+    # Split logits (tensor parallel over the vocabulary) take loss_parallel, forward and backward: each rank
+    # computes its shard's part of the softmax, never gathering the logits.
+    split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
+    with sync, split:
+        loss = forward_loss(model, batch, args, autocast)
+        (loss * scale).backward()
+    return loss
 
 
 def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast) -> torch.Tensor:
