@@ -19,7 +19,7 @@ from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .errors import INFO, WARNING, ConfigError, Finding, raise_all
 from .parallelism import Parallelism
 from .schema import CLASSIC_ML, Workload
-from .serving import attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
+from .serving import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from . import layout
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
@@ -302,7 +302,7 @@ def _shape_mismatch(w: Workload) -> Finding | None:
     """A WARNING when the decoder the trainer builds differs from model.parameters_billion by more than a tenth: the
     plan sizes memory and time from the shape's count, so the stated size is not what is trained or priced."""
     stated, built = w.model.parameters_billion, trained_billion(w)
-    if abs(built / stated - 1) <= 0.1:
+    if abs(built / stated - 1) <= SHAPE_TOLERANCE:
         return None
     return Finding(WARNING, "model.parameters_billion", stated,
                    f"the decoder the trainer builds ({shape_line(w)}) has {built:.3g}B parameters, not the "

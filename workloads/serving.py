@@ -267,6 +267,8 @@ class ServingPlan:
 # about this size (DeBERTa-v2-xxlarge, 1.5B parameters: microsoft/deberta-v2-xxlarge on the Hugging Face Hub), while
 # decoders start below it, so a small decoder should say model.architecture: decoder (the plan says what it assumed).
 DECODER_ABOVE_BILLION = 1.5
+# A shape whose parameter count is this close to model.parameters_billion is that model (the plan warns beyond it).
+SHAPE_TOLERANCE = 0.10
 # A decoder's vocabulary when model.vocab_size is absent: Llama 2's tokenizer, what the trainer uses.
 DEFAULT_VOCAB = VOCAB
 
@@ -308,12 +310,14 @@ def model_shape(w: Workload) -> tuple[int, int, int, int]:
     hidden = m.hidden_size or hidden
     if m.layers:
         return m.layers, heads, kv_heads, hidden
-    # The depth at which this width holds parameters_billion (the usual one where it already does, within a layer).
+    # The usual depth where it holds parameters_billion within SHAPE_TOLERANCE; else the depth at which this width does.
     vocab, width = m.vocab_size or DEFAULT_VOCAB, ffn_width(w)
     one = decoder_parameters(layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
     rest = decoder_parameters(layers=0, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
-    fitted = max(1, round((m.parameters_billion * 1e9 - rest) / (one - rest)))
-    return fitted, heads, kv_heads, hidden
+    wanted = m.parameters_billion * 1e9
+    if abs(rest + layers * (one - rest) - wanted) <= SHAPE_TOLERANCE * wanted:
+        return layers, heads, kv_heads, hidden
+    return max(1, round((wanted - rest) / (one - rest))), heads, kv_heads, hidden
 
 
 def decoder_parameters(*, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int, vocab: int) -> int:
@@ -354,7 +358,8 @@ def shape_line(w: Workload) -> str:
     if assumed:
         line += (f" ({', '.join('model.' + f for f in assumed)} assumed: the usual decoder at "
                  f"{m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's vocabulary"
-                 + ("; the depth fitted to model.parameters_billion" if m.layers is None else "") + ")")
+                 + ("; the depth fitted to model.parameters_billion"
+                    if m.layers is None and layers != _typical(m.parameters_billion)[0] else "") + ")")
     return line
 
 
