@@ -31,6 +31,20 @@ def emulator(synth):
             yield emu
 
 
+def test_preflight_passes_against_the_emulator_its_error_message_recommends(emulator, capsys):
+    """Without credentials preflight sends the user to `make emulator`, which this fixture sets up (bootstrap with the
+    real CLI, then the estate): the bootstrap stack carries its BootstrapVersion as `cdk bootstrap`'s does, and what
+    moto does not serve is a warning that says so, never a denied permission or an HTML page."""
+    from workloads.cli import main
+
+    status = main(["preflight", "intermediate"])
+    lines = capsys.readouterr().err.splitlines()
+    assert status == 0, lines
+    assert all(line.startswith("warning: ") and "not emulated" in line for line in lines), lines
+    boot = emulator.client("cloudformation").describe_stacks(StackName="CDKToolkit")["Stacks"][0]
+    assert {o["OutputKey"]: o["OutputValue"] for o in boot["Outputs"]}["BootstrapVersion"].isdigit()
+
+
 def _job(emu, name: str) -> dict:
     return emu.client("sagemaker").describe_training_job(TrainingJobName=name)
 
