@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -93,7 +93,7 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
             if guess and guess not in node:
                 node[guess] = value
         elif model is not None:
-            placeholder = _placeholder(model, str(last))
+            placeholder = _placeholder(model, str(last), value)
             if placeholder is not None:
                 node[last] = placeholder
     return fixed
@@ -104,14 +104,17 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
 _PLACEHOLDER = "placeholder"
 
 
-def _placeholder(model: type[BaseModel], name: str) -> Any:
+def _placeholder(model: type[BaseModel], name: str, value: Any = None) -> Any:
     """A stand-in for a required number or text that was wrong, so the rules that do not read it can still run
-    (their findings on the field itself are dropped: it is reported already)."""
+    (their findings on the field itself are dropped: it is reported already). A required choice stands in only for
+    the value it evidently misspells ('torch' -> 'pytorch'): any other would make the rules judge a guess."""
     info = next((i for n, i in model.model_fields.items() if (i.alias or n) == name), None)
     if info is None or not info.is_required():
         return None
     if info.annotation in (int, float):
         return 1
+    if get_origin(info.annotation) is Literal:
+        return did_you_mean(str(value), [str(a) for a in get_args(info.annotation)])
     return _PLACEHOLDER if info.annotation is str else None
 
 
@@ -267,7 +270,9 @@ def _config_error(err: Mapping[str, Any]) -> ConfigError:
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
-        return ConfigError(field, value, "see the config reference", reason=str(err["msg"]).removeprefix("Value error, "))
+        # The schema's own checks say what is allowed after "; allowed: " (docs/configuration.md otherwise).
+        reason, _, allowed = str(err["msg"]).removeprefix("Value error, ").partition("; allowed: ")
+        return ConfigError(field, value, allowed or "see docs/configuration.md", reason=reason)
     if kind.endswith("_type") and isinstance(value, bool):
         return ConfigError(field, value, str(err["msg"]).removeprefix("Input should be "),
                            reason="a boolean is not a number or a string here")
