@@ -24,7 +24,11 @@ def money(value: float | None) -> str:
 
 
 def _hours(value: float | None) -> str:
-    return "-" if value is None else (f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h")
+    if value is None:
+        return "-"
+    if value < 0.95:  # a classic-ML run of minutes read "0.0 h"
+        return f"{max(1, round(value * 60))} min"
+    return f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h"
 
 
 def _console() -> Console:
