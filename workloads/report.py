@@ -23,11 +23,18 @@ def money(value: float | None) -> str:
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
 
 
+def _cents(value: float) -> str:
+    """A small amount that money() would print as $0.00."""
+    return "under $0.01" if 0 < value < 0.005 else money(value)
+
+
 def _hours(value: float | None) -> str:
     if value is None:
         return "-"
+    if value < 1 / 60:  # a batch run of seconds
+        return f"{max(1, round(value * 3600))} s"
     if value < 0.95:  # a classic-ML run of minutes read "0.0 h"
-        return f"{max(1, round(value * 60))} min"
+        return f"{round(value * 60)} min"
     return f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h"
 
 
@@ -164,7 +171,11 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                 else f" (schedule {ip.schedule}, from the config)"
         if ip.batch_run:
             r = ip.batch_run
-            why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
+            why += (f"; one scheduled run: {r.records:,} records"
+                    + (" (assumed: an hour at inference.requests_per_second; set inference.batch.records_per_run)"
+                       if r.records_assumed else "")
+                    + f", {r.records_per_request:,} a request, {_hours(r.hours)} + {_hours(r.startup_s / 3600)} start-up = "
+                    f"{_cents(r.usd)}; {r.runs_per_month:.1f} runs a month")
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     if p.inference:  # else the train -> serve path says: training only
