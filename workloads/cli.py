@@ -306,6 +306,11 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
 
     missing = [k for k in ("teams", "team") if k not in overrides]
     others = sorted(set(overrides) - {"teams", "team"})
+    if missing == ["team"] and not others:
+        from .teams import team_names
+
+        raise ConfigError("-c team", None, f"-c team=NAME, one of: {', '.join(team_names(overrides['teams']))}",
+                          reason="`-c team=NAME` is missing: a plan is one team's (`cost` takes every team)")
     if missing or others:
         raise ConfigError("-c", ", ".join(missing or others), "-c teams=FILE -c team=NAME and nothing else (change "
                           "the team's overrides in its file)", reason="a team's plan is planned from its teams file")
@@ -316,8 +321,19 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
               "monthly_budget_usd": t.budget.monthly_usd, "monthly_estimate_usd": month,
               "estimate_is": "one training run plus a month of the estate" if m and m.headline_usd is not None
               else "a month of the estate (training run not priced)",
-              "fits_budget": None if month is None else month <= t.budget.monthly_usd}
+              "fits_budget": None if month is None else month <= t.budget.monthly_usd,
+              "largest_lines": _largest_lines(m)}
     return stamped.plan, budget
+
+
+def _largest_lines(m, n: int = 3) -> list[str]:
+    """The estimate's largest monthly lines, largest first: what to cut when a team's plan exceeds its budget."""
+    if m is None:
+        return []
+    lines = [(m.training_run_usd, "one training run", "")] if m.training_run_usd else []
+    lines += [(line.usd, line.item, line.quantity) for line in m.lines if line.usd > 0]
+    return [f"{item} ${usd:,.0f}" + (f" ({quantity})" if quantity else "")
+            for usd, item, quantity in sorted(lines, key=lambda x: -x[0])[:n]]
 
 
 def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated=None) -> None:

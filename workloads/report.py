@@ -73,7 +73,8 @@ def _software(p: Plan) -> str:
 def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:
     console = console or _console()
     w, t, e = p.workload, p.training, p.training.estimate
-    console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
+    whose = f"team {budget['team']} (workload {w.name})" if budget else w.name
+    console.print(f"[bold]Plan for {escape(whose)}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     for line in summary(p, budget):
@@ -217,9 +218,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         lines.append(f"         a month of the estate {money(m.usd_month)}" + (
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:
-        verdict = "unknown" if budget["fits_budget"] is None else "fits" if budget["fits_budget"] else "EXCEEDS"
         lines.append(f"         team {budget['team']}: {money(budget['monthly_estimate_usd'])} against its budget of "
-                     f"{money(budget['monthly_budget_usd'])}: {verdict}")
+                     f"{money(budget['monthly_budget_usd'])}: {budget_verdict(budget)}")
     warnings = sum(1 for f in p.findings if f.level == "WARNING")
     if warnings:
         lines.append(f"         {warnings} warning{'s' if warnings != 1 else ''}: see Warnings and notes below")
@@ -354,10 +354,20 @@ def print_catalog(cat: Catalog, console: Console | None = None) -> None:
 def print_team_budget(b: dict, console: Console | None = None) -> None:
     """A team's plan against its monthly budget (python -m workloads plan -c teams=FILE -c team=NAME)."""
     console = console or _console()
-    verdict = "unknown" if b["fits_budget"] is None else "fits" if b["fits_budget"] else "EXCEEDS"
     console.print(f"[bold]Team {b['team']}[/bold]  families {', '.join(b['allowed_instance_families'])}; "
                   f"{b['estimate_is']} {money(b['monthly_estimate_usd'])} against a monthly budget of "
-                  f"{money(b['monthly_budget_usd'])}: {verdict}")
+                  f"{money(b['monthly_budget_usd'])}: {escape(budget_verdict(b))}")
+
+
+def budget_verdict(b: dict) -> str:
+    """fits, unknown, or EXCEEDS with what to cut: the largest monthly lines (the exit status stays 0: a verdict)."""
+    if b["fits_budget"] is None:
+        return "unknown"
+    if b["fits_budget"]:
+        return "fits"
+    over = b["monthly_estimate_usd"] - b["monthly_budget_usd"]
+    largest = b.get("largest_lines") or []
+    return f"EXCEEDS by {money(over)}" + (f"; the largest lines: {'; '.join(largest)}" if largest else "")
 
 
 def print_cost(r, console: Console | None = None) -> None:
