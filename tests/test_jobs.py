@@ -364,3 +364,27 @@ def test_promote_refuses_a_job_that_has_not_completed_and_says_why():
         with pytest.raises(jobs.EstateNotDeployed) as refused:
             jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(**described), s3=object())
         assert str(refused.value) == expected
+
+
+def test_promote_names_the_model_key_a_completed_job_did_not_write():
+    """Against the emulator the new user got S3's 'NoSuchKey ... The specified key does not exist.' without the key."""
+    from botocore.exceptions import ClientError
+
+    p = plan(load("small"))
+    estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::1:role/r", bucket="b", subnets=("subnet-1",),
+                         security_groups=("sg-1",))
+
+    class Job:
+        def describe_training_job(self, TrainingJobName):
+            return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "Completed",
+                    "OutputDataConfig": {"S3OutputPath": "s3://b/output/"}}
+
+    class Bucket:
+        def copy_object(self, **_):
+            raise ClientError({"Error": {"Code": "NoSuchKey", "Message": "The specified key does not exist."}},
+                              "CopyObject")
+
+    with pytest.raises(jobs.EstateNotDeployed) as refused:
+        jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(), s3=Bucket())
+    assert str(refused.value).startswith("job j is Completed but its model s3://b/output/j/output/model.tar.gz is not "
+                                         "there: the job wrote none")
