@@ -23,6 +23,9 @@ CASES = {
                      "inference.serverless.max_concurrency = 0: wrong type or out of range; allowed: greater than or equal to 1"),
     "type not in catalog": (["huge", "-c", "training.instance_type=p9.48xlarge"],
                             "training.instance_type = 'p9.48xlarge': not in the instance catalog"),
+    "type of a known family not in catalog": (["small", "-c", "training.instance_type=t3.xlarge"],
+                                              "training.instance_type = 't3.xlarge': not in the instance catalog; "
+                                              "allowed: the catalog's t3 types: t3.medium"),
     "type not in region": (["huge", "-c", "training.instance_type=p6-b300.48xlarge"],
                            "training.instance_type = 'p6-b300.48xlarge': not offered in region us-east-2; allowed: regions "
                            "us-east-1, us-west-2, ap-northeast-2"),

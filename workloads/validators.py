@@ -77,6 +77,13 @@ def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
 def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
     itype = cat.get(name)
     if itype is None:
+        family = name.removeprefix(ML_PREFIX).split(".")[0]
+        kin = sorted((t.name for t in cat.types.values() if t.family == family and (t.on_sagemaker or not sagemaker)),
+                     key=lambda n: (cat.types[n].vcpus, n))
+        if kin:  # a known family: its types are what was meant (t3.xlarge -> t3.medium)
+            prefix = ML_PREFIX if name.startswith(ML_PREFIX) else ""
+            raise ConfigError(field, name, f"the catalog's {family} types: " + ", ".join(prefix + n for n in kin),
+                              reason="not in the instance catalog")
         families = sorted({t.family for t in cat.types.values()})
         raise ConfigError(field, name, "types of the families " + ", ".join(families) + " (python -m workloads catalog)",
                           reason="not in the instance catalog")
