@@ -229,7 +229,20 @@ def _apply_override(raw: dict, key: str, value: Any) -> None:
             raise ConfigError(".".join(parts[: depth + 1]), child, "a section with sub-fields",
                               reason=f"cannot set {key} under a plain value")
         node = child
-    node[parts[-1]] = _parse_value(value)
+    parsed = _parse_value(value)
+    if parsed is None and _unset_by_null(parts):
+        node.pop(parts[-1], None)  # `-c FIELD=null`: absent, so its default (docs/configuration.md)
+        return
+    node[parts[-1]] = parsed
+
+
+def _unset_by_null(parts: list[str]) -> bool:
+    """An optional field that does not take None itself (a count with a default): null means absent. A field that
+    takes None (a section such as inference.realtime, or max_hours) keeps null as its own value."""
+    model = _model_at(parts[:-1])
+    info = next((i for n, i in (model.model_fields.items() if model else ()) if (i.alias or n) == parts[-1]), None)
+    return info is not None and not info.is_required() and type(None) not in get_args(info.annotation) \
+        and info.annotation is not type(None)
 
 
 def _validate(raw: dict) -> Workload:
