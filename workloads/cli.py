@@ -358,11 +358,18 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated
 def _invoke(args: argparse.Namespace, result: Plan) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from .invoke import default_kind, invoke, sample_request
+    from .invoke import INVOCABLE, invoke, sample_request
     from .jobs import EstateNotDeployed
 
+    # A kind the plan lacks is bad input (exit 2), refused before any AWS call.
+    kinds = [k for k in INVOCABLE if k in result.inference]
+    if args.kind not in (None, *kinds) or not kinds:
+        raise ConfigError("--kind" if kinds else "workload", args.kind if kinds else args.workload,
+                          ", ".join(kinds) if kinds else "a workload with a real-time, serverless or async endpoint",
+                          reason=f"the plan has no {args.kind or 'real-time, serverless or async'} endpoint "
+                          f"(it has: {', '.join(result.inference) or 'none'})")
+    kind = args.kind or kinds[0]
     try:
-        kind = args.kind or default_kind(result)
         sample_type, sample = sample_request(result, kind)
         body = open(args.body, "rb").read() if args.body else (args.data.encode() if args.data else sample)
     except OSError as exc:
