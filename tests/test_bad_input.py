@@ -100,3 +100,12 @@ def test_cdk_synth_refuses_bad_input(tmp_path):
     assert "Traceback" not in result.stderr + result.stdout
     assert f"error: {expected}" in result.stderr
     assert not list((tmp_path / "out").glob("*.template.json"))
+
+
+def test_an_empty_file_is_said_to_be_empty(tmp_path):
+    """It said 'the file holds a NoneType, not a mapping' (issue 34 item 10.9)."""
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "workloads", "plan", "empty.yaml"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True)
+    _check(result, "workload = 'empty.yaml': the file is empty; allowed: a YAML mapping")

@@ -69,3 +69,11 @@ def test_the_model_trained_on_the_cluster_is_the_model_served():
     assert all(f"reading s3://<DatasetBucketName>/{ip.serving.artifact_key}" in "\n".join(p.path)
                for ip in p.inference.values() if ip.serving)
     assert p.to_dict()["path"] == list(p.path)
+
+
+def test_the_plans_words_do_not_repeat_themselves():
+    """'served serverless on serverless' and '(none (CPU))' (issue 34 item 10.9)."""
+    small = plan(load("small"))
+    assert any(line.startswith("served serverless by ") for line in small.path)
+    assert not any("on serverless" in line for line in small.path)
+    assert small.training.accelerator == "CPU only"

@@ -180,7 +180,8 @@ def _read(source: str) -> dict:
         data = read_packaged_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError("workload", str(source), "a YAML mapping with the fields name, region, availability_zone, model, data, ...",
-                          reason=f"the file holds a {type(data).__name__}, not a mapping")
+                          reason="the file is empty" if data is None else
+                          f"the file holds a {type(data).__name__}, not a mapping")
     return copy.deepcopy(data)
 
 

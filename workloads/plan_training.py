@@ -504,7 +504,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
-        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
+        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "CPU only",
         accelerator_kind=acc.kind if acc else None, efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
         efa_gbps=itype.network_gbps * efa / itype.efa_max_interfaces if efa else 0.0, network_gbps=itype.network_gbps,
         network_interfaces=network_interfaces(itype, efa=efa > 0),

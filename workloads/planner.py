@@ -104,7 +104,8 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
         where = f"ml.{ip.instance_type.removeprefix('ml.')}" if ip.instance_type else "serverless"
         compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "tgi-neuronx" \
             else ""
-        lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
+        how = "served serverless by" if kind == "serverless" else f"served {kind} on {where} by"
+        lines.append(f"{how} {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
     if not inference:
         lines.append(TRAINING_ONLY)
