@@ -96,8 +96,9 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
                 f"uncompressed to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/model/") if directory else \
             (f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/"
              "model.tar.gz")
-        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the "
-                     + ("keys below" if inference else "serving key once the workload has an inference section"))
+        lines.append(f"{what}; copy it to the "
+                     + ("keys below" if inference else "serving key once the workload has an inference section")
+                     + " with `python -m workloads promote <workload> --job <job>`")
     for kind, ip in inference.items():
         if ip.serving is None:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import timedelta
 
@@ -21,6 +22,24 @@ def money(value: float | None) -> str:
     if value is None:
         return "-"
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+
+
+# A command in backticks, as a line of the plan quotes it for the reader to run.
+_COMMAND = re.compile(r"`((?:python -m|cdk|aws|sbatch|make) [^`]+)`")
+
+
+def print_line(console: Console, line: str, indent: str = "  ") -> None:
+    """One line of the plan, its prose wrapped to the console; a command it quotes goes on a line of its own, never
+    wrapped (a command broken in the middle cannot be copied and pasted)."""
+    commands, stripped = _COMMAND.findall(line), line.rstrip(" .")
+    if commands and stripped.endswith("`"):  # "... copy it with `cmd`": "... copy it with:", then the command
+        head = stripped[:stripped.rindex("`", 0, len(stripped) - 1)]
+        prose = _COMMAND.sub("the command below", head).rstrip() + ":"
+    else:
+        prose = _COMMAND.sub("the command below" if len(commands) == 1 else "the commands below", line)
+    console.print(f"{indent}{escape(prose)}")
+    for command in commands:
+        console.print(f"{' ' * (len(indent) + 4)}{escape(command)}", soft_wrap=True, highlight=False)
 
 
 def _cents(value: float) -> str:
@@ -78,15 +97,15 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     for line in summary(p, budget):
-        console.print(f"  {escape(line)}")
+        print_line(console, line)
     for line in p.model:
-        console.print(f"  {escape(line)}")
+        print_line(console, line)
     console.print()
     _print_findings(p, console)
     if p.path:
         console.print("[bold]Train -> serve[/bold]")
         for line in p.path:
-            console.print(f"  {escape(line)}")
+            print_line(console, line)
         console.print()
     console.print("[bold]Training[/bold]")
     console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
@@ -140,7 +159,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
-        console.print(f"  - {d}")
+        print_line(console, d, "  - ")
 
     kinds = sorted({c.price_kind for c in t.candidates if c.price_kind})
     table = Table(title="Training candidates, side by side" + (f" (all at {kinds[0]} prices)" if len(kinds) == 1 else
