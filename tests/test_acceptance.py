@@ -330,3 +330,18 @@ def test_a_bad_result_file_is_refused_naming_the_flag(body, why, tmp_path, capsy
     assert cli(["plan", "intermediate", "--calibrate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --calibrate = ") and why in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("result, field", [
+    # the new user's: 1.5 M tokens/s of a 70B model on 16 nodes is above 100% MFU on any recorded type
+    ({"tokens_per_s": 1500000, "ranks": 128, "nodes": 16, "parameters": 70000000000, "mfu": 0.35},
+     "--calibrate tokens_per_s = 1500000"),
+    # an mfu its own figures do not give (6 x 1e9 x 1e4 / (100e12 x 8) = 7.5%)
+    ({"tokens_per_s": 10000, "ranks": 8, "nodes": 1, "parameters": 1000000000, "mfu": 0.5,
+      "peak_tflops_per_rank": 100}, "--calibrate mfu = 0.5")])
+def test_an_impossible_calibration_result_is_refused_naming_the_field_and_value(result, field, tmp_path, capsys):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    assert cli(["plan", "huge", "--calibrate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {field}: ") and "Traceback" not in err

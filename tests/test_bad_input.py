@@ -23,6 +23,9 @@ CASES = {
                      "inference.serverless.max_concurrency = 0: wrong type or out of range; allowed: greater than or equal to 1"),
     "type not in catalog": (["huge", "-c", "training.instance_type=p9.48xlarge"],
                             "training.instance_type = 'p9.48xlarge': not in the instance catalog"),
+    "type of a known family not in catalog": (["small", "-c", "training.instance_type=t3.xlarge"],
+                                              "training.instance_type = 't3.xlarge': not in the instance catalog; "
+                                              "allowed: the catalog's t3 types: t3.medium"),
     "type not in region": (["huge", "-c", "training.instance_type=p6-b300.48xlarge"],
                            "training.instance_type = 'p6-b300.48xlarge': not offered in region us-east-2; allowed: regions "
                            "us-east-1, us-west-2, ap-northeast-2"),
@@ -97,3 +100,12 @@ def test_cdk_synth_refuses_bad_input(tmp_path):
     assert "Traceback" not in result.stderr + result.stdout
     assert f"error: {expected}" in result.stderr
     assert not list((tmp_path / "out").glob("*.template.json"))
+
+
+def test_an_empty_file_is_said_to_be_empty(tmp_path):
+    """It said 'the file holds a NoneType, not a mapping' (issue 34 item 10.9)."""
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-m", "workloads", "plan", "empty.yaml"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True)
+    _check(result, "workload = 'empty.yaml': the file is empty; allowed: a YAML mapping")

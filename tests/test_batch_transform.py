@@ -108,3 +108,31 @@ def test_the_payload_rule_bounds_the_chosen_concurrency():
     """100 MB / 50 MB payloads: at most 2 in flight, even where the container would serve more."""
     p = plan(load("small", {"inference.batch.max_payload_mb": "50"})).inference["batch"]
     assert p.max_concurrent_transforms == p.concurrency == TRANSFORM_MAX_MB // 50
+
+
+def test_a_run_states_its_records_how_the_job_batches_them_and_its_start_up(tmp_path):
+    """The README's churn example printed 'one scheduled run $0.00 (0.00 h)' and hid the assumed record count
+    (configuration.md: 'said in the plan'), the MultiRecord batching and the start-up (issue 34 item 8)."""
+    from workloads.report import print_plan
+    from rich.console import Console
+
+    (tmp_path / "churn.yaml").write_text("name: churn\nregion: us-east-1\navailability_zone: us-east-1a\n"
+                                         "model: {parameters_billion: 0.001, framework: xgboost}\n"
+                                         "data: {dataset_size_gib: 20}\ntraining: {max_hours: 4}\n"
+                                         "inference: {batch: {schedule: 'cron(0 2 * * ? *)'}}\n")
+    p = plan(load(str(tmp_path / "churn.yaml")))
+    b = p.inference["batch"]
+    run = b.batch_run
+    assert run.records_assumed and run.records == round(p.workload.inference.requests_per_second * 3600)
+    assert run.records_per_request == int(b.max_payload_mb / p.workload.inference.payload_mb)  # MultiRecord, 6 MB
+    assert "60 a request (MultiRecord" in run.basis and "start-up" in run.basis
+    console = Console(width=400, record=True)
+    print_plan(p, console)
+    text = console.export_text()
+    assert f"run: {run.records:,} records" in text and "(0.00 h)" not in text  # the cell wraps between words
+    assert "under $0.01" in text and "start-up" in text
+    # A model that takes minutes to fetch and load bills them on every run; a SingleRecord container takes one a request.
+    huge = plan(load("huge")).inference["batch"].batch_run
+    assert huge.records_per_request == 1 and huge.startup_s > 60
+    assert huge.usd == pytest.approx((huge.hours + huge.startup_s / 3600) * plan(load("huge")).inference["batch"]
+                                     .usd_per_hour_max, rel=1e-2)

@@ -99,3 +99,14 @@ def test_scikit_learn_is_single_node():
 def test_realtime_max_below_min():
     with pytest.raises(ConfigError, match="max_instances 1 is below min_instances 3"):
         load("huge", {"inference.realtime.min_instances": "3", "inference.realtime.max_instances": "1"})
+
+
+def test_null_on_the_command_line_unsets_an_optional_field():
+    """`-c inference.realtime.max_instances=null` was refused ('a valid integer') though `-c inference.realtime=null`
+    is documented (issue 34 item 10.4): null is absent, so the field's default."""
+    from workloads.schema import Realtime
+
+    w = load("small", {"inference.realtime.max_instances": "null"})
+    assert w.inference.realtime.max_instances == Realtime.model_fields["max_instances"].default
+    assert load("small", {"inference.realtime": "null"}).inference.realtime is None
+    assert load("huge", {"training.max_hours": "null"}).training.max_hours is None

@@ -103,6 +103,24 @@ def test_misspelt_overrides_are_refused_on_every_path(tmp_path, path):
     _no_traceback(result)
 
 
+def test_a_new_users_file_gets_every_mistake_in_the_first_run_each_once_and_consistent():
+    """The s38 new user's file (tests/fixtures/newuser/bad.yaml): the zone outside the region came only in a second
+    run, beside two serverless errors that disagreed (one offered framework-archive, which the size rules out), one
+    showing the kind's name as its value and one allowed part that said 'see the config reference'."""
+    with pytest.raises(ConfigError) as caught:
+        load(str(ROOT / "tests" / "fixtures" / "newuser" / "bad.yaml"))
+    errors = {e.field: e for e in caught.value.errors}
+    assert sorted(errors) == ["availability_zone", "data.dataset_size_gb", "inference.realtime", "inference.serverless",
+                              "inference.serverless.memory_mb", "model.framework", "name", "training.instance_count",
+                              "training.max_hour"]
+    assert len(caught.value.errors) == len(errors)  # one finding per field
+    assert errors["availability_zone"].reason == "not a zone of region us-east-1"
+    assert errors["inference.realtime"].allowed == "max_instances >= 3"
+    serverless = errors["inference.serverless"]
+    assert serverless.value != "serverless" and "framework-archive" not in serverless.allowed
+    assert all("config reference" not in e.allowed for e in errors.values())
+
+
 @pytest.mark.parametrize("path", ["plan", "app"])
 def test_a_file_with_nine_mistakes_names_all_of_them_in_one_run(tmp_path, path):
     (tmp_path / "corpus.yaml").write_text(CORPUS)

@@ -31,6 +31,20 @@ def emulator(synth):
             yield emu
 
 
+def test_preflight_passes_against_the_emulator_its_error_message_recommends(emulator, capsys):
+    """Without credentials preflight sends the user to `make emulator`, which this fixture sets up (bootstrap with the
+    real CLI, then the estate): the bootstrap stack carries its BootstrapVersion as `cdk bootstrap`'s does, and what
+    moto does not serve is a warning that says so, never a denied permission or an HTML page."""
+    from workloads.cli import main
+
+    status = main(["preflight", "intermediate"])
+    lines = capsys.readouterr().err.splitlines()
+    assert status == 0, lines
+    assert all(line.startswith("warning: ") and "not emulated" in line for line in lines), lines
+    boot = emulator.client("cloudformation").describe_stacks(StackName="CDKToolkit")["Stacks"][0]
+    assert {o["OutputKey"]: o["OutputValue"] for o in boot["Outputs"]}["BootstrapVersion"].isdigit()
+
+
 def _job(emu, name: str) -> dict:
     return emu.client("sagemaker").describe_training_job(TrainingJobName=name)
 
@@ -351,3 +365,27 @@ def test_promote_refuses_a_job_that_has_not_completed_and_says_why():
         with pytest.raises(jobs.EstateNotDeployed) as refused:
             jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(**described), s3=object())
         assert str(refused.value) == expected
+
+
+def test_promote_names_the_model_key_a_completed_job_did_not_write():
+    """Against the emulator the new user got S3's 'NoSuchKey ... The specified key does not exist.' without the key."""
+    from botocore.exceptions import ClientError
+
+    p = plan(load("small"))
+    estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::1:role/r", bucket="b", subnets=("subnet-1",),
+                         security_groups=("sg-1",))
+
+    class Job:
+        def describe_training_job(self, TrainingJobName):
+            return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "Completed",
+                    "OutputDataConfig": {"S3OutputPath": "s3://b/output/"}}
+
+    class Bucket:
+        def copy_object(self, **_):
+            raise ClientError({"Error": {"Code": "NoSuchKey", "Message": "The specified key does not exist."}},
+                              "CopyObject")
+
+    with pytest.raises(jobs.EstateNotDeployed) as refused:
+        jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(), s3=Bucket())
+    assert str(refused.value).startswith("job j is Completed but its model s3://b/output/j/output/model.tar.gz is not "
+                                         "there: the job wrote none")

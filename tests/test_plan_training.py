@@ -52,6 +52,22 @@ def test_classic_ml_never_gets_a_gpu():
     assert not CAT.types[sk.training.instance_type].accelerated and sk.training.instance_count == 1
 
 
+def test_classic_candidates_each_have_a_time_and_total_and_the_reason_counts_the_ones_that_fit(tmp_path):
+    """The README's ten-line churn workload: every row had '-' for time and total, and the reason counted the rows
+    that do not fit among 'the candidates that fit'."""
+    (tmp_path / "churn.yaml").write_text("name: churn\nregion: us-east-1\navailability_zone: us-east-1a\n"
+                                         "model: {parameters_billion: 0.001, framework: xgboost}\n"
+                                         "data: {dataset_size_gib: 20}\ntraining: {max_hours: 4}\n")
+    t = plan(load(str(tmp_path / "churn.yaml"))).training
+    assert all(c.hours and c.usd_total == pytest.approx(c.hours * c.usd_per_hour) for c in t.candidates)
+    chosen = next(c for c in t.candidates if c.chosen)
+    assert (chosen.hours, chosen.usd_total) == (pytest.approx(t.estimate.hours), pytest.approx(t.estimate.usd_total))
+    fit = [c for c in t.candidates if c.feasible]
+    assert 0 < len(fit) < len(t.candidates)
+    assert f"{chosen.instance_type}: lowest $/h among the {len(fit)} of {len(t.candidates)} candidates that fit" in \
+        " ".join(t.decisions)
+
+
 def test_small_deep_learning_gets_g4dn_or_g5():
     p = plan(load("small", {"model.framework": "pytorch", "model.parameters_billion": "0.1",
                             "training.max_hours": "null"}))

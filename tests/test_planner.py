@@ -69,3 +69,29 @@ def test_the_model_trained_on_the_cluster_is_the_model_served():
     assert all(f"reading s3://<DatasetBucketName>/{ip.serving.artifact_key}" in "\n".join(p.path)
                for ip in p.inference.values() if ip.serving)
     assert p.to_dict()["path"] == list(p.path)
+
+
+def test_the_plans_words_do_not_repeat_themselves():
+    """'served serverless on serverless' and '(none (CPU))' (issue 34 item 10.9)."""
+    small = plan(load("small"))
+    assert any(line.startswith("served serverless by ") for line in small.path)
+    assert not any("on serverless" in line for line in small.path)
+    assert small.training.accelerator == "CPU only"
+
+
+def test_a_command_in_the_plan_is_never_wrapped_mid_command():
+    """Rich wrapped `python -m workloads promote <workload> / --job <job>` at 150 columns: it could not be pasted
+    (issue 34 item 10.10). A quoted command is printed on a line of its own, unwrapped, however narrow the console."""
+    from rich.console import Console
+
+    from workloads.report import print_line, print_plan
+
+    console = Console(width=150, record=True)
+    print_plan(plan(load("small")), console)
+    lines = console.export_text().splitlines()
+    assert "      python -m workloads promote <workload> --job <job>" in lines
+    narrow = Console(width=30, record=True)
+    print_line(narrow, "first `python -m workloads plan huge -c training.instance_type=p5.48xlarge` then more words")
+    out = narrow.export_text().splitlines()
+    assert "      python -m workloads plan huge -c training.instance_type=p5.48xlarge" in out
+    assert "the command below" in " ".join(out)

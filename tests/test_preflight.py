@@ -309,6 +309,36 @@ def test_a_bootstrap_older_than_the_templates_need_is_an_error(moto, version, le
     assert levels(found) == [level]
 
 
+def test_a_bootstrap_stack_without_its_version_output_is_its_own_finding_not_version_0(moto):
+    import boto3
+
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}
+    boto3.client("cloudformation", region_name="us-east-2").create_stack(StackName="CDKToolkit",
+                                                                         TemplateBody=json.dumps(template))
+    found = run("cdk_bootstrap", HUGE_CB, account("us-east-2"))
+    assert [(f.level, f.value) for f in found] == [(ERROR, "CREATE_COMPLETE")]
+    assert "no BootstrapVersion output" in found[0].message and "version 0" not in found[0].message
+
+
+@pytest.mark.parametrize("status, body", [(500, "<!doctype html> <html lang=en> <title>500 Internal Server Error</title>"),
+                                          (503, "Service Unavailable")])
+def test_a_service_failure_is_one_line_without_the_body_and_does_not_blame_iam(moto, monkeypatch, status, body):
+    from botocore.stub import Stubber
+
+    from workloads import preflight as module
+    from workloads.preflight import preflight
+
+    monkeypatch.setattr(module, "RULES", [r for r in module.RULES if r.name == "cost_allocation_tags"])
+    acc = account("us-east-2")
+    stub = Stubber(acc.client("ce"))
+    stub.add_client_error("list_cost_allocation_tags", service_error_code="", service_message=body,
+                          http_status_code=status)
+    stub.activate()
+    found = preflight(plan(load(*HUGE_CB)), acc)
+    assert [(f.level, f.value) for f in found] == [(WARNING, status)]
+    assert found[0].message == f"not checked: the service answered HTTP {status} (not emulated here?)"
+
+
 # --- billing and images -----------------------------------------------------------------------------------------------
 
 def test_the_cost_allocation_tags_are_active(moto):

@@ -33,19 +33,44 @@ def test_a_teams_plan_stays_in_its_families_and_is_held_to_its_budget():
     assert "Team vision" in text and "monthly budget" in text
 
 
-def test_a_budget_the_plan_exceeds_says_so(tmp_path):
+def _over_budget(tmp_path):
+    """The example teams file with every budget at $1."""
     raw = yaml.safe_load(open(TEAMS_FILE))
     for t in raw["teams"]:
         t["budget"]["monthly_usd"] = 1
     path = tmp_path / "teams.yaml"
     path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_budget_the_plan_exceeds_says_so(tmp_path):
+    path = _over_budget(tmp_path)
     data = json.loads(_plan("-c", f"teams={path}", "-c", "team=vision", "--json").stdout)
     assert data["team"]["fits_budget"] is False
-    assert "EXCEEDS" in _plan("-c", f"teams={path}", "-c", "team=vision").stdout
+    text = _plan("-c", f"teams={path}", "-c", "team=vision")
+    assert "EXCEEDS" in text.stdout
+
+
+def test_a_teams_plan_is_headed_by_the_team_and_an_excess_names_what_to_cut_with_exit_0(tmp_path):
+    """The new user's plan was headed by the workload, said EXCEEDS with no hint, and its exit status was documented
+    nowhere (issue 34 item 9)."""
+    path = _over_budget(tmp_path)
+    data = json.loads(_plan("-c", f"teams={path}", "-c", "team=vision", "--json").stdout)
+    largest = data["team"]["largest_lines"]
+    amounts = [float(line.split("$", 1)[1].split()[0].replace(",", "")) for line in largest]
+    assert largest and amounts == sorted(amounts, reverse=True)
+    out = _plan("-c", f"teams={path}", "-c", "team=vision")
+    assert out.returncode == 0  # a verdict, not an error (docs/operations.md's exit statuses)
+    assert out.stdout.startswith("Plan for team vision (workload ")
+    flat = " ".join(out.stdout.split())
+    over = data["team"]["monthly_estimate_usd"] - 1
+    assert f"EXCEEDS by ${over:,.0f}; the largest lines: {largest[0]}" in flat
 
 
 def test_a_team_plan_needs_both_keys_and_names_the_field():
     out = _plan("-c", f"teams={TEAMS_FILE}")
-    assert out.returncode == 2 and "Traceback" not in out.stderr and "team" in out.stderr
+    names = [t["name"] for t in yaml.safe_load(open(TEAMS_FILE))["teams"]]
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "`-c team=NAME` is missing" in out.stderr and f"one of: {', '.join(names)}" in out.stderr
     out = _plan("-c", f"teams={TEAMS_FILE}", "-c", "team=nobody")
     assert out.returncode == 2 and "nobody" in out.stderr

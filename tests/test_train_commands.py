@@ -179,3 +179,12 @@ def test_invoke_sends_the_contracts_request_by_default(monkeypatch, workload, ki
     assert request.content_type in request.reads
     if request.content_type == "application/json":
         json.loads(request.sample)
+
+
+def test_invoke_on_a_kind_the_plan_lacks_is_bad_input_exit_2(capsys):
+    """`invoke small --kind async` exited 1, the status of an AWS failure (issue 34 item 10.6); nothing is sent."""
+    from workloads.cli import main
+
+    assert main(["invoke", "small", "--kind", "async"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --kind = 'async': the plan has no async endpoint") and "allowed: realtime, serverless" in err

@@ -188,6 +188,7 @@ def _patch_moto() -> None:
             self._add_stack_event("ROLLBACK_COMPLETE")
 
     FakeStack.create_resources = create_resources_or_roll_back
+    _patch_change_set_outputs()
     _patch_deletion(parsing, FakeStack)
     _seed_parent_images()
 
@@ -201,6 +202,25 @@ def _patch_moto() -> None:
 
     Key.create_from_cloudformation_json = classmethod(create)
     Key._tags_patched = True
+
+
+def _patch_change_set_outputs() -> None:
+    """moto builds a stack's outputs when the stack is created or updated directly, not when a change set is executed:
+    `cdk bootstrap` (which deploys by change set) left CDKToolkit without the BootstrapVersion output that
+    `preflight` and the CLI read. They are built from the executed template, as CloudFormation does."""
+    from moto.cloudformation.models import CloudFormationBackend
+
+    execute = CloudFormationBackend.execute_change_set
+
+    def execute_with_outputs(self, change_set_name: str, stack_name: str | None = None) -> None:
+        execute(self, change_set_name, stack_name)
+        change_set = self.change_sets.get(change_set_name) or next(
+            c for c in self.change_sets.values() if c.change_set_name == change_set_name)
+        stack = self.stacks[change_set.stack_id]
+        stack._parse_template()
+        stack.output_map = stack._create_output_map()
+
+    CloudFormationBackend.execute_change_set = execute_with_outputs
 
 
 # DeletionPolicy values a deletion leaves in place (CloudFormation User Guide, "DeletionPolicy attribute"): deleting a

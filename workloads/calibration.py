@@ -48,6 +48,27 @@ def read_result(path: str) -> dict:
     return data
 
 
+def _refuse_impossible(result: dict, mfu: float | None, t: TrainingPlan) -> None:
+    """A result no hardware can produce is refused, not compared: above 100% MFU on the plan's hardware, or an `mfu`
+    that its own tokens_per_s, parameters, ranks and peak_tflops_per_rank do not give."""
+    if mfu is not None and mfu > 1:
+        most = result["tokens_per_s"] / mfu
+        raise ConfigError(f"{FIELD} tokens_per_s", result["tokens_per_s"], f"at most {most:,.0f} tokens/s on "
+                          f"{result['nodes']} node(s) of {t.instance_type} (100% MFU); check ranks, nodes and "
+                          "parameters, and train.py's --peak-tflops",
+                          reason=f"{mfu:.1%} MFU on the plan's hardware is impossible")
+    peak, own = result.get("peak_tflops_per_rank"), result.get("mfu")
+    if isinstance(peak, (int, float)) and peak > 0 and isinstance(own, (int, float)):
+        expected = 6 * result["parameters"] * result["tokens_per_s"] / (peak * 1e12 * result["ranks"])
+        if abs(own - expected) > 0.05 * expected:
+            raise ConfigError(f"{FIELD} mfu", own, f"{expected:.4g} (6 x parameters x tokens_per_s / "
+                              "(peak_tflops_per_rank x 1e12 x ranks))",
+                              reason="the result's mfu disagrees with its own figures")
+        if own > 1:
+            raise ConfigError(f"{FIELD} mfu", own, "at most 1 (100%); check train.py's --peak-tflops",
+                              reason="an MFU above 100% is impossible")
+
+
 def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
     """The measured rate on the plan's cluster: per node as measured, times the plan's nodes (linear scaling is an
     assumption, said in a warning, whenever the result ran on another node count)."""
@@ -69,6 +90,11 @@ def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
         warnings.append(f"measured a {parameters / 1e9:.3g}B-parameter model, the plan trains "
                         f"{planned_parameters / 1e9:.3g}B: the time and cost below are that model's")
     mfu = 6 * parameters * tokens_s / (itype.peak_tflops * 1e12 * t.instance_count) if itype.peak_tflops else None
+    _refuse_impossible(result, mfu, t)
+    if mfu is not None and isinstance(result.get("mfu"), (int, float)) and not result.get("peak_tflops_per_rank") \
+            and abs(result["mfu"] / mfu - 1) > 0.1:
+        warnings.append(f"the result's own mfu {result['mfu']:.1%} differs from {mfu:.1%} on the plan's hardware: "
+                        "its --peak-tflops was not recorded; check the ranks and the peak it was given")
     hours = usd = None
     if e.tokens_billion:
         hours = e.tokens_billion * 1e9 / tokens_s / 3600

@@ -306,6 +306,11 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
 
     missing = [k for k in ("teams", "team") if k not in overrides]
     others = sorted(set(overrides) - {"teams", "team"})
+    if missing == ["team"] and not others:
+        from .teams import team_names
+
+        raise ConfigError("-c team", None, f"-c team=NAME, one of: {', '.join(team_names(overrides['teams']))}",
+                          reason="`-c team=NAME` is missing: a plan is one team's (`cost` takes every team)")
     if missing or others:
         raise ConfigError("-c", ", ".join(missing or others), "-c teams=FILE -c team=NAME and nothing else (change "
                           "the team's overrides in its file)", reason="a team's plan is planned from its teams file")
@@ -316,8 +321,19 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
               "monthly_budget_usd": t.budget.monthly_usd, "monthly_estimate_usd": month,
               "estimate_is": "one training run plus a month of the estate" if m and m.headline_usd is not None
               else "a month of the estate (training run not priced)",
-              "fits_budget": None if month is None else month <= t.budget.monthly_usd}
+              "fits_budget": None if month is None else month <= t.budget.monthly_usd,
+              "largest_lines": _largest_lines(m)}
     return stamped.plan, budget
+
+
+def _largest_lines(m, n: int = 3) -> list[str]:
+    """The estimate's largest monthly lines, largest first: what to cut when a team's plan exceeds its budget."""
+    if m is None:
+        return []
+    lines = [(m.training_run_usd, "one training run", "")] if m.training_run_usd else []
+    lines += [(line.usd, line.item, line.quantity) for line in m.lines if line.usd > 0]
+    return [f"{item} ${usd:,.0f}" + (f" ({quantity})" if quantity else "")
+            for usd, item, quantity in sorted(lines, key=lambda x: -x[0])[:n]]
 
 
 def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated=None) -> None:
@@ -342,11 +358,18 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated
 def _invoke(args: argparse.Namespace, result: Plan) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from .invoke import default_kind, invoke, sample_request
+    from .invoke import INVOCABLE, invoke, sample_request
     from .jobs import EstateNotDeployed
 
+    # A kind the plan lacks is bad input (exit 2), refused before any AWS call.
+    kinds = [k for k in INVOCABLE if k in result.inference]
+    if args.kind not in (None, *kinds) or not kinds:
+        raise ConfigError("--kind" if kinds else "workload", args.kind if kinds else args.workload,
+                          ", ".join(kinds) if kinds else "a workload with a real-time, serverless or async endpoint",
+                          reason=f"the plan has no {args.kind or 'real-time, serverless or async'} endpoint "
+                          f"(it has: {', '.join(result.inference) or 'none'})")
+    kind = args.kind or kinds[0]
     try:
-        kind = args.kind or default_kind(result)
         sample_type, sample = sample_request(result, kind)
         body = open(args.body, "rb").read() if args.body else (args.data.encode() if args.data else sample)
     except OSError as exc:

@@ -273,8 +273,9 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
     for ip in inference.values():
         if ip.kind == "batch" and ip.batch_run:
             r = ip.batch_run
-            add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.2f} "
-                f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule})",
+            add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.4g} "
+                f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule}; {r.records:,} records "
+                f"a run{' assumed' if r.records_assumed else ''})",
                 f"{ip.instance_type} at {ip.price_note}", "catalog")
         elif ip.kind == "serverless":
             add("serverless endpoint at minimum", 0.0, "scales to zero; billed per GB-second of requests",

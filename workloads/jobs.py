@@ -334,6 +334,11 @@ def job_model(described: dict) -> str:
     return reported or f"{output['S3OutputPath'].rstrip('/')}/{described['TrainingJobName']}/output/model.tar.gz"
 
 
+def _no_model(job_name: str, where: str) -> str:
+    return (f"job {job_name} is Completed but its model {where} is not there: the job wrote none (the training script "
+            "saves it to SM_MODEL_DIR, /opt/ml/model) or it was moved or deleted since")
+
+
 def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=None) -> list[str]:
     """Copy a finished training job's model to every serving key of the plan that reads it as the job wrote it
     (a Hugging Face directory, or model.tar.gz), inside the dataset bucket; returns what was copied, one line each."""
@@ -360,9 +365,16 @@ def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=Non
         objects = [source_key] if not key.endswith("/") else [
             o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=source_key)
             for o in page.get("Contents", [])]
+        if not objects:
+            raise EstateNotDeployed(_no_model(job_name, source))
         for obj in objects:
             target = key if not key.endswith("/") else key + obj.removeprefix(source_key)
-            s3.copy_object(Bucket=bucket, Key=target, CopySource={"Bucket": bucket, "Key": obj})
+            try:
+                s3.copy_object(Bucket=bucket, Key=target, CopySource={"Bucket": bucket, "Key": obj})
+            except Exception as exc:  # botocore's ClientError; S3 says NoSuchKey without the key
+                if getattr(exc, "response", {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                    raise
+                raise EstateNotDeployed(_no_model(job_name, f"s3://{bucket}/{obj}")) from None
         done.append(f"s3://{bucket}/{source_key} -> s3://{bucket}/{key} ({len(objects)} object(s))")
     if not done:
         raise EstateNotDeployed(f"no serving key of the plan reads what job {job_name} wrote ({source})")

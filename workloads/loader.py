@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -93,7 +93,7 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
             if guess and guess not in node:
                 node[guess] = value
         elif model is not None:
-            placeholder = _placeholder(model, str(last))
+            placeholder = _placeholder(model, str(last), value)
             if placeholder is not None:
                 node[last] = placeholder
     return fixed
@@ -104,14 +104,17 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
 _PLACEHOLDER = "placeholder"
 
 
-def _placeholder(model: type[BaseModel], name: str) -> Any:
+def _placeholder(model: type[BaseModel], name: str, value: Any = None) -> Any:
     """A stand-in for a required number or text that was wrong, so the rules that do not read it can still run
-    (their findings on the field itself are dropped: it is reported already)."""
+    (their findings on the field itself are dropped: it is reported already). A required choice stands in only for
+    the value it evidently misspells ('torch' -> 'pytorch'): any other would make the rules judge a guess."""
     info = next((i for n, i in model.model_fields.items() if (i.alias or n) == name), None)
     if info is None or not info.is_required():
         return None
     if info.annotation in (int, float):
         return 1
+    if get_origin(info.annotation) is Literal:
+        return did_you_mean(str(value), [str(a) for a in get_args(info.annotation)])
     return _PLACEHOLDER if info.annotation is str else None
 
 
@@ -177,7 +180,8 @@ def _read(source: str) -> dict:
         data = read_packaged_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError("workload", str(source), "a YAML mapping with the fields name, region, availability_zone, model, data, ...",
-                          reason=f"the file holds a {type(data).__name__}, not a mapping")
+                          reason="the file is empty" if data is None else
+                          f"the file holds a {type(data).__name__}, not a mapping")
     return copy.deepcopy(data)
 
 
@@ -226,7 +230,20 @@ def _apply_override(raw: dict, key: str, value: Any) -> None:
             raise ConfigError(".".join(parts[: depth + 1]), child, "a section with sub-fields",
                               reason=f"cannot set {key} under a plain value")
         node = child
-    node[parts[-1]] = _parse_value(value)
+    parsed = _parse_value(value)
+    if parsed is None and _unset_by_null(parts):
+        node.pop(parts[-1], None)  # `-c FIELD=null`: absent, so its default (docs/configuration.md)
+        return
+    node[parts[-1]] = parsed
+
+
+def _unset_by_null(parts: list[str]) -> bool:
+    """An optional field that does not take None itself (a count with a default): null means absent. A field that
+    takes None (a section such as inference.realtime, or max_hours) keeps null as its own value."""
+    model = _model_at(parts[:-1])
+    info = next((i for n, i in (model.model_fields.items() if model else ()) if (i.alias or n) == parts[-1]), None)
+    return info is not None and not info.is_required() and type(None) not in get_args(info.annotation) \
+        and info.annotation is not type(None)
 
 
 def _validate(raw: dict) -> Workload:
@@ -267,7 +284,9 @@ def _config_error(err: Mapping[str, Any]) -> ConfigError:
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
-        return ConfigError(field, value, "see the config reference", reason=str(err["msg"]).removeprefix("Value error, "))
+        # The schema's own checks say what is allowed after "; allowed: " (docs/configuration.md otherwise).
+        reason, _, allowed = str(err["msg"]).removeprefix("Value error, ").partition("; allowed: ")
+        return ConfigError(field, value, allowed or "see docs/configuration.md", reason=reason)
     if kind.endswith("_type") and isinstance(value, bool):
         return ConfigError(field, value, str(err["msg"]).removeprefix("Input should be "),
                            reason="a boolean is not a number or a string here")

@@ -17,7 +17,7 @@ from .errors import ConfigError
 from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from .serving import (VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, container_for, copy_degrees,
                       layout_of, plan_serving, tensor_degrees)
-from .startup import Startup, plan_startup
+from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
@@ -338,10 +338,12 @@ class BatchRun:
 
     records: int
     records_assumed: bool  # True: inference.batch.records_per_run is absent (an hour of the peak rate assumed)
-    hours: float
-    usd: float
+    hours: float  # processing the records; the start-up is startup_s
+    usd: float  # processing and start-up
     runs_per_month: float
     basis: str
+    records_per_request: int = 1  # as the job batches them (MultiRecord up to MaxPayloadInMB; SingleRecord one)
+    startup_s: float = 0.0  # billed start-up of each run: the model's download and load (startup.model_seconds)
 
 
 def runs_per_month(schedule: str) -> float:
@@ -371,19 +373,33 @@ def _span(part: str) -> tuple[int, int]:
     return day(first), day(last or first) + 1
 
 
-def _batch_run(w: Workload, section: Batch, hourly: float, rps: float) -> BatchRun:
+def _batch_run(w: Workload, section: Batch, hourly: float, rps: float, itype: InstanceType,
+               serving: ServingPlan) -> BatchRun:
     records = section.records_per_run or max(1, round(w.inference.requests_per_second * 3600))
     hours = records / (rps * section.instance_count) / 3600
-    usd = hours * hourly * section.instance_count
     per_month = runs_per_month(section.schedule)
     assumed = section.records_per_run is None
     source = "assumed: an hour at inference.requests_per_second; set inference.batch.records_per_run" if assumed \
         else "inference.batch.records_per_run"
-    basis = (f"{records:,} records ({source}) at {rps:.3g} req/s on "
-             f"{section.instance_count} instance(s): {hours:.2f} h at ${hourly:g}/h each (SageMaker on-demand, billed "
-             f"while the job's instances run; start-up not counted); {per_month:.1f} runs a month from "
-             f"{section.schedule}")
-    return BatchRun(records, assumed, round(hours, 3), round(usd, 2), round(per_month, 2), basis)
+    # CreateTransformJob (serving.RequestContract): MultiRecord packs records into a request up to MaxPayloadInMB; a
+    # record is taken at inference.payload_mb. The rate stays the one-record-a-request rate: the saving is not counted.
+    per_request = 1 if serving.request.batch_strategy == "SingleRecord" else \
+        max(1, math.floor(section.max_payload_mb / w.inference.payload_mb + 1e-9))
+    batching = (f"{per_request:,} a request (MultiRecord, up to {section.max_payload_mb} MB at {w.inference.payload_mb:g} "
+                "MB a record; the rate is one record a request's, so an upper bound)") if per_request > 1 else \
+        f"one a request ({serving.request.batch_strategy})"
+    # Billing runs from TransformStartTime, "when the transform job starts on ML instances" (SageMaker API Reference,
+    # TransformJob <https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_TransformJob.html>), so provisioning
+    # is not billed and the model's download and load are; the container's own start has no figure and is not counted.
+    _, download_s, load_s = model_seconds(w.model.parameters_billion, itype, compressed=serving.compressed)
+    startup_s = download_s + load_s
+    usd = (hours + startup_s / 3600) * hourly * section.instance_count
+    basis = (f"{records:,} records ({source}) at {rps:.3g} records/s on {section.instance_count} instance(s), "
+             f"{batching}: {hours * 3600:,.0f} s plus {startup_s:.0f} s start-up (the model's download and load; "
+             f"provisioning is not billed, the container's start is not counted) at ${hourly:g}/h each (SageMaker "
+             f"on-demand); {per_month:.1f} runs a month from {section.schedule}")
+    return BatchRun(records, assumed, round(hours, 3), round(usd, 4), round(per_month, 2), basis,
+                    records_per_request=per_request, startup_s=round(startup_s, 1))
 
 
 def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
@@ -443,7 +459,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         else:
             lo = hi = section.instance_count
             transforms, reason = _transforms(section, s, serving, reason)
-            run = _batch_run(w, section, hourly, rps)
+            run = _batch_run(w, section, hourly, rps, itype, serving)
         out[kind] = InferencePlan(
             kind, ML_PREFIX + itype.name, lo, hi, round(hourly * lo, 4), round(hourly * hi, 4), reason,
             local_nvme=itype.local_nvme, accelerator_kind=itype.accelerator.kind if itype.accelerator else None,

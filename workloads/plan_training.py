@@ -78,6 +78,7 @@ class Candidate:
     chosen: bool = False
     price_kind: str = ""  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
     refused_by: str = "training.instance_count"  # the field to change when it does not fit (a set type refuses)
+    ranked_by: str = "cost"  # what picks among the rows that fit: total cost (deep learning) or $/h (classic ML)
 
 
 @dataclass(frozen=True)
@@ -408,8 +409,11 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
             # Distributed XGBoost adds the network to every histogram round for no saving while a larger node holds
             # the data: an architect sizes up before out.
             feasible, why = False, f"{count} nodes: a single larger node holds {need_gib:.0f} GiB"
-    return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", price.usd_per_hour * count,
-                     None, None, feasible, why)
+    # Each row's likely time and total, as _estimate gives the chosen one; the choice stays the lowest $/h.
+    _, hrs, _ = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, load_utilisation())
+    cluster = price.usd_per_hour * count
+    return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", cluster, hrs,
+                     est.billed_hours(hrs, price.kind) * cluster, feasible, why, price_kind=price.kind, ranked_by="$/h")
 
 
 def _pick(cands: list[Candidate]) -> Candidate:
@@ -419,7 +423,7 @@ def _pick(cands: list[Candidate]) -> Candidate:
         best = min(cands, key=lambda c: c.usd_per_hour)
         raise ConfigError("training", best.instance_type, "a larger instance_count or max_hours, or less data",
                           reason=f"no instance type can run this workload ({best.why})")
-    if feasible[0].usd_total is None:  # CPU: cheapest per hour that holds the data
+    if feasible[0].ranked_by == "$/h":  # CPU: cheapest per hour that holds the data
         return min(feasible, key=lambda c: (round(c.usd_per_hour, 2), c.count))
     return min(feasible, key=lambda c: (round(c.usd_total or 0, 2), c.hours or 0))
 
@@ -460,8 +464,11 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
                           reason="no candidate instance type is eligible")
     if wanted is None:
         chosen = _pick(cands)
-        measure = "cost" if chosen.usd_total is not None else "$/h"
-        decisions.append(f"{chosen.instance_type}: lowest {measure} among {len(cands)} candidates that fit")
+        fit = sum(c.feasible for c in cands)
+        why = "" if chosen.ranked_by == "cost" else (" (classic ML takes the cheapest node per hour that holds the "
+                                                     "data; each row's time assumes every vCPU busy)")
+        decisions.append(f"{chosen.instance_type}: lowest {chosen.ranked_by} among the {fit} of {len(cands)} "
+                         f"candidates that fit{why}")
         return chosen
     chosen = next((c for c in cands if c.instance_type == wanted), None)
     if chosen is None:
@@ -478,7 +485,7 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
                           reason=f"{wanted} x{chosen.count}: {chosen.why}")
     decisions.append(f"instance type {wanted} set by the config")
     others = [c for c in cands if c.instance_type != wanted and c.feasible]
-    if others and chosen.usd_total:
+    if others and chosen.usd_total and chosen.ranked_by == "cost":
         best = _pick(others)
         if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
             # Advice, not a refusal: the config's type is built as asked.
@@ -551,7 +558,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
-        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "none (CPU)",
+        accelerator=f"{acc.count} x {acc.model} ({acc.memory_gib:g} GiB)" if acc else "CPU only",
         accelerator_kind=acc.kind if acc else None, efa_interfaces=efa, efa_max_interfaces=itype.efa_max_interfaces,
         efa_gbps=itype.network_gbps * efa / itype.efa_max_interfaces if efa else 0.0, network_gbps=itype.network_gbps,
         network_interfaces=network_interfaces(itype, efa=efa > 0),

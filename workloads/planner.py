@@ -96,15 +96,17 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
                 f"uncompressed to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/model/") if directory else \
             (f"the job's model (/opt/ml/model) is uploaded to s3://<DatasetBucketName>/{layout.OUTPUT}<job>/output/"
              "model.tar.gz")
-        lines.append(f"{what}; `python -m workloads promote <workload> --job <job>` copies it to the "
-                     + ("keys below" if inference else "serving key once the workload has an inference section"))
+        lines.append(f"{what}; copy it to the "
+                     + ("keys below" if inference else "serving key once the workload has an inference section")
+                     + " with `python -m workloads promote <workload> --job <job>`")
     for kind, ip in inference.items():
         if ip.serving is None:
             continue
         where = f"ml.{ip.instance_type.removeprefix('ml.')}" if ip.instance_type else "serverless"
         compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "vllm-neuronx" \
             else ""
-        lines.append(f"served {kind} on {where} by {ip.serving.container_title}, reading "
+        how = "served serverless by" if kind == "serverless" else f"served {kind} on {where} by"
+        lines.append(f"{how} {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
     if not inference:
         lines.append(TRAINING_ONLY)

@@ -108,13 +108,24 @@ def preflight(plan: Plan, account: Account) -> list[Finding]:
         try:
             found = r.check(plan, account)
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            why = "the caller may not call it" if error.get("Code") in DENIED else "AWS refused the request"
-            found = [Finding(WARNING, r.name, error.get("Code"), f"not checked: {why} ({error.get('Message', exc)}); "
-                             f"the check needs {', '.join(r.actions)}")]
+            found = [_not_checked(r, exc)]
         findings += [f if f.source else replace(f, source=r.source) for f in found]
     order = {ERROR: 0, WARNING: 1, INFO: 2}
     return sorted(findings, key=lambda f: order[f.level])
+
+
+def _not_checked(r: Rule, exc) -> Finding:
+    """A refused rule's WARNING, one line: a denial names the actions the check needs; a service failure (HTTP 5xx,
+    or an HTML page where an API answer belongs: a local emulator that lacks the API) says so, without the page."""
+    error = exc.response.get("Error", {})
+    http = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    message = str(error.get("Message", exc))
+    if http >= 500 or message.lstrip().lower().startswith(("<!doctype", "<html")):
+        return Finding(WARNING, r.name, http or error.get("Code"),
+                       f"not checked: the service answered HTTP {http} (not emulated here?)")
+    why = "the caller may not call it" if error.get("Code") in DENIED else "AWS refused the request"
+    return Finding(WARNING, r.name, error.get("Code"), f"not checked: {why} ({message}); "
+                   f"the check needs {', '.join(r.actions)}")
 
 
 def _code(exc: Exception) -> str:
@@ -408,7 +419,11 @@ def cdk_bootstrap(plan: Plan, account: Account) -> list[Finding]:
         return [Finding(ERROR, name, status, "the bootstrap stack is not usable: delete it if it never completed, "
                         "then run cdk bootstrap again")]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    version = int(outputs.get("BootstrapVersion", 0))
+    if "BootstrapVersion" not in outputs:  # not an old version: a stack cdk bootstrap did not make, or a copy of one
+        return [Finding(ERROR, name, status, "the stack has no BootstrapVersion output, which cdk bootstrap's stack "
+                        "always has: it was not made by cdk bootstrap (or was changed since); run cdk bootstrap "
+                        f"aws://ACCOUNT/{account.region} to replace it")]
+    version = int(outputs["BootstrapVersion"])
     if version < boot["templates_require"]:
         return [Finding(ERROR, name, version, f"the templates require bootstrap version {boot['templates_require']} "
                         "or newer: run cdk bootstrap (the pinned CLI upgrades it)")]

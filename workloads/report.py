@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import timedelta
 
@@ -23,8 +24,37 @@ def money(value: float | None) -> str:
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
 
 
+# A command in backticks, as a line of the plan quotes it for the reader to run.
+_COMMAND = re.compile(r"`((?:python -m|cdk|aws|sbatch|make) [^`]+)`")
+
+
+def print_line(console: Console, line: str, indent: str = "  ") -> None:
+    """One line of the plan, its prose wrapped to the console; a command it quotes goes on a line of its own, never
+    wrapped (a command broken in the middle cannot be copied and pasted)."""
+    commands, stripped = _COMMAND.findall(line), line.rstrip(" .")
+    if commands and stripped.endswith("`"):  # "... copy it with `cmd`": "... copy it with:", then the command
+        head = stripped[:stripped.rindex("`", 0, len(stripped) - 1)]
+        prose = _COMMAND.sub("the command below", head).rstrip() + ":"
+    else:
+        prose = _COMMAND.sub("the command below" if len(commands) == 1 else "the commands below", line)
+    console.print(f"{indent}{escape(prose)}")
+    for command in commands:
+        console.print(f"{' ' * (len(indent) + 4)}{escape(command)}", soft_wrap=True, highlight=False)
+
+
+def _cents(value: float) -> str:
+    """A small amount that money() would print as $0.00."""
+    return "under $0.01" if 0 < value < 0.005 else money(value)
+
+
 def _hours(value: float | None) -> str:
-    return "-" if value is None else (f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h")
+    if value is None:
+        return "-"
+    if value < 1 / 60:  # a batch run of seconds
+        return f"{max(1, round(value * 3600))} s"
+    if value < 0.95:  # a classic-ML run of minutes read "0.0 h"
+        return f"{round(value * 60)} min"
+    return f"{value:,.1f} h" if value < 1000 else f"{value:,.0f} h"
 
 
 def _console() -> Console:
@@ -62,19 +92,20 @@ def _software(p: Plan) -> str:
 def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:
     console = console or _console()
     w, t, e = p.workload, p.training, p.training.estimate
-    console.print(f"[bold]Plan for {w.name}[/bold]  {w.region} / {w.availability_zone}  "
+    whose = f"team {budget['team']} (workload {w.name})" if budget else w.name
+    console.print(f"[bold]Plan for {escape(whose)}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
     for line in summary(p, budget):
-        console.print(f"  {escape(line)}")
+        print_line(console, line)
     for line in p.model:
-        console.print(f"  {escape(line)}")
+        print_line(console, line)
     console.print()
     _print_findings(p, console)
     if p.path:
         console.print("[bold]Train -> serve[/bold]")
         for line in p.path:
-            console.print(f"  {escape(line)}")
+            print_line(console, line)
         console.print()
     console.print("[bold]Training[/bold]")
     console.print(f"  {t.instance_type} x {t.instance_count}  ({t.accelerator})")
@@ -128,7 +159,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
-        console.print(f"  - {d}")
+        print_line(console, d, "  - ")
 
     kinds = sorted({c.price_kind for c in t.candidates if c.price_kind})
     table = Table(title="Training candidates, side by side" + (f" (all at {kinds[0]} prices)" if len(kinds) == 1 else
@@ -160,7 +191,11 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                 else f" (schedule {ip.schedule}, from the config)"
         if ip.batch_run:
             r = ip.batch_run
-            why += f"; one scheduled run {money(r.usd)} ({r.hours:.2f} h), {r.runs_per_month:.1f} runs a month"
+            why += (f"; one scheduled run: {r.records:,} records"
+                    + (" (assumed: an hour at inference.requests_per_second; set inference.batch.records_per_run)"
+                       if r.records_assumed else "")
+                    + f", {r.records_per_request:,} a request, {_hours(r.hours)} + {_hours(r.startup_s / 3600)} start-up = "
+                    f"{_cents(r.usd)}; {r.runs_per_month:.1f} runs a month")
         table.add_row(ip.kind, ip.instance_type or "-", f"{ip.min_instances}-{ip.max_instances}",
                       money(ip.usd_per_hour_min), money(ip.usd_per_hour_max), per_million, why)
     if p.inference:  # else the train -> serve path says: training only
@@ -207,9 +242,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         lines.append(f"         a month of the estate {money(m.usd_month)}" + (
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:
-        verdict = "unknown" if budget["fits_budget"] is None else "fits" if budget["fits_budget"] else "EXCEEDS"
         lines.append(f"         team {budget['team']}: {money(budget['monthly_estimate_usd'])} against its budget of "
-                     f"{money(budget['monthly_budget_usd'])}: {verdict}")
+                     f"{money(budget['monthly_budget_usd'])}: {budget_verdict(budget)}")
     warnings = sum(1 for f in p.findings if f.level == "WARNING")
     if warnings:
         lines.append(f"         {warnings} warning{'s' if warnings != 1 else ''}: see Warnings and notes below")
@@ -346,10 +380,20 @@ def print_catalog(cat: Catalog, console: Console | None = None) -> None:
 def print_team_budget(b: dict, console: Console | None = None) -> None:
     """A team's plan against its monthly budget (python -m workloads plan -c teams=FILE -c team=NAME)."""
     console = console or _console()
-    verdict = "unknown" if b["fits_budget"] is None else "fits" if b["fits_budget"] else "EXCEEDS"
     console.print(f"[bold]Team {b['team']}[/bold]  families {', '.join(b['allowed_instance_families'])}; "
                   f"{b['estimate_is']} {money(b['monthly_estimate_usd'])} against a monthly budget of "
-                  f"{money(b['monthly_budget_usd'])}: {verdict}")
+                  f"{money(b['monthly_budget_usd'])}: {escape(budget_verdict(b))}")
+
+
+def budget_verdict(b: dict) -> str:
+    """fits, unknown, or EXCEEDS with what to cut: the largest monthly lines (the exit status stays 0: a verdict)."""
+    if b["fits_budget"] is None:
+        return "unknown"
+    if b["fits_budget"]:
+        return "fits"
+    over = b["monthly_estimate_usd"] - b["monthly_budget_usd"]
+    largest = b.get("largest_lines") or []
+    return f"EXCEEDS by {money(over)}" + (f"; the largest lines: {'; '.join(largest)}" if largest else "")
 
 
 def print_cost(r, console: Console | None = None) -> None:

@@ -106,13 +106,17 @@ class Realtime(_Frozen):
     @model_validator(mode="after")
     def _max_at_least_min(self) -> "Realtime":
         if self.max_instances < self.min_instances:
-            raise ValueError(f"max_instances {self.max_instances} is below min_instances {self.min_instances}")
+            raise ValueError(f"max_instances {self.max_instances} is below min_instances {self.min_instances}; "
+                             f"allowed: max_instances >= {self.min_instances}")
         return self
+
+
+SERVERLESS_MAX_MB = 6144  # the most memory a serverless endpoint may have (the field's bound below)
 
 
 class Serverless(_Frozen):
     artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
-    memory_mb: int = Field(default=2048, ge=1024, le=6144, multiple_of=1024)
+    memory_mb: int = Field(default=2048, ge=1024, le=SERVERLESS_MAX_MB, multiple_of=1024)
     max_concurrency: int = Field(default=20, ge=1, le=200)
     provisioned_concurrency: int | None = Field(default=None, ge=1, le=200)
 
@@ -120,7 +124,7 @@ class Serverless(_Frozen):
     def _provisioned_within_max(self) -> "Serverless":
         if self.provisioned_concurrency and self.provisioned_concurrency > self.max_concurrency:
             raise ValueError(f"provisioned_concurrency {self.provisioned_concurrency} exceeds max_concurrency "
-                             f"{self.max_concurrency}")
+                             f"{self.max_concurrency}; allowed: provisioned_concurrency <= {self.max_concurrency}")
         return self
 
 
@@ -152,7 +156,8 @@ class Batch(_Frozen):
     def _payload_times_concurrency(self) -> "Batch":
         if self.max_concurrent_transforms and self.max_payload_mb * self.max_concurrent_transforms > TRANSFORM_MAX_MB:
             raise ValueError(f"max_concurrent_transforms x max_payload_mb = "
-                             f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds {TRANSFORM_MAX_MB} MB")
+                             f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds {TRANSFORM_MAX_MB} MB; "
+                             f"allowed: max_concurrent_transforms <= {TRANSFORM_MAX_MB // self.max_payload_mb}")
         return self
 
     def concurrency_limit(self) -> int:
@@ -192,14 +197,15 @@ class Generation(_Frozen):
     def _input_below_total(self) -> "Generation":
         if self.max_input_tokens >= self.max_total_tokens:
             raise ValueError(f"max_input_tokens {self.max_input_tokens} must be below max_total_tokens "
-                             f"{self.max_total_tokens}")
+                             f"{self.max_total_tokens}; allowed: max_input_tokens < {self.max_total_tokens}")
         if self.typical_input_tokens and self.typical_input_tokens > self.max_input_tokens:
             raise ValueError(f"typical_input_tokens {self.typical_input_tokens} exceeds max_input_tokens "
-                             f"{self.max_input_tokens}")
+                             f"{self.max_input_tokens}; allowed: typical_input_tokens <= {self.max_input_tokens}")
         tokens_in, tokens_out = self.typical()
         if tokens_in + tokens_out > self.max_total_tokens:
             raise ValueError(f"a typical request of {tokens_in} + {tokens_out} tokens (typical_input_tokens + "
-                             f"typical_output_tokens) exceeds max_total_tokens {self.max_total_tokens}")
+                             f"typical_output_tokens) exceeds max_total_tokens {self.max_total_tokens}; allowed: "
+                             f"typical_input_tokens + typical_output_tokens <= {self.max_total_tokens}")
         return self
 
     def typical(self) -> tuple[int, int]:

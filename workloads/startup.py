@@ -54,12 +54,18 @@ def _timeout(estimate_s: float, field: str, what: str, parameters_billion: float
     return max(low, wanted)
 
 
+def model_seconds(parameters_billion: float, itype: InstanceType, *, compressed: bool) -> tuple[float, float, float]:
+    """(GB of weights, download seconds, load seconds) at the assumed rates above, without the margin: what an
+    endpoint's timeouts are sized from and what a batch transform run spends starting."""
+    per_param = est.SERVE_BYTES_PER_PARAM if itype.accelerator else est.CPU_BYTES_PER_PARAM
+    gb = parameters_billion * 1e9 * per_param / 1e9
+    return gb, gb / DOWNLOAD_GB_PER_S + (gb / LOAD_GB_PER_S if compressed else 0), gb / LOAD_GB_PER_S
+
+
 def plan_startup(kind: str, parameters_billion: float, itype: InstanceType, *, compressed: bool) -> Startup:
     """The timeouts and volume of an endpoint variant of `kind` on `itype` serving this model."""
     per_param = est.SERVE_BYTES_PER_PARAM if itype.accelerator else est.CPU_BYTES_PER_PARAM
-    gb = parameters_billion * 1e9 * per_param / 1e9
-    download_s = gb / DOWNLOAD_GB_PER_S + (gb / LOAD_GB_PER_S if compressed else 0)
-    load_s = gb / LOAD_GB_PER_S
+    gb, download_s, load_s = model_seconds(parameters_billion, itype, compressed=compressed)
     download = _timeout(download_s, "ModelDataDownloadTimeoutInSeconds", "the model download", parameters_billion)
     start = _timeout(load_s, "ContainerStartupHealthCheckTimeoutInSeconds", "loading the model", parameters_billion)
     volume = None

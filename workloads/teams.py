@@ -98,6 +98,12 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     return stamped
 
 
+def team_names(path: str) -> list[str]:
+    """The names a teams file gives its teams, read without planning them (for an error that lists them)."""
+    teams = _read(path).get("teams") or []
+    return [str(t["name"]) for t in teams if isinstance(t, dict) and "name" in t]
+
+
 def _read(path: str) -> dict:
     file = Path(path)
     if not file.is_file():

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from . import estimates as est
 from .catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
 from .errors import WARNING, ConfigError, Finding, raise_all
-from .schema import CLASSIC_ML, Workload
+from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
 
 
 def region_is_known(w: Workload, cat: Catalog) -> None:
@@ -77,6 +77,13 @@ def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
 def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
     itype = cat.get(name)
     if itype is None:
+        family = name.removeprefix(ML_PREFIX).split(".")[0]
+        kin = sorted((t.name for t in cat.types.values() if t.family == family and (t.on_sagemaker or not sagemaker)),
+                     key=lambda n: (cat.types[n].vcpus, n))
+        if kin:  # a known family: its types are what was meant (t3.xlarge -> t3.medium)
+            prefix = ML_PREFIX if name.startswith(ML_PREFIX) else ""
+            raise ConfigError(field, name, f"the catalog's {family} types: " + ", ".join(prefix + n for n in kin),
+                              reason="not in the instance catalog")
         families = sorted({t.family for t in cat.types.values()})
         raise ConfigError(field, name, "types of the families " + ", ".join(families) + " (python -m workloads catalog)",
                           reason="not in the instance catalog")
@@ -208,12 +215,32 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
         _offered_in_region(field, itype, w)
 
 
+def _fits_serverless(w: Workload, memory_mb: int) -> bool:
+    return est.serving_fits(w.model.parameters_billion, memory_mb / 1024, est.CPU_BYTES_PER_PARAM)
+
+
 def serverless_holds_the_model(w: Workload, cat: Catalog) -> None:
-    """Serverless is CPU only: fp32 weights must fit the endpoint's memory."""
+    """Serverless is CPU only: fp32 weights must fit the endpoint's memory. A model too big for the largest memory is
+    refused on the section (no memory_mb would do); otherwise memory_mb names the sizes that hold it."""
     s = w.inference.serverless
-    if s is not None and not est.serving_fits(w.model.parameters_billion, s.memory_mb / 1024, est.CPU_BYTES_PER_PARAM):
-        raise ConfigError("inference.serverless.memory_mb", s.memory_mb, "serve this model real-time or async",
-                          reason=f"a {w.model.parameters_billion:g}B-parameter model does not fit in serverless memory")
+    if s is None or _fits_serverless(w, s.memory_mb):
+        return
+    reason = f"a {w.model.parameters_billion:g}B-parameter model does not fit in serverless memory"
+    if not _fits_serverless(w, SERVERLESS_MAX_MB):
+        raise ConfigError("inference.serverless", _section(s), _NOT_SERVERLESS,
+                          reason=f"{reason} ({SERVERLESS_MAX_MB} MB at most)")
+    enough = next(mb for mb in range(1024, SERVERLESS_MAX_MB + 1, 1024) if _fits_serverless(w, mb))
+    raise ConfigError("inference.serverless.memory_mb", s.memory_mb,
+                      f"{', '.join(str(mb) for mb in range(enough, SERVERLESS_MAX_MB + 1, 1024))}; or {_NOT_SERVERLESS}",
+                      reason=reason)
+
+
+_NOT_SERVERLESS = "inference.realtime, inference.async or inference.batch instead"
+
+
+def _section(section) -> dict:
+    """A section as the user wrote it (the fields they set), for an error about the whole section."""
+    return section.model_dump(exclude_unset=True, by_alias=True)
 
 
 _FORMATS_OF_FRAMEWORK = {"pytorch": ("huggingface", "framework-archive"), "tensorflow": ("framework-archive",),
@@ -288,10 +315,14 @@ def decoder_shape_is_consistent(w: Workload, cat: Catalog) -> None:
 def llm_is_not_serverless(w: Workload, cat: Catalog) -> None:
     from .serving import artifact_format
 
-    if w.inference.serverless is not None and artifact_format(w)[0] == "huggingface":
-        raise ConfigError("inference.serverless", "serverless", "realtime, async or batch; or inference.artifact."
-                          "format framework-archive", reason="LLM serving containers need a GPU or Inferentia2; "
-                          "serverless endpoints are CPU only")
+    s = w.inference.serverless
+    if s is None or artifact_format(w)[0] != "huggingface":
+        return
+    if not _fits_serverless(w, SERVERLESS_MAX_MB):  # serverless_holds_the_model refuses the section already
+        return
+    raise ConfigError("inference.serverless", _section(s), f"{_NOT_SERVERLESS}; or inference.artifact.format "
+                      "framework-archive", reason="LLM serving containers need a GPU or Inferentia2; serverless "
+                      "endpoints are CPU only")
 
 
 # SageMaker inference limits (SageMaker developer guide: real-time 6 MB / 60 s; serverless
@@ -360,5 +391,6 @@ def check(w: Workload, cat: Catalog | None = None) -> None:
         try:
             rule(w, cat)
         except ConfigError as exc:
-            errors.append(exc)
+            if exc.field not in {e.field for e in errors}:  # one finding per field: the first rule's says it
+                errors.append(exc)
     raise_all(errors)
