@@ -10,13 +10,13 @@ import sys
 import pytest
 import yaml
 
-from workloads import estimates as est
+from workloads.planning import estimates as est
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 from workloads.errors import WARNING
-from workloads.parallelism import RECOMPUTE_EFFICIENCY
-from workloads.plan_training import step_communication
-from workloads.plan_training import plan_training
+from workloads.planning.parallelism import RECOMPUTE_EFFICIENCY
+from workloads.planning.training import step_communication
+from workloads.planning.training import plan_training
 
 from .conftest import ROOT
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from workloads import load, plan
-from workloads.parallelism import GLOBAL_BATCH_TOKENS, Parallelism, gib_per_rank, trainer_refusal
-from workloads.plan_training import CHECKPOINT_OVERHEAD, checkpoint_seconds
+from workloads.planning.parallelism import GLOBAL_BATCH_TOKENS, Parallelism, gib_per_rank, trainer_refusal
+from workloads.planning.training import CHECKPOINT_OVERHEAD, checkpoint_seconds
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
 
@@ -85,7 +85,7 @@ def test_the_checkpoint_cadence_keeps_its_cost_within_five_percent_and_the_plan_
 
 
 def test_a_t4_plan_computes_in_fp16_with_loss_scaling_not_bf16():
-    from workloads.report import _compute
+    from workloads.commands.report import _compute
 
     t = plan(load("examples/workloads/vision-classifier.yaml", {"training.instance_type": "g4dn.xlarge"})).training
     assert t.parallelism.precision == "fp16" and "bf16 compute" not in _compute("fp16")

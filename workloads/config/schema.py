@@ -17,7 +17,7 @@ Architecture = Literal["decoder", "encoder", "vision", "tabular"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
 Traffic = Literal["steady", "spiky", "rare", "periodic"]
-# What the model artifact is; each serving container reads one of these (workloads/serving.py).
+# What the model artifact is; each serving container reads one of these (workloads/planning/contracts.py).
 ArtifactFormat = Literal["huggingface", "framework-archive", "xgboost", "scikit-learn"]
 ARTIFACT_KEY = r"^[A-Za-z0-9._\-/]+$"
 
@@ -36,11 +36,11 @@ class Model(_Frozen):
     neuron_supported: bool = True
     # Attention heads: a tensor-parallel degree must divide them. Absent: assumed from the size (the plan says so).
     attention_heads: int | None = Field(default=None, ge=1, le=1024)
-    # Absent: inferred from the framework, the artifact format and the size (serving.architecture; the plan says so).
+    # Absent: inferred from the framework, the artifact format and the size (config/model.py architecture; the plan says so).
     architecture: Architecture | None = None
     # A decoder's shape (config.json's num_hidden_layers, hidden_size, num_key_value_heads, vocab_size), read by the
     # serving sizing (weights, KV cache) and by training's layout. Absent: the usual decoder at this size
-    # (serving.model_shape) and a 32,000-entry vocabulary (Llama 2's); the plan says which are assumed.
+    # (config/model.py model_shape) and a 32,000-entry vocabulary (Llama 2's); the plan says which are assumed.
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
@@ -75,7 +75,7 @@ class Training(_Frozen):
     spot: bool = False
     # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
     # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell), priced at bf16
-    # while the shipped trainer has no float8 layers (plan_training.priced_precision).
+    # while the shipped trainer has no float8 layers (planning/training.py priced_precision).
     precision: Literal["bf16", "fp8", "fp16"] | None = None
     # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
     # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);

@@ -1,23 +1,23 @@
 """The planner: one Workload -> one Plan (training, then serving), the choices with the reasons the plan prints.
 
-Pure Python (never imports aws_cdk or sagemaker). The two halves live apart: plan_training.py and plan_serving.py.
+Pure Python (never imports aws_cdk or sagemaker). The two halves live apart: training.py and serving.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..catalog import ML_PREFIX, Catalog, load_catalog
+from ..config.model import model_lines
+from ..config.schema import Workload
+from ..config.validators import advice, hosting_zones
+from ..errors import WARNING, Finding
 from . import layout
 from .artifacts import exported_key
-from .catalog import ML_PREFIX, Catalog, load_catalog
 from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
-from .errors import WARNING, Finding
-from .plan_serving import TRAINING_ONLY, InferencePlan, plan_inference
-from .plan_training import TrainingPlan, calibration_lines, plan_training
-from .schema import Workload
-from .serving import model_lines
-from .validators import advice, hosting_zones
+from .serving import TRAINING_ONLY, InferencePlan, plan_inference
+from .training import TrainingPlan, calibration_lines, plan_training
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Plan:
     findings: tuple[Finding, ...] = field(default=())
     # The model's way from training to serving, one line a step (train_to_serve).
     path: tuple[str, ...] = field(default=())
-    # The model's architecture (set or inferred, and why) and a decoder's shape as sized (serving.model_lines).
+    # The model's architecture (set or inferred, and why) and a decoder's shape as sized (config/model.py model_lines).
     model: tuple[str, ...] = field(default=())
 
     @property
