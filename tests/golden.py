@@ -17,7 +17,7 @@ EXAMPLES = ROOT / "examples" / "slurm"
 # micro-step; a tensor-parallel layout runs at degree 2 on the two ranks (tests/test_golden_path.py).
 SCALED_DOWN = ["--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32", "--steps", "3",
                "--checkpoint-every", "100", "--log-every", "1", "--batch", "1", "--global-batch", "2", "--warmup", "1",
-               "--tensor", "1"]
+               "--tensor", "1", "--shard-group", "1"]  # HSDP's group sized for two CPU ranks (others ignore it)
 
 
 def write_corpus(directory: Path) -> Path:
