@@ -89,7 +89,7 @@ class InferenceStack(EstateStack):
             invocations_per_instance=p.invocations_per_instance, kms_key=self._volume_key(p), startup=p.startup,
             bucket=self._bucket,
             capture_prefix=layout.CAPTURE, capture_percent=p.data_capture_percent, copies=copy_fleet(p),
-            inference_ami_version=p.serving.inference_ami_version)
+            inference_ami_version=p.serving.inference_ami_version, network=model.network)
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         if endpoint.component is not None:  # invoke names the component (InvokeEndpoint InferenceComponentName)
             cdk.CfnOutput(self, "RealtimeInferenceComponentName", value=endpoint.component.component_name)

@@ -225,3 +225,21 @@ def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_compone
     assert "AWS::SageMaker::InferenceComponent" not in set(report.created.values())
     assert any("ModelName" not in v and v["InstanceType"] == p.inference["realtime"].instance_type for v in variants)
     assert report.outputs[COMPONENT_KEY]
+
+
+@pytest.mark.parametrize("variant", ["intermediate", "intermediate-copies-to-zero"])
+def test_the_copies_scale_only_once_the_component_exists_and_its_instances_sit_in_the_models_network(
+        variant_synth_by_name, variant):
+    """A deploying customer's review: the scalable target named the component by a string, so CloudFormation could
+    register it (and its policies and alarm) before the component existed; and the endpoint config, which places an
+    Inference Components endpoint's instances, carried neither the model's VPC nor its network isolation."""
+    res = variant_synth_by_name(variant).templates["InferenceStack"]["Resources"]
+    component, = [lid for lid, r in res.items() if r["Type"] == "AWS::SageMaker::InferenceComponent"]
+    targets = [r for r in res.values() if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+               and "inference-component" in json.dumps(r["Properties"]["ResourceId"])]
+    assert targets and all(component in r.get("DependsOn", []) for r in targets)
+    model = res[res[component]["Properties"]["Specification"]["ModelName"]["Fn::GetAtt"][0]]["Properties"]
+    config, = [r["Properties"] for r in res.values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
+               and not any("ModelName" in v for v in r["Properties"]["ProductionVariants"])]
+    assert config["EnableNetworkIsolation"] is True and model["EnableNetworkIsolation"] is True
+    assert config["VpcConfig"] == model["VpcConfig"]

@@ -82,6 +82,10 @@ class InferenceComponent(Construct):
             # components too: its policy allows sagemaker:UpdateInferenceComponentRuntimeConfig (AWS Managed Policy
             # Reference, AWSApplicationAutoscalingSageMakerEndpointPolicy v2).
             role=iam.Role.from_role_arn(self, "ScalingRole", scaling_role_arn(self), mutable=False))
+        # The name is a string, not a reference: without this the target (and its policies and alarm) could be
+        # registered before the component exists, which Application Auto Scaling refuses (SageMaker Developer Guide,
+        # "Scale an endpoint to zero instances": the endpoint must be in service and host the component first).
+        self.scaling.node.add_dependency(self.component)
         self.scaling.scale_to_track_metric(
             "Invocations", target_value=copies.invocations_per_copy,
             predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY)

@@ -40,13 +40,14 @@ class ServingModel(Construct):
                                   reason="The objects of the model directory, under its prefix only (SageMaker copies "
                                          "every object of an S3Prefix model data source).")
         vpc_config = None
+        self.network: tuple[list[str], list[str]] | None = None  # (subnet IDs, security group IDs) where in a VPC
         if vpc is not None:
             # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
             self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
                                                     description="SageMaker model containers: HTTPS out only")
             self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
-            vpc_config = C.VpcConfigProperty(security_group_ids=[self.security_group.security_group_id],
-                                             subnets=[s.subnet_id for s in subnets])
+            self.network = ([s.subnet_id for s in subnets], [self.security_group.security_group_id])
+            vpc_config = C.VpcConfigProperty(security_group_ids=self.network[1], subnets=self.network[0])
             # SageMaker attaches the containers' network interfaces in these subnets as the model's role.
             allow_vpc_access(self.role, vpc=vpc, subnets=subnets, security_group=self.security_group)
         if serving.compressed:

@@ -42,7 +42,10 @@ class RealtimeEndpoint(Construct):
                  model_role: iam.IRole, instance_type: str, min_instances: int, max_instances: int,
                  invocations_per_instance: int, kms_key: kms.IKey | None, startup: Startup, bucket: s3.IBucket,
                  capture_prefix: str, capture_percent: int = 0, copies: CopyFleet | None = None,
-                 inference_ami_version: str | None = None) -> None:
+                 inference_ami_version: str | None = None,
+                 network: tuple[list[str], list[str]] | None = None) -> None:
+        """`network`: the model's (subnet IDs, security group IDs), which an Inference Components endpoint config
+        carries itself (its variant names no model), with network isolation as the model has it."""
         super().__init__(scope, construct_id)
         if kms_key is not None:
             allow_volume_key(model_role, key=kms_key)  # the instances' ML storage volumes (KmsKeyId)
@@ -78,6 +81,11 @@ class RealtimeEndpoint(Construct):
             self, "Config",
             kms_key_id=kms_key.key_arn if kms_key else None,
             execution_role_arn=model_role.role_arn if copies else None,
+            # With Inference Components the endpoint config, not the model, places the instances (CreateEndpointConfig
+            # VpcConfig and EnableNetworkIsolation, SageMaker API Reference).
+            vpc_config=sagemaker.CfnEndpointConfig.VpcConfigProperty(subnets=network[0], security_group_ids=network[1])
+            if copies and network else None,
+            enable_network_isolation=True if copies and network else None,
             production_variants=[variant],
             data_capture_config=sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
                 enable_capture=True, initial_sampling_percentage=capture_percent, destination_s3_uri=capture_uri,
