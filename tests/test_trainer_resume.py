@@ -158,7 +158,7 @@ def test_a_crash_while_latest_is_written_leaves_the_previous_checkpoint_named(tm
     monkeypatch.setattr(train, "dcp", types.SimpleNamespace(save=fake_dcp_save))
     monkeypatch.setattr(train, "dist", types.SimpleNamespace(barrier=lambda: None))
     state = types.SimpleNamespace(step=2)
-    train.save(state, tmp_path, 0, keep=2)
+    train.save(state, tmp_path, True, keep=2)
     assert train.latest(tmp_path) == tmp_path / "step-00000002"
 
     class HalfWritten:
@@ -189,11 +189,11 @@ def test_a_crash_while_latest_is_written_leaves_the_previous_checkpoint_named(tm
         crash.setattr(io, "open", crashing_open)
         crash.setattr(builtins, "open", crashing_open)
         with pytest.raises(_Crash):
-            train.save(state, tmp_path, 0, keep=2)
+            train.save(state, tmp_path, True, keep=2)
     named = train.latest(tmp_path)
     assert named == tmp_path / "step-00000002" and (named / ".metadata").read_bytes() == b"complete", named
     # The next save (the requeued job's) publishes normally over what the crash left.
-    train.save(state, tmp_path, 0, keep=2)
+    train.save(state, tmp_path, True, keep=2)
     assert train.latest(tmp_path) == tmp_path / "step-00000004"
 
 

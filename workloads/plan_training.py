@@ -535,7 +535,9 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
         spread = _run_length(w, spread, tokens, decisions)
-        spread = _checkpoint_cadence(w, spread, fsx, estimate, decisions)
+        # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
+        spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
+                                     decisions, count)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
@@ -709,18 +711,38 @@ def _run_length(w: Workload, spread: Parallelism, tokens_billion: float | None, 
 CHECKPOINT_OVERHEAD = 0.05
 
 
+# Where there is no FSx (a SageMaker job), each node writes its own ranks' shards to its /opt/ml/checkpoints: an EBS
+# gp2 volume ("SageMaker supports only the General Purpose SSD (gp2) ML storage volume type", or the instance's NVMe
+# where it has one: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ResourceConfig.html). gp2 gives at
+# most 128 MiB/s up to 170 GiB and 250 MiB/s above (EBS User Guide, gp2 throughput; read in a copy of that page,
+# https://www.saisci.com/aws/gp2-throughput-explained-ebs-volumes/, not at AWS's own): the lower figure, so the cadence
+# holds on any volume size (NVMe writes faster).
+NODE_VOLUME_WRITE_MB_S = 128 * 2**20 / 1e6
+# The trainer's own cadence when the plan cannot set one (no step count or time): examples/slurm/train.py's default.
+TRAINER_CHECKPOINT_EVERY = 100
+
+
 def _checkpoint_cadence(w: Workload, spread: Parallelism, fsx: FsxPlan | None, estimate: TrainingEstimate,
-                        decisions: list[str]) -> Parallelism:
-    """Steps between checkpoints: the write time over CHECKPOINT_OVERHEAD, in steps of the estimate's step time."""
-    if not fsx or not spread.steps or not estimate.hours:
-        return spread
-    write_s = checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s)
+                        decisions: list[str], nodes: int) -> Parallelism:
+    """Steps between checkpoints: the write time over CHECKPOINT_OVERHEAD, in steps of the estimate's step time. On
+    FSx the whole checkpoint goes through the file system's rate; without it (`fsx` None: a SageMaker job) each node
+    writes its share to its own volume, at NODE_VOLUME_WRITE_MB_S. Without a step time, the trainer's 100, said so."""
+    if not spread.steps or not estimate.hours:
+        decisions.append(f"checkpoints: every {TRAINER_CHECKPOINT_EVERY} steps (the trainer's default: the plan has "
+                         "no step time to set a cadence from)")
+        return replace(spread, checkpoint_every=TRAINER_CHECKPOINT_EVERY)
+    if fsx:
+        write_s, where = checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s), "FSx"
+    else:
+        write_s = checkpoint_seconds(w.model.parameters_billion / nodes, NODE_VOLUME_WRITE_MB_S)
+        who = f"each node's 1/{nodes} share to its" if nodes > 1 else "to the node's"
+        where = f"{who} own volume at {NODE_VOLUME_WRITE_MB_S:,.0f} MB/s, gp2's lower bound"
     step_s = estimate.hours * 3600 / spread.steps
     every = max(1, min(spread.steps, math.ceil(write_s / CHECKPOINT_OVERHEAD / step_s)))
     overhead = write_s / (every * step_s + write_s)
     decisions.append(f"checkpoints: every {every:,} steps ({every * step_s / 60:,.0f} min at {step_s:,.1f} s a step), "
-                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write would take "
-                     f"{overhead:.1%} of wall-clock (at most {CHECKPOINT_OVERHEAD:.0%})")
+                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write "
+                     f"({where}) would take {overhead:.1%} of wall-clock (at most {CHECKPOINT_OVERHEAD:.0%})")
     return replace(spread, checkpoint_every=every)
 
 
