@@ -143,11 +143,11 @@ def tier_of(w: Workload) -> str:
 
 
 def utilisation(itype: InstanceType, parameters_billion: float, *, precision: str = "bf16",
-                recompute: bool | None = None) -> est.UtilisationRange:
+                recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
-    `recompute`: whether the layout recomputes activations (est.utilisation_range)."""
+    `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range)."""
     return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                                 recompute=recompute)
+                                 recompute=recompute, sequence=sequence)
 
 
 def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
@@ -185,7 +185,12 @@ def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str)
     """The utilisation range of `count` nodes of `itype`: the published runs of its precision, with those measured
     without recompute scaled where the layout on `count` nodes recomputes."""
     return utilisation(itype, w.model.parameters_billion, precision=precision,
-                       recompute=_layout_recomputes(w, itype, count))
+                       recompute=_layout_recomputes(w, itype, count), sequence=planned_sequence(w))
+
+
+def planned_sequence(w: Workload) -> int:
+    """The sequence length the plan trains at: training.sequence_length, else the layout's default."""
+    return w.training.sequence_length or parallelism.SEQUENCE
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -336,8 +341,9 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         # The utilisation depends on the layout, which depends on the count: the fewest nodes that meet the target at
         # their own layout's utilisation, between the counts with and without the recompute penalty.
         params = w.model.parameters_billion
-        fewest = needed(utilisation(itype, params, precision=precision, recompute=False).likely)
-        most = needed(utilisation(itype, params, precision=precision, recompute=True).likely)
+        seq = planned_sequence(w)
+        fewest = needed(utilisation(itype, params, precision=precision, recompute=False, sequence=seq).likely)
+        most = needed(utilisation(itype, params, precision=precision, recompute=True, sequence=seq).likely)
         count = next((n for n in range(fewest, most + 1)
                       if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)
         count = min(count, MAX_INSTANCES)
