@@ -173,7 +173,9 @@ def test_llama2_70b_gpu_hours_are_within_the_plans_range():
                       "data.tokens_billion": str(r["tokens_billion"]), "region": "us-west-2",
                       "availability_zone": "us-west-2a"})
     itype = CAT.types["p4d.24xlarge"]
-    compute = [est.hours(t.estimate.flops, itype, nodes, u, itype.peak_tflops) for u in t.estimate.utilisation_range]
+    # Meta's tuned stack: held to the tuned stacks' range, before the eager trainer's factor (est.eager)
+    compute = [est.hours(t.estimate.flops, itype, nodes, u / est.EAGER_FRACTION, itype.peak_tflops)
+               for u in t.estimate.utilisation_range]
     high, low = (h * nodes * 8 for h in compute)
     assert low <= r["gpu_hours"] <= high, (low, r["gpu_hours"], high)
     comm = step_communication(w, itype, nodes, t.estimate.utilisation, itype.peak_tflops)
@@ -191,7 +193,7 @@ def test_llama3_405b_mfu_bounds_the_plans_range_from_above():
                    "model.hidden_size": str(r["hidden_size"]), "model.attention_heads": str(r["attention_heads"]),
                    "model.kv_heads": str(r["kv_heads"]), "model.vocab_size": str(r["vocab_size"]),
                    "data.tokens_billion": "2000"})
-    low, high = t.estimate.utilisation_range
+    low, high = (u / est.EAGER_FRACTION for u in t.estimate.utilisation_range)  # the tuned stacks' range
     assert 0.75 * r["bf16_mfu"][0] <= low and high <= r["bf16_mfu"][1], (low, high)
 
 
@@ -297,5 +299,43 @@ def test_the_plan_uses_the_rows_at_its_own_sequence_length_where_published(seq, 
     r = est.utilisation_range(CAT.types["p5.48xlarge"], 70, U, sequence=seq, recompute=t.parallelism.recompute)
     shown = [part.split(" 0.")[0] for part in r.basis.split(": ", 1)[1].split("; ")]
     assert all(any(e in part for e in expected) for part in shown) and len(shown) == len(expected), r.basis
-    assert t.estimate.utilisation == pytest.approx(r.likely)
+    assert t.estimate.tuned_utilisation == pytest.approx(r.likely)
     assert all(e in t.estimate.basis for e in expected) and "seq 2048" not in t.estimate.basis
+
+
+# ---------------------------------------------------------------- the trainer we ship (M1)
+
+# torchtitan docs/performance.md (pytorch/torchtitan eaea6f6a), Table 1: Llama 3.1 8B, FSDP, 8 H100, tokens/s/GPU.
+TORCHTITAN_EAGER, TORCHTITAN_COMPILED = 5762, 6667
+
+
+def test_the_plan_prices_the_eager_trainer_it_ships_and_says_what_tuned_stacks_reach():
+    """Before: the likely figure was the tuned stacks' own (llm-foundry, Megatron-Bridge), though train.py runs eager
+    FSDP2 (no torch.compile, unfused norms). Now it is scaled by torchtitan's eager/compiled ratio until calibrated,
+    and the summary says which figure the cost is at."""
+    from workloads.report import print_plan
+    from rich.console import Console
+
+    assert est.EAGER_FRACTION == pytest.approx(TORCHTITAN_EAGER / TORCHTITAN_COMPILED)
+    p = plan(load("huge", {"training.instance_type": "p5.48xlarge"}))
+    t = p.training
+    tuned = est.utilisation_range(CAT.types["p5.48xlarge"], 70, U, recompute=t.parallelism.recompute,
+                                  sequence=t.parallelism.sequence)
+    assert t.estimate.tuned_utilisation == pytest.approx(tuned.likely)
+    assert t.estimate.utilisation == pytest.approx(tuned.likely * TORCHTITAN_EAGER / TORCHTITAN_COMPILED)
+    assert t.estimate.utilisation_range == pytest.approx((tuned.low * est.EAGER_FRACTION,
+                                                          tuned.high * est.EAGER_FRACTION))
+    assert "torchtitan" in t.estimate.basis
+    console = Console(record=True, width=400)
+    print_plan(p, console=console)
+    out = console.export_text()
+    summary = next(line for line in out.splitlines() if "summary: train on" in line)
+    assert "eager" in summary and "until calibrated" in summary and f"{tuned.likely:.0%}" in summary
+    assert f"tuned stacks reach {tuned.likely:.1%} MFU; this trainer, eager, about {t.estimate.utilisation:.1%}" in out
+
+
+def test_trainium_figures_are_not_scaled_for_an_eager_gpu_trainer():
+    from workloads.plan_training import utilisation
+
+    r = utilisation(CAT.types["trn1.32xlarge"], 70)  # Neuron compiles the graph: its rows stand as published
+    assert r.tuned is None and "torchtitan" not in r.basis and r == est.utilisation_range(CAT.types["trn1.32xlarge"], 70, U)

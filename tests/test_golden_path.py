@@ -61,9 +61,9 @@ def corpus_and_tokenizer(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_the_configs_plan_layouts_of_every_kind_the_trainer_runs():
-    """DDP, FSDP2 and tensor parallel with FSDP2 across all appear (so the run below covers them), and no plan asks
+    """DDP, FSDP2, HSDP and tensor parallel with FSDP2 across all appear (so the run below covers them), and no plan asks
     the trainer for what it refuses."""
-    assert {shape[1] for shape in LAYOUTS} == {"none", "full"}
+    assert {shape[1] for shape in LAYOUTS} == {"none", "full", "hybrid"}
     assert any(shape[2] > 1 for shape in LAYOUTS), LAYOUTS
     for (device, *_), (name, spread) in LAYOUTS.items():
         from workloads.parallelism import Parallelism
@@ -80,9 +80,11 @@ def test_every_planned_layout_trains_in_the_shipped_trainer(tmp_path, shape):
     path = tmp_path / "layout.json"
     path.write_text(json.dumps({**spread, "export_dir": ""}))
     tensor = min(spread["tensor"], 2)  # two CPU ranks: the plan's degree where it is 2, else 2 for its path
+    hybrid = ["--shard-group", "1"] if spread["sharding"] == "hybrid" else []  # two CPU ranks: replicate 2 x shard 1
     out = torchrun(["--device", "cpu", "--layout", str(path), *SCALED_DOWN, "--tensor", str(tensor),
-                    "--global-batch", str(2 // tensor), "--checkpoint-dir", str(tmp_path / "c")], cwd=tmp_path)
-    how = ("FSDP2" if spread["sharding"] == "full" else "DDP") + (f", tensor parallel {tensor}" if tensor > 1 else "")
+                    "--global-batch", str(2 // tensor), "--checkpoint-dir", str(tmp_path / "c"), *hybrid], cwd=tmp_path)
+    how = {"full": "FSDP2", "none": "DDP", "hybrid": "HSDP, replicate 2 x shard 1"}[spread["sharding"]] + \
+        (f", tensor parallel {tensor}" if tensor > 1 else "")
     assert how + ", cpu" in out, name
     assert re.search(r"^step 3 loss", out, re.M), out
 

@@ -62,11 +62,11 @@ def test_activation_checkpointing_is_a_layout_decision_the_estimate_counts():
     rows = load_utilisation().mfu[("NVIDIA H100 80GB", "large")]
     # the rows at the published sequence nearest 32k: MPT-30B at 8k, measured with recompute, taken on the 6N basis
     (nearest,) = [r for r in rows if r.sequence == 8192]
-    assert nearest.recompute and huge.estimate.utilisation == pytest.approx(nearest.on_6n)
+    assert nearest.recompute and huge.estimate.tuned_utilisation == pytest.approx(nearest.on_6n)
     p5 = plan(load("huge", {"training.instance_type": "p5.48xlarge"})).training.instance_type
     short = utilisation(load_type(p5), 70, recompute=True, sequence=2048)  # rows without recompute pay for it
     values = sorted(r.on_6n * (RECOMPUTE_EFFICIENCY if r.recompute is False else 1) for r in rows if r.sequence == 2048)
-    assert short.likely == pytest.approx((values[1] + values[2]) / 2)
+    assert short.tuned == pytest.approx((values[1] + values[2]) / 2)
     assert any(r.recompute is False for r in rows) and any(r.recompute for r in rows)
     small = plan(load("intermediate")).training
     assert not small.parallelism.recompute

@@ -106,6 +106,24 @@ class UtilisationRange:
     likely: float
     high: float
     basis: str  # which published figures, or the stand-in used
+    tuned: float | None = None  # the tuned stacks' likely figure, where `likely` is the eager trainer's (eager())
+
+
+# The shipped trainer (examples/slurm/train.py) is eager PyTorch FSDP2: no torch.compile, unfused norms, while the
+# published rows come from tuned stacks (fused kernels, compiled or hand-written). torchtitan, the same FSDP2 with
+# and without torch.compile on the same H100s: Llama 3.1 8B, 8 GPUs, selective activation checkpointing, 5,762
+# tokens/s/GPU eager against 6,667 compiled (docs/performance.md Table 1; Table 3, 128 GPUs: 5,605 against 6,514,
+# 0.860), https://github.com/pytorch/torchtitan/blob/main/docs/performance.md (read at eaea6f6a). One factor, until a
+# calibration job measures this trainer (`plan --calibrate`).
+EAGER_FRACTION = 5762 / 6667
+EAGER_SOURCE = "torchtitan docs/performance.md Table 1: FSDP 5,762 against FSDP + torch.compile 6,667 tokens/s/GPU"
+
+
+def eager(r: UtilisationRange) -> UtilisationRange:
+    """The range for the shipped eager trainer: the tuned stacks' scaled by EAGER_FRACTION, saying both."""
+    f = EAGER_FRACTION
+    return UtilisationRange(r.low * f, r.likely * f, r.high * f, r.basis + f"; this trainer runs eager (no "
+                            f"torch.compile, unfused norms): x{f:.3f} until calibrated ({EAGER_SOURCE})", tuned=r.likely)
 
 
 def peak_tflops(itype: InstanceType, precision: str, u: Utilisation) -> float | None:

@@ -96,6 +96,7 @@ class TrainingEstimate:
     price_note: str = ""
     assumptions: tuple[str, ...] = ()
     basis: str = ""  # the published measurements the range rests on
+    tuned_utilisation: float | None = None  # the tuned stacks' likely MFU where `utilisation` is the eager trainer's
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,12 @@ def tier_of(w: Workload) -> str:
 def utilisation(itype: InstanceType, parameters_billion: float, *, precision: str = "bf16",
                 recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
-    `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range)."""
-    return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                                 recompute=recompute, sequence=sequence)
+    `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range).
+    On NVIDIA GPUs the published rows are tuned stacks' and the shipped trainer runs eager: scaled to it (est.eager)
+    until a calibration job measures it."""
+    r = est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
+                              recompute=recompute, sequence=sequence)
+    return est.eager(r) if itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else r
 
 
 def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
@@ -821,12 +825,12 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
               tokens: float | None, flops: float | None) -> TrainingEstimate:
     price = _price(itype, w, orchestrator, cat)
     assert price
-    util = util_range = None
+    util = util_range = tuned = None
     basis = ""
     if flops is not None:
         precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
-        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        util, util_range, basis, tuned = r.likely, (r.low, r.high), r.basis, r.tuned
         peak = est.peak_tflops(itype, precision, load_utilisation())
         low_h, hrs, high_h = (_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
     else:
@@ -854,6 +858,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
         spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
+        tuned_utilisation=tuned,
     )
 
 
