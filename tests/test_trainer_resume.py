@@ -70,8 +70,9 @@ def test_activation_checkpointing_is_a_layout_decision_the_estimate_counts():
     assert any(r.recompute is False for r in rows) and any(r.recompute for r in rows)
     small = plan(load("intermediate")).training
     assert not small.parallelism.recompute
-    assert small.estimate.utilisation == pytest.approx(utilisation(load_type(small.instance_type),
-                                                                   load("intermediate").model.parameters_billion).likely)
+    assert small.estimate.utilisation == pytest.approx(utilisation(
+        load_type(small.instance_type), load("intermediate").model.parameters_billion, recompute=False,
+        sequence=small.parallelism.sequence).likely)
 
 
 def load_type(name):
