@@ -41,11 +41,11 @@ def _losses(out: str) -> dict[int, float]:
 
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory) -> dict[str, Path]:
-    """The plan's own layout files: intermediate plans DDP, huge plans FSDP2 (the model shape is overridden to
+    """The plan's own layout files: intermediate on p5 plans DDP, huge plans FSDP2 (the model shape is overridden to
     a small one for CPU; the sharding is the plan's)."""
     out = {}
-    for preset in ("intermediate", "huge"):
-        spread = plan(load(preset)).training.parallelism
+    for preset, overrides in (("intermediate", {"training.instance_type": "p5.48xlarge"}), ("huge", None)):
+        spread = plan(load(preset, overrides)).training.parallelism
         path = tmp_path_factory.mktemp("layout") / f"{preset}.json"
         path.write_text(json.dumps(asdict(spread)))
         out[spread.sharding] = path
