@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from workloads.interrupt import quiet_interrupts
+from workloads.commands.interrupt import quiet_interrupts
 
 quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the app without a traceback
 # The imports below make about 250,000 objects that live as long as the process (mostly the CDK's classes) and no
@@ -28,7 +28,7 @@ import aws_cdk as cdk  # noqa: E402
 
 from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
-from workloads.context import read_context  # noqa: E402
+from workloads.commands.context import read_context  # noqa: E402
 from workloads.errors import report, report_findings  # noqa: E402
 
 gc.freeze()

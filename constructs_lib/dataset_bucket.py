@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from workloads.layout import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_DAYS
+from workloads.planning.layout import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_DAYS
 
 from .lifecycle import KEPT
 from .nag import acknowledge

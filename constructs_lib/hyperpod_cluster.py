@@ -23,7 +23,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_catalog, load_software, strip_ml
-from workloads.cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE
+from workloads.planning.cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE
 
 from .dataset_bucket import private_bucket
 from .ensured_log_group import EnsuredLogGroup

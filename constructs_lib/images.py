@@ -1,9 +1,9 @@
 """SageMaker serving container images, resolved offline with the sagemaker SDK's image_uris.
 
-Which container serves what is the planner's decision (workloads/serving.py); this module only
+Which container serves what is the planner's decision (workloads/planning/contracts.py); this module only
 turns it into an image URI with the arguments recorded there, and with the published tag where the
 SDK builds another (vLLM on Neuron: the SDK's 0.4.4 tag is not the one AWS publishes). Imported only by the CDK side: the planner never loads the (large)
-sagemaker package. The SDK's answers are remembered per SDK version (workloads/image_cache.py);
+sagemaker package. The SDK's answers are remembered per SDK version (workloads/commands/image_cache.py);
 `python -m constructs_lib.images` (run by `make setup`) writes those of every shipped workload.
 """
 
@@ -13,11 +13,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workloads import image_cache
-from workloads.serving import CONTAINERS
+from workloads.commands import image_cache
+from workloads.planning.contracts import CONTAINERS
 
 if TYPE_CHECKING:
-    from workloads.planner import Plan
+    from workloads.planning.planner import Plan
 
 # Frameworks whose image depends on the instance type (CPU, GPU or Neuron build).
 _BY_INSTANCE = ("ray-serve", "tensorflow")
@@ -36,9 +36,9 @@ def serving_image(*, container: str, region: str, instance_type: str | None) -> 
 
 def shipped_plans() -> list[Plan]:
     """The plans of every shipped workload: the presets, examples/workloads and config/teams.yaml's teams."""
-    from workloads.loader import load, preset_names
-    from workloads.planner import plan
-    from workloads.teams import load_teams
+    from workloads.config.loader import load, preset_names
+    from workloads.planning.planner import plan
+    from workloads.planning.teams import load_teams
 
     root = Path(__file__).resolve().parent.parent
     plans = [plan(load(name)) for name in preset_names()]
@@ -48,7 +48,7 @@ def shipped_plans() -> list[Plan]:
 
 def plan_images(p: Plan) -> list[str]:
     """Every image a synthesis of plan `p` asks for: its serving images and its SageMaker jobs' images."""
-    from workloads.jobs import job_images
+    from workloads.commands.jobs import job_images
 
     return [*(serving_image(container=ip.serving.container, region=p.workload.region, instance_type=ip.instance_type)
               for ip in p.inference.values() if ip.serving is not None), *job_images(p)]

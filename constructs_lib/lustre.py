@@ -1,7 +1,7 @@
 """FSx for Lustre PERSISTENT_2 in the cluster's subnet, linked to the dataset bucket prefix by prefix; a cache of the
 bucket, deleted with its stack (the bucket is kept).
 
-One data repository association per prefix of `workloads.layout.FSX_LINKS`: /fsx/datasets imports the
+One data repository association per prefix of `workloads.planning.layout.FSX_LINKS`: /fsx/datasets imports the
 dataset of record and exports nothing, /fsx/checkpoints and /fsx/output are exported back to S3. The rest
 of the bucket (the models endpoints serve, inference requests and results, job code) is never linked, so
 a shell on a node cannot read or overwrite it through /fsx.
@@ -17,7 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from workloads.layout import FSX_LINKS
+from workloads.planning.layout import FSX_LINKS
 
 # The service-linked role FSx creates per file system to reach a linked S3 bucket.
 S3_ACCESS_ROLE = "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"

@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.monitoring import PERIOD_S, AlarmSpec, metric_facts
+from workloads.planning.monitoring import PERIOD_S, AlarmSpec, metric_facts
 
 
 def metric(key: str, dimensions: dict[str, str], *, statistic: str, label: str | None = None,
@@ -26,7 +26,7 @@ def metric(key: str, dimensions: dict[str, str], *, statistic: str, label: str |
 
 
 def alarm(scope: Construct, spec: AlarmSpec, dimensions: dict[str, str], *, topic: sns.ITopic) -> cloudwatch.Alarm:
-    """The plan's alarm (workloads.monitoring) on its metric, notifying the estate's topic when it fires and ends;
+    """The plan's alarm (workloads.planning.monitoring) on its metric, notifying the estate's topic when it fires and ends;
     no data is not a breach (a cluster with no nodes, an endpoint with no traffic)."""
     made = cloudwatch.Alarm(
         scope, spec.id, metric=metric(spec.metric, dimensions, statistic=spec.statistic, period_s=spec.period_s),

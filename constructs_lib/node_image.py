@@ -27,8 +27,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_software
-from workloads.launches import NODE_IMAGE_BUILD_TYPE
-from workloads.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
+from workloads.planning.launches import NODE_IMAGE_BUILD_TYPE
+from workloads.planning.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards

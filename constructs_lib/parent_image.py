@@ -2,7 +2,7 @@
 
 An SSM `latest` parameter moves with the vendor's next release, and a bake pinned to this one then fails after 30-45
 minutes. This custom resource calls ec2:DescribeImages by owner and name (software.yaml `parent_dlami`) and keeps the
-newest image whose description names the release (workloads/dlami.py, the rule preflight runs too); none found fails
+newest image whose description names the release (workloads/commands/dlami.py, the rule preflight runs too); none found fails
 the deploy in seconds with a line naming the release and the query. It resolves on create and when the query
 changes, never on a plain re-deploy: the parent stays what the stack was built on. On Delete it does nothing.
 """
@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from workloads import dlami
+from workloads.commands import dlami
 from workloads.catalog import SoftwareStack
 
 from .deploy_time_handler import deploy_time_handler

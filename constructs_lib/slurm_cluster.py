@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from workloads.cluster_nodes import SLURM_LOGIN_TYPE as LOGIN_INSTANCE_TYPE  # priced in the monthly estimate
+from workloads.planning.cluster_nodes import SLURM_LOGIN_TYPE as LOGIN_INSTANCE_TYPE  # priced in the monthly estimate
 
 from .node_launch_template import NodeLaunchTemplate
 from .ssm_access import allow_ssm_sessions

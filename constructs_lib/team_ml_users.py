@@ -13,7 +13,7 @@ A create that takes another resource takes only the team's (workloads/catalog/sa
 such action): what it creates is named `TEAM-...` (the resource ARN), an endpoint is created or updated only on an
 endpoint config with the team's tag (the endpoint-config resource of CreateEndpoint and UpdateEndpoint), and an
 endpoint config or transform job names only a `TEAM-...` model (sagemaker:ModelArn: a model ARN carries no tag, so
-its name does the work; workloads/teams.py refuses a team name that starts with another's name and a hyphen).
+its name does the work; workloads/planning/teams.py refuses a team name that starts with another's name and a hyphen).
 
 Reads are the team's own too: every Describe*/List* action whose resource type carries aws:ResourceTag is
 allowed on the team's tag only (workloads/catalog/sagemaker_reads.yaml, from the same reference); the List

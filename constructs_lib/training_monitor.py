@@ -1,6 +1,6 @@
 """The estate's training dashboard and alarms: the Slurm cluster's nodes and GPUs (what the CloudWatch agent on each
 node reports, rolled up per cluster: node_metrics.py) and FSx for Lustre's throughput and free space; the alarms of
-workloads.monitoring (FSx filling up, idle GPUs), to the estate's alarm topic."""
+workloads.planning.monitoring (FSx filling up, idle GPUs), to the estate's alarm topic."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.monitoring import PERIOD_S, training_alarms
+from workloads.planning.monitoring import PERIOD_S, training_alarms
 
 from .metrics import alarm, metric
 

@@ -15,7 +15,7 @@ from .nag import acknowledge_prefix_grants, acknowledge_wildcards
 from .job_log_groups import JOB_LOG_GROUPS
 from .sagemaker_access import allow_log_writes, allow_sagemaker_basics, allow_volume_key, allow_vpc_access
 
-from workloads import layout
+from workloads.planning import layout
 
 DATASET_PREFIX = layout.DATASETS
 JOBS_PREFIX = layout.JOBS
@@ -26,11 +26,11 @@ CHECKPOINT_PREFIX = layout.CHECKPOINTS
 class TrainingRole(Construct):
     """`service` is the principal that runs the nodes: ec2 (Slurm) or sagemaker (jobs, HyperPod).
 
-    `job_images`: every image the SageMaker jobs that run as this role pull (workloads.jobs.job_images: `submit`'s
+    `job_images`: every image the SageMaker jobs that run as this role pull (workloads.commands.jobs.job_images: `submit`'s
     training image and `process`'s scikit-learn image); empty where no SageMaker job runs as it (Slurm and HyperPod
     nodes). A jobs role pulls exactly those repositories, reads and writes the processing prefixes
     (layout.PROCESSING_READS / PROCESSING_WRITES), may grant EBS the data key `key` for the jobs' volumes, and writes
-    the log streams of jobs whose names start with `job_names` (workloads.jobs.job_names_start) in the account's
+    the log streams of jobs whose names start with `job_names` (workloads.commands.jobs.job_names_start) in the account's
     shared job groups, and no other job's (another team's) there.
 
     `metric_namespaces`: the CloudWatch namespaces the nodes' own software publishes to (node_metrics.namespaces:
@@ -70,7 +70,7 @@ class TrainingRole(Construct):
             if key is not None:  # jobs on EBS-only types encrypt their volumes with the data key (jobs.Estate)
                 allow_volume_key(self.role, key=key)
             if not job_names:
-                raise ValueError("a jobs role needs the start of its jobs' names (workloads.jobs.job_names_start)")
+                raise ValueError("a jobs role needs the start of its jobs' names (workloads.commands.jobs.job_names_start)")
             for group in (JOB_LOG_GROUPS["TrainingJobs"], JOB_LOG_GROUPS["ProcessingJobs"]):
                 allow_log_writes(self.role, group=group, streams=f"{job_names}*")
         if metric_namespaces:
@@ -86,6 +86,6 @@ class TrainingRole(Construct):
         self.reads, self.writes = tuple(reads), tuple(writes)  # what jobs running as this role may read and write
         acknowledge_prefix_grants(
             self.role, bucket=bucket, prefixes=(*dict.fromkeys((*reads, CHECKPOINT_PREFIX, *writes)),),
-            reason="Object access is confined to named prefixes of the dataset bucket (workloads/layout.py: datasets/, "
+            reason="Object access is confined to named prefixes of the dataset bucket (workloads/planning/layout.py: datasets/, "
                    "checkpoints/, output/, and for SageMaker jobs jobs/ and processed/); the wildcard actions are "
                    "CDK's grant action groups on that one bucket and its key.")

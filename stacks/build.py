@@ -1,4 +1,4 @@
-"""The one builder: one estate, or one stage per team, for what the context asked (workloads.context.Target), with
+"""The one builder: one estate, or one stage per team, for what the context asked (workloads.commands.context.Target), with
 the checks every synthesis runs. app.py and the tests call it; estate.py and team_stage.py never call back."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import cdk_nag
 
 from constructs_lib.nag import DEFAULT_PACKS, acknowledge_inline_role_policies
-from workloads.context import Target
+from workloads.commands.context import Target
 
 from .estate import Estate, build_estate
 from .team_stage import TeamStage

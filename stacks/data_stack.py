@@ -11,7 +11,7 @@ from constructs_lib.data_key import DataKey
 from constructs_lib.dataset_bucket import DatasetBucket
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.shared_home import SharedHome
-from workloads.storage import FsxPlan
+from workloads.planning.storage import FsxPlan
 
 from .base import EstateStack
 

@@ -9,9 +9,9 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from constructs_lib.team_ml_users import team_name_prefix
-from workloads.artifacts import artifact_checks
-from workloads.jobs import job_images, job_names_start
-from workloads.planner import Plan
+from workloads.planning.artifacts import artifact_checks
+from workloads.commands.jobs import job_images, job_names_start
+from workloads.planning.planner import Plan
 
 from .data_stack import DataStack
 from .inference_stack import InferenceStack

@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from constructs_lib.team_guardrails import TeamGuardrails
-from workloads.teams import Team
+from workloads.planning.teams import Team
 
 
 class GuardrailsStack(cdk.Stack):

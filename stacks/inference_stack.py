@@ -19,9 +19,9 @@ from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.endpoints.serving_monitor import ServingMonitor, WatchedEndpoint
 from constructs_lib.images import serving_image
-from workloads import layout
-from workloads.artifacts import ArtifactCheck as Check
-from workloads.plan_serving import InferencePlan
+from workloads.planning import layout
+from workloads.planning.artifacts import ArtifactCheck as Check
+from workloads.planning.serving import InferencePlan
 
 from .base import EstateStack
 

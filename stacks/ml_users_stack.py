@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from constructs_lib.team_ml_users import TeamMlUsers
-from workloads.teams import Team
+from workloads.planning.teams import Team
 
 from .estate import Estate
 

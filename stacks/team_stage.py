@@ -7,7 +7,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from workloads.teams import StampedTeam
+from workloads.planning.teams import StampedTeam
 
 from .estate import Estate, build_estate
 from .guardrails_stack import GuardrailsStack

@@ -21,12 +21,12 @@ from constructs_lib.shared_home import SharedHome
 from constructs_lib.slurm_cluster import SlurmCluster, connect_command
 from constructs_lib.training_monitor import TrainingMonitor
 from constructs_lib.training_role import DATASET_PREFIX, TrainingRole
-from workloads.acceptance import acceptance_submit, calibration_submit
+from workloads.planning.acceptance import acceptance_submit, calibration_submit
 from workloads.catalog import PRIMARY, load_catalog, load_software
-from workloads.monitoring import cluster_gpu_nodes, training_dashboard
-from workloads.plan_training import TrainingPlan
-from workloads.train_commands import slurm_submit
-from workloads.schema import Notebook
+from workloads.planning.monitoring import cluster_gpu_nodes, training_dashboard
+from workloads.planning.training import TrainingPlan
+from workloads.planning.train_commands import slurm_submit
+from workloads.config.schema import Notebook
 
 from .base import EstateStack
 
@@ -46,7 +46,7 @@ class TrainStack(EstateStack):
         self.workload_name = workload_name
         self.notebook: IdleStoppingNotebook | None = None
         slurm = training.orchestrator == "slurm"
-        # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.jobs.job_images).
+        # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.commands.jobs.job_images).
         self.role_service = "ec2" if slurm else "sagemaker"  # who runs as self.role: PCS nodes or SageMaker
         self.role = TrainingRole(self, "TrainingRole", service=self.role_service, bucket=bucket,
                                  vpc=vpc, subnet=subnet, security_group=security.cluster, key=key,

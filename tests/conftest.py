@@ -28,7 +28,7 @@ def build_app(app):
     """What app.py does with its context: read it once, then build (stacks.build), with every cdk-nag pack."""
     from constructs_lib.nag import ALL_PACKS
     from stacks.build import build
-    from workloads.context import read_context
+    from workloads.commands.context import read_context
 
     return build(app, read_context(app.node.get_all_context()), packs=ALL_PACKS)
 
@@ -238,7 +238,7 @@ def teams_synth(synth_root) -> TeamsSynth:
 def nothing_written_to_fsx():
     """Tests write only under their temporary directories: a run that creates /fsx on the machine running it (the
     trainer writing the layout's export directory, say) fails here."""
-    from workloads.layout import FSX_MOUNT  # the clusters' FSx mount
+    from workloads.planning.layout import FSX_MOUNT  # the clusters' FSx mount
 
     fsx = Path(FSX_MOUNT)
     existed = fsx.exists()

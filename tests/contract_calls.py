@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import yaml
 
 from constructs_lib.node_metrics import read_back
-from workloads import layout
+from workloads.planning import layout
 
 from .contract_policy import PARTITION, Call, Principal, Stack, World
 
@@ -282,7 +282,7 @@ def sns_publish(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Der
 
 
 def async_input(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
-    """The request object `python -m workloads invoke` uploads (workloads/invoke.py), in the bucket of the outputs."""
+    """The request object `python -m workloads invoke` uploads (workloads/commands/invoke.py), in the bucket of the outputs."""
     bucket, _ = _s3(value["OutputConfig"]["S3OutputPath"])
     return _reads(ctx, rule, doc, bucket, layout.ASYNC_INPUT, layout.ASYNC_INPUT + "request-1.json", listing=False)
 
@@ -625,7 +625,7 @@ class Contract:
 FSX_S3_ROLE = ("role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
                "AWSServiceRoleForFSxS3Access_fs-0123456789abcdef0")
 NODE_DOC = ("examples/slurm/train.py on the nodes: reads the datasets, writes and reads checkpoints under "
-            "CHECKPOINT_DIR and the model under output/ (workloads/layout.py, the FSx links); "
+            "CHECKPOINT_DIR and the model under output/ (workloads/planning/layout.py, the FSx links); "
             "SageMaker Developer Guide, 'Amazon SageMaker HyperPod' and AWS PCS User Guide, 'IAM instance profiles' "
             "https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles.html")
 SSM_DOC = ("AWS Systems Manager User Guide, AmazonSSMManagedInstanceCore (agent registration and sessions) "

@@ -15,10 +15,10 @@ import pytest
 
 from constructs_lib.node_bootstrap import HEALTH_CONF, HEALTH_SCRIPT, SLURMD_DROPIN, UNHEALTHY, Health, node_script
 from workloads import load, plan
-from workloads.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
+from workloads.planning.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
 from workloads.catalog import devices, load_catalog
-from workloads.cli import main as cli
-from workloads.train_commands import EXAMPLES_ON_NODE
+from workloads.commands.cli import main as cli
+from workloads.planning.train_commands import EXAMPLES_ON_NODE
 
 from .conftest import ROOT, VARIANTS
 from .test_node_boot_contract import LUSTRE, STUBS as BOOT_STUBS
@@ -311,7 +311,7 @@ def test_plan_calibrate_shows_the_measured_speed_beside_the_plan_and_recomputes_
 
 
 def test_a_result_that_meets_the_plan_is_within_its_range():
-    from workloads.calibration import calibrate
+    from workloads.planning.calibration import calibrate
 
     t = plan(load("huge")).training
     itype = load_catalog().get(t.instance_type)

@@ -1,7 +1,7 @@
 """The InferenceStack refuses to deploy, in seconds and in one line, when a model artifact it serves is missing.
 
 Read from the templates: every SageMaker model waits for the check, the check looks for exactly what the models read
-(the proof object of each: workloads.serving.proof_key), and its role may read exactly those objects. The handler is
+(the proof object of each: workloads.planning.contracts.proof_key), and its role may read exactly those objects. The handler is
 called directly, and run by the emulator during a real `cdk deploy` of the small preset: refused without the artifact,
 deployed once it is uploaded.
 """
@@ -23,10 +23,10 @@ from moto import mock_aws
 from constructs_lib.endpoints.artifact_check_handler import RESOURCE_TYPE, handler, missing
 from tools.emulator import running
 from workloads import load, plan
-from workloads.artifacts import artifact_checks
-from workloads.cli import _parser
-from workloads.jobs import stack_name
-from workloads.serving import proof_key
+from workloads.planning.artifacts import artifact_checks
+from workloads.commands.cli import _parser
+from workloads.commands.jobs import stack_name
+from workloads.planning.contracts import proof_key
 
 from .conftest import VARIANTS
 

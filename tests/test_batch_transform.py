@@ -9,9 +9,9 @@ import json
 import pytest
 
 from workloads import load, plan
-from workloads.schema import TRANSFORM_MAX_MB
-from workloads.serving import CONTAINERS, REQUESTS
-from workloads.teams import load_teams
+from workloads.config.schema import TRANSFORM_MAX_MB
+from workloads.planning.contracts import CONTAINERS, REQUESTS
+from workloads.planning.teams import load_teams
 
 from .conftest import TEAMS_FILE, VARIANTS
 from .test_serving_contract import _container
@@ -113,7 +113,7 @@ def test_the_payload_rule_bounds_the_chosen_concurrency():
 def test_a_run_states_its_records_how_the_job_batches_them_and_its_start_up(tmp_path):
     """The README's churn example printed 'one scheduled run $0.00 (0.00 h)' and hid the assumed record count
     (configuration.md: 'said in the plan'), the MultiRecord batching and the start-up (issue 34 item 8)."""
-    from workloads.report import print_plan
+    from workloads.commands.report import print_plan
     from rich.console import Console
 
     (tmp_path / "churn.yaml").write_text("name: churn\nregion: us-east-1\navailability_zone: us-east-1a\n"

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from workloads import estimates as est
+from workloads.planning import estimates as est
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 

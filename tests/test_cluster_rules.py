@@ -9,7 +9,7 @@ from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog, load_software
 
 CAT = load_catalog()
-from workloads.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
+from workloads.planning.storage import PER_UNIT_MB_S, size_fsx, valid_capacity
 
 
 @pytest.mark.parametrize("itype, efa, gbps", [
@@ -80,7 +80,7 @@ def test_sagemaker_orchestrators_need_the_ml_form():
     from dataclasses import replace
 
     from workloads.catalog import load_catalog
-    from workloads.validators import orchestrator_supports_type
+    from workloads.config.validators import orchestrator_supports_type
 
     cat = load_catalog()
     ec2_only = replace(cat.types["p5.48xlarge"], sagemaker_prices={})

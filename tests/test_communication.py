@@ -1,15 +1,16 @@
 """Issue 33: every layout's communication per optimizer step, against hand-computed fixtures (NCCL's bus-bandwidth
-model, workloads/communication.py), and the plan's estimate and layout line that carry it."""
+model, workloads/planning/communication.py), and the plan's estimate and layout line that carry it."""
 
 from __future__ import annotations
 
 import pytest
 
-from workloads import communication, load, plan
-from workloads import estimates as est
+from workloads import load, plan
+from workloads.planning import communication
+from workloads.planning import estimates as est
 from workloads.catalog import load_catalog
-from workloads.parallelism import Parallelism
-from workloads.plan_training import step_communication
+from workloads.planning.parallelism import Parallelism
+from workloads.planning.training import step_communication
 
 
 def _spread(**kw) -> Parallelism:
@@ -82,7 +83,7 @@ def test_every_accelerated_plans_layout_line_says_its_communication(preset):
 
 def test_every_training_accelerator_has_a_device_link_recorded():
     from workloads.catalog import load_utilisation
-    from workloads.plan_training import TRAINING_CANDIDATES
+    from workloads.planning.training import TRAINING_CANDIDATES
 
     types = load_catalog().types
     models = {types[n].accelerator.model for tier in ("large-dl", "medium-dl") for n in TRAINING_CANDIDATES[tier]}

@@ -6,7 +6,7 @@ import pydantic
 import pytest
 
 from workloads import ConfigError, load, overrides_from_context, preset_names
-from workloads.loader import _apply_override
+from workloads.config.loader import _apply_override
 
 
 def test_presets_exist_and_load():
@@ -104,7 +104,7 @@ def test_realtime_max_below_min():
 def test_null_on_the_command_line_unsets_an_optional_field():
     """`-c inference.realtime.max_instances=null` was refused ('a valid integer') though `-c inference.realtime=null`
     is documented (issue 34 item 10.4): null is absent, so the field's default."""
-    from workloads.schema import Realtime
+    from workloads.config.schema import Realtime
 
     w = load("small", {"inference.realtime.max_instances": "null"})
     assert w.inference.realtime.max_instances == Realtime.model_fields["max_instances"].default

@@ -8,7 +8,7 @@ import typing
 
 from pydantic import BaseModel
 
-from workloads.schema import Workload
+from workloads.config.schema import Workload
 
 from .conftest import ROOT
 

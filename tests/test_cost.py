@@ -18,8 +18,8 @@ from datetime import date
 import pytest
 
 from workloads import load, plan
-from workloads.cost import ABOVE, NOT_PLANNED, WITHIN, cost_facts, cost_report, service_of
-from workloads.teams import load_teams
+from workloads.commands.cost import ABOVE, NOT_PLANNED, WITHIN, cost_facts, cost_report, service_of
+from workloads.planning.teams import load_teams
 
 from .conftest import ROOT, VARIANTS
 from .recorded import COST_FIXTURES, checked_response, load_fixture, replay
@@ -154,7 +154,7 @@ def test_every_service_name_the_plan_bills_under_says_where_it_was_read():
 
 
 def test_the_report_says_which_service_names_are_not_confirmed(capsys):
-    from workloads.report import print_cost
+    from workloads.commands.report import print_cost
 
     client = replay(ce_client(), "small-2026-10", folder=COST_FIXTURES)
     r = cost_report(plan(load("small")), client, month="2026-10", team=None, runs=1, today=TODAY)

@@ -10,13 +10,13 @@ import sys
 import pytest
 import yaml
 
-from workloads import estimates as est
+from workloads.planning import estimates as est
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 from workloads.errors import WARNING
-from workloads.parallelism import RECOMPUTE_EFFICIENCY
-from workloads.plan_training import step_communication
-from workloads.plan_training import plan_training
+from workloads.planning.parallelism import RECOMPUTE_EFFICIENCY
+from workloads.planning.training import step_communication
+from workloads.planning.training import plan_training
 
 from .conftest import ROOT
 
@@ -313,7 +313,7 @@ def test_the_plan_prices_the_eager_trainer_it_ships_and_says_what_tuned_stacks_r
     """Before: the likely figure was the tuned stacks' own (llm-foundry, Megatron-Bridge), though train.py runs eager
     FSDP2 (no torch.compile, unfused norms). Now it is scaled by torchtitan's eager/compiled ratio until calibrated,
     and the summary says which figure the cost is at."""
-    from workloads.report import print_plan
+    from workloads.commands.report import print_plan
     from rich.console import Console
 
     assert est.EAGER_FRACTION == pytest.approx(TORCHTITAN_EAGER / TORCHTITAN_COMPILED)
@@ -335,7 +335,7 @@ def test_the_plan_prices_the_eager_trainer_it_ships_and_says_what_tuned_stacks_r
 
 
 def test_trainium_figures_are_not_scaled_for_an_eager_gpu_trainer():
-    from workloads.plan_training import utilisation
+    from workloads.planning.training import utilisation
 
     r = utilisation(CAT.types["trn1.32xlarge"], 70)  # Neuron compiles the graph: its rows stand as published
     assert r.tuned is None and "torchtitan" not in r.basis and r == est.utilisation_range(CAT.types["trn1.32xlarge"], 70, U)

@@ -8,7 +8,7 @@ import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_serving
-from workloads.estimates import SERVERLESS_USD_PER_GB_SECOND
+from workloads.planning.estimates import SERVERLESS_USD_PER_GB_SECOND
 
 # BERT-base (bert-base-uncased on the Hugging Face Hub: 110M parameters), asynchronous (no latency target): the cost
 # per request decides, and the CPU figures (catalog/serving.yaml cpu_encoder: BERT-base shape, 80.4 GFLOPS a vCPU,

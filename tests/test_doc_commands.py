@@ -10,8 +10,8 @@ import shlex
 
 import pytest
 
-from workloads.cli import _parser, main, parse_overrides
-from workloads.loader import DEFAULT_WORKLOAD, load
+from workloads.commands.cli import _parser, main, parse_overrides
+from workloads.config.loader import DEFAULT_WORKLOAD, load
 
 from .conftest import ROOT
 
@@ -74,7 +74,7 @@ def test_every_command_the_docs_show_parses_loads_and_names_files_that_exist(whe
         return
     overrides = parse_overrides(args.context)
     if "teams" in overrides:
-        from workloads.teams import load_teams
+        from workloads.planning.teams import load_teams
         load_teams(overrides["teams"], only=overrides.get("team"))
     else:
         load(args.workload, overrides)
@@ -103,7 +103,7 @@ def test_every_cdk_command_the_docs_show_names_a_workload_or_teams_file_that_loa
     pairs = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-c"]
     overrides = parse_overrides(pairs)
     if "teams" in overrides:
-        from workloads.teams import load_teams
+        from workloads.planning.teams import load_teams
         load_teams(overrides["teams"], only=overrides.get("team"))
         return
     workload = overrides.pop("workload", DEFAULT_WORKLOAD)  # what the app plans when none is named

@@ -20,9 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tools.emulator import running
-from workloads import layout, load, plan
-from workloads.invoke import invoke
-from workloads.jobs import stack_name
+from workloads import load, plan
+from workloads.planning import layout
+from workloads.commands.invoke import invoke
+from workloads.commands.jobs import stack_name
 
 from .conftest import ROOT
 

@@ -2,7 +2,7 @@
 
 The ranges come from the SageMaker API model botocore ships (sagemaker 2017-07-24, shapes
 ProductionVariantVolumeSizeInGB, ProductionVariantModelDataDownloadTimeoutInSeconds and
-ProductionVariantContainerStartupHealthCheckTimeoutInSeconds), not from workloads/startup.py; which types take a
+ProductionVariantContainerStartupHealthCheckTimeoutInSeconds), not from workloads/planning/startup.py; which types take a
 VolumeSizeInGB comes from the catalog's sourced local_nvme (no EBS gp2 ML volume on NVMe types).
 """
 
@@ -17,7 +17,7 @@ import botocore
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads import estimates as est
+from workloads.planning import estimates as est
 from workloads.catalog import load_catalog
 
 from .conftest import SERVING_VARIANTS, VARIANTS
@@ -88,7 +88,7 @@ def test_a_70b_model_gets_more_than_the_defaults_and_the_plan_shows_why():
     (63.5, "m5.4xlarge", True, "inference.realtime.instance_type", "VolumeSizeInGB"),
 ])
 def test_a_model_past_a_documented_limit_is_refused_with_the_field(params, itype, compressed, field, limit):
-    from workloads.startup import plan_startup
+    from workloads.planning.startup import plan_startup
 
     with pytest.raises(ConfigError) as err:
         plan_startup("realtime", params, load_catalog().types[itype], compressed=compressed)

@@ -13,7 +13,7 @@ from rich.console import Console
 from workloads import load, plan
 from workloads.catalog import PRICED_REGIONS, load_catalog
 from workloads.errors import ConfigError
-from workloads.report import print_plan
+from workloads.commands.report import print_plan
 
 from .conftest import PRESETS, VARIANTS
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads.teams import load_teams
+from workloads.planning.teams import load_teams
 
 from .conftest import ROOT, TEAMS_FILE, cdk_json_context
 

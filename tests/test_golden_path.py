@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from workloads import load, plan
-from workloads import layout as keys
-from workloads.parallelism import trainer_refusal
-from workloads.train_commands import EXAMPLES_ON_NODE, sbatch_script
+from workloads.planning import layout as keys
+from workloads.planning.parallelism import trainer_refusal
+from workloads.planning.train_commands import EXAMPLES_ON_NODE, sbatch_script
 
 from .conftest import ROOT, VARIANTS
 from .golden import (EXAMPLES, SCALED_DOWN, generates, record_training_jobs, run, torchrun, train_tokenizer,
@@ -66,7 +66,7 @@ def test_the_configs_plan_layouts_of_every_kind_the_trainer_runs():
     assert {shape[1] for shape in LAYOUTS} == {"none", "full", "hybrid"}
     assert any(shape[2] > 1 for shape in LAYOUTS), LAYOUTS
     for (device, *_), (name, spread) in LAYOUTS.items():
-        from workloads.parallelism import Parallelism
+        from workloads.planning.parallelism import Parallelism
 
         assert trainer_refusal(Parallelism(**spread), device, what=name) is None, name
 
@@ -142,7 +142,7 @@ def test_the_submit_output_runs_as_printed(tmp_path, synth, corpus_and_tokenizer
 
 
 def _cli(*argv: str) -> str:
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -61,7 +61,7 @@ def test_models_span_two_zones_and_training_keeps_to_one(synth, variant):
 
 
 def test_every_team_estate_follows_the_same_rule(teams_synth):
-    from workloads.teams import load_teams
+    from workloads.planning.teams import load_teams
 
     from .conftest import TEAMS_FILE
 

@@ -1,4 +1,4 @@
-"""Container image URIs without importing sagemaker.core on every synthesis (workloads/image_cache.py), while the SDK
+"""Container image URIs without importing sagemaker.core on every synthesis (workloads/commands/image_cache.py), while the SDK
 stays the source of truth: every remembered answer is the SDK's own, and another SDK version is never trusted."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from constructs_lib import images
-from workloads import image_cache
+from workloads.commands import image_cache
 
 from .conftest import ROOT
 
@@ -50,7 +50,7 @@ def empty_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-# What the XGBoost training job and endpoint resolve (workloads/serving.py CONTAINERS).
+# What the XGBoost training job and endpoint resolve (workloads/planning/contracts.py CONTAINERS).
 ARGS = dict(framework="xgboost", version="3.2-0", region="us-east-1")
 
 

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 import pytest
 
 from workloads.catalog import ImageSupport, load_image_support
-from workloads.serving import CONTAINERS
+from workloads.planning.contracts import CONTAINERS
 
 from .test_published_images import serving_cases, team_plans, variant_plan
 
@@ -85,7 +85,7 @@ def test_the_classic_containers_fail_the_day_after_their_end_of_patch(container,
 
 def test_training_processing_and_serving_run_the_same_classic_images():
     """A booster or joblib model loads in the version that saved it: the job images are the serving images."""
-    from workloads import jobs
+    from workloads.commands import jobs
 
     xgb, skl = dict(CONTAINERS["xgboost"].image), dict(CONTAINERS["sklearn"].image)
     assert jobs.TRAINING_IMAGES["xgboost"] == xgb and xgb["version"] == "3.2-0"

@@ -12,10 +12,11 @@ import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_catalog
-from workloads.plan_serving import serving_speed
-from workloads.report import summary
-from workloads.serving import copy_degrees, model_shape
-from workloads import speed
+from workloads.planning.serving import serving_speed
+from workloads.commands.report import summary
+from workloads.planning.contracts import copy_degrees
+from workloads.config.model import model_shape
+from workloads.planning import speed
 
 CAT = load_catalog()
 LLM = {"inference.artifact.format": "huggingface", "inference.async": "null", "inference.batch": "null",
@@ -182,7 +183,7 @@ def test_a_model_that_is_not_an_llm_keeps_its_variant(synth):
 
 def test_invoke_names_the_component_of_a_copies_endpoint():
     """InvokeEndpoint's InferenceComponentName (SageMaker Runtime API): a component endpoint answers only when named."""
-    from workloads.invoke import COMPONENT_KEY, invoke_params
+    from workloads.commands.invoke import COMPONENT_KEY, invoke_params
 
     outputs = {"RealtimeEndpointName": "ep", COMPONENT_KEY: "ic"}
     p = plan(load("intermediate"))
@@ -194,7 +195,7 @@ def test_invoke_names_the_component_of_a_copies_endpoint():
 
 
 def test_the_stack_outputs_the_component_name_invoke_reads(synth):
-    from workloads.invoke import COMPONENT_KEY
+    from workloads.commands.invoke import COMPONENT_KEY
 
     outputs = synth("intermediate").templates["InferenceStack"]["Outputs"]
     assert COMPONENT_KEY in outputs
@@ -207,7 +208,7 @@ def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_compone
     from botocore.exceptions import ClientError
 
     from tools.emulator import deployed_resources, running
-    from workloads.invoke import COMPONENT_KEY
+    from workloads.commands.invoke import COMPONENT_KEY
 
     s, p = synth("intermediate"), plan(load("intermediate"))
     with running(p.workload.region) as emulator:

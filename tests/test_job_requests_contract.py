@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from workloads import jobs, layout, load, plan
+from workloads import load, plan
+from workloads.commands import jobs
+from workloads.planning import layout
 
 from .conftest import ROOT
 from .contract_calls import Walk, walk_request

@@ -1,13 +1,15 @@
 """What the SageMaker jobs of `python -m workloads submit|process` do as the training role, evaluated against the
 synthesized policies (tests/contract_policy.py): pull each job's image, read and write the prefixes the command
-allows (workloads/layout.py), and let EBS use the data key for the jobs' volumes. Expectations come from the
+allows (workloads/planning/layout.py), and let EBS use the data key for the jobs' volumes. Expectations come from the
 commands' own data (jobs.job_images, layout.PROCESSING_*), so a new image or prefix is checked without a new case."""
 
 from __future__ import annotations
 
 import pytest
 
-from workloads import jobs, layout, load, plan
+from workloads import load, plan
+from workloads.commands import jobs
+from workloads.planning import layout
 
 from .test_runtime_contract import world_of
 from .contract_policy import FAKE_ACCOUNT, PARTITION, Call, evaluate

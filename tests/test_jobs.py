@@ -13,7 +13,8 @@ import pytest
 
 from tools.emulator import running
 from workloads import ConfigError, load, plan
-from workloads import jobs, layout
+from workloads.commands import jobs
+from workloads.planning import layout
 
 from .conftest import ROOT
 from .golden import record_training_jobs
@@ -35,7 +36,7 @@ def test_preflight_passes_against_the_emulator_its_error_message_recommends(emul
     """Without credentials preflight sends the user to `make emulator`, which this fixture sets up (bootstrap with the
     real CLI, then the estate): the bootstrap stack carries its BootstrapVersion as `cdk bootstrap`'s does, and what
     moto does not serve is a warning that says so, never a denied permission or an HTML page."""
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     status = main(["preflight", "intermediate"])
     lines = capsys.readouterr().err.splitlines()
@@ -165,7 +166,7 @@ NO_AWS = ("import sys, botocore.client\n"
           "def refuse(client, operation, params):\n"
           "    print('AWS call: ' + operation, file=sys.stderr); raise SystemExit(99)\n"
           "botocore.client.BaseClient._make_api_call = refuse\n"
-          "from workloads.cli import main\n"
+          "from workloads.commands.cli import main\n"
           "raise SystemExit(main(sys.argv[1:]))\n")
 
 
@@ -198,7 +199,7 @@ def test_process_refuses_a_plan_without_a_jobs_role():
 
 
 def test_process_defaults_are_what_the_role_allows():
-    from workloads.cli import _parser
+    from workloads.commands.cli import _parser
 
     args = _parser().parse_args(["process", "intermediate", "--code", "x.py"])
     assert not jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
@@ -227,7 +228,7 @@ def test_a_missing_stack_names_the_deploy_for_this_workload_as_typed():
     endpoint), for the file and -c options the user typed, not the workload's name."""
     from types import SimpleNamespace
 
-    from workloads.cli import not_deployed
+    from workloads.commands.cli import not_deployed
 
     args = SimpleNamespace(workload="examples/churn.yaml", stage="", overrides={"training.max_hours": "4"})
     line = not_deployed(jobs.EstateNotDeployed("stack churn-NetworkStack is not deployed in us-east-1",
@@ -264,7 +265,7 @@ def _recorded_submit(monkeypatch, *argv: str) -> tuple[dict, str]:
     import contextlib
     import io
 
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     sent = record_training_jobs(monkeypatch)
     out = io.StringIO()
@@ -277,7 +278,7 @@ def test_a_language_model_job_runs_the_shipped_trainer_on_the_plans_data(emulato
     """With no script named, `submit` runs examples/slurm/train.py with the channel's text and tokenizer and the
     plan's steps, uploads the model uncompressed (a Hugging Face directory is served from a prefix), and says how it
     becomes the serving key."""
-    from workloads.train_commands import job_hyperparameters
+    from workloads.planning.train_commands import job_hyperparameters
 
     p = plan(load("intermediate"))
     request, printed = _recorded_submit(monkeypatch, "intermediate")

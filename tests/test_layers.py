@@ -8,6 +8,11 @@ import ast
 from .conftest import ROOT
 
 LAYERS = {"workloads": 0, "constructs_lib": 1, "stacks": 2, "app": 3}  # each may import only lower layers and itself
+# Inside workloads/, by concept: the facts and errors every part reads; the workload config; planning (the planner
+# and its training and serving halves); the commands a user runs. Each imports only its own group and those before.
+# The package's own __init__ and __main__ are its entry points, above them all.
+WORKLOAD_LAYERS = {"catalog": 0, "errors": 0, "packaged": 0, "config": 1, "planning": 2, "commands": 3,
+                   "__init__": 4, "__main__": 4}
 
 
 def _module(path) -> str:
@@ -43,6 +48,21 @@ def _imports() -> dict[str, set[str]]:
 def test_no_layer_imports_one_above_it():
     wrong = [f"{a} imports {b}" for a, deps in _imports().items() for b in deps
              if LAYERS[b.split(".")[0]] > LAYERS[a.split(".")[0]]]
+    assert not wrong, wrong
+
+
+def _group(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_workloads_is_grouped_by_concept():
+    """Every module of workloads/ is in a group, and no group imports one after it."""
+    graph = _imports()
+    ungrouped = sorted(m for m in graph if m.startswith("workloads") and _group(m) not in WORKLOAD_LAYERS)
+    assert not ungrouped, f"modules outside config/, planning/, commands/: {ungrouped}"
+    wrong = [f"{a} imports {b}" for a, deps in graph.items() if a.startswith("workloads") for b in deps
+             if b.startswith("workloads") and WORKLOAD_LAYERS[_group(b)] > WORKLOAD_LAYERS[_group(a)]]
     assert not wrong, wrong
 
 

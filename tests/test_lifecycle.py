@@ -246,7 +246,7 @@ def test_no_versioned_bucket_keeps_old_versions_forever(variant_synth):
     """Every versioned bucket of every variant expires its noncurrent versions, and a prefix the cluster rewrites and
     the file system exports deletions of (FSX_LINKS) expires them at its layout.NONCURRENT_DAYS, the shortest rule
     that covers it (S3 honours the shorter of overlapping expirations)."""
-    from workloads.layout import FSX_LINKS, NONCURRENT_DAYS
+    from workloads.planning.layout import FSX_LINKS, NONCURRENT_DAYS
 
     name, s = variant_synth
     for stack, template in s.templates.items():

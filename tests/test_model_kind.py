@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads.serving import architecture, kv_bytes_per_token, model_shape
+from workloads.planning.contracts import kv_bytes_per_token
+from workloads.config.model import architecture, model_shape
 
 # Llama 3.1 70B's config.json on the Hugging Face Hub (meta-llama/Llama-3.1-70B): num_hidden_layers 80,
 # num_attention_heads 64, num_key_value_heads 8, hidden_size 8192, vocab_size 128256.

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from workloads import load, plan
-from workloads.monitoring import metric_facts, plan_alarms
+from workloads.planning.monitoring import metric_facts, plan_alarms
 
 from .conftest import TEAMS_FILE, VARIANTS
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from workloads import load, plan
 from workloads.catalog import load_image_support
-from workloads.serving import CONTAINERS, MODEL_DIR, VLLM_NEURON_TAG
+from workloads.planning.contracts import CONTAINERS, MODEL_DIR, VLLM_NEURON_TAG
 
 from .test_published_images import assert_published, problems
 
@@ -36,7 +36,7 @@ def test_huge_serves_on_inf2_through_vllm_on_neuron_with_the_export_settings():
 
 def test_the_image_is_the_published_tag_not_the_sdks():
     from constructs_lib.images import serving_image
-    from workloads import image_cache
+    from workloads.commands import image_cache
 
     for region in ("us-east-1", "us-east-2", "us-west-2"):
         uri = serving_image(container="vllm-neuronx", region=region, instance_type="ml.inf2.48xlarge")

@@ -18,7 +18,7 @@ from constructs_lib.node_metrics import (AGENT_CONFIG, AGENT_CTL, AGENT_KEY_FING
                                          published, read_back)
 from workloads import load, plan
 from workloads.catalog import load_software
-from workloads.monitoring import metric_facts, training_alarms
+from workloads.planning.monitoring import metric_facts, training_alarms
 
 from .conftest import VARIANTS
 from .test_node_boot_contract import LUSTRE, STUBS, _slurmd_would_start, shellcheck

@@ -91,6 +91,6 @@ def test_preset_plan_skips_yaml_and_plugin_scan():
 
 
 def test_importing_the_package_loads_nothing_heavy():
-    code = "import sys, workloads; print(sorted(m for m in ('pydantic', 'yaml', 'workloads.planner') if m in sys.modules))"
+    code = "import sys, workloads; print(sorted(m for m in ('pydantic', 'yaml', 'workloads.planning.planner') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

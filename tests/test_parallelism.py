@@ -9,7 +9,7 @@ import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_catalog
-from workloads.parallelism import choose, gib_per_rank
+from workloads.planning.parallelism import choose, gib_per_rank
 
 from .conftest import TRN2
 
@@ -113,8 +113,8 @@ def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
     """The layouts the planner derives from a config (its plan's, and each candidate's for its utilisation and
     refusals) carry the model's grouped-query key/value heads and never split a head, whatever attention_heads the
     config sets, from one node up."""
-    from workloads.plan_training import _choose_layout
-    from workloads.serving import attention_heads, model_shape
+    from workloads.planning.training import _choose_layout
+    from workloads.config.model import attention_heads, model_shape
 
     w = load("huge", {"training.instance_type": itype, **({"model.attention_heads": heads} if heads else {})})
     (query, _), usual_kv = attention_heads(w), model_shape(w)[2]
@@ -158,7 +158,7 @@ def _planned_layouts():
 def test_every_layout_the_planner_emits_is_one_the_trainer_accepts():
     """Issue 33: planner output -> trainer accepts, over the presets and a grid of configs; the grid reaches DDP,
     FSDP2 and HSDP, with tensor parallel."""
-    from workloads.parallelism import trainer_refusal
+    from workloads.planning.parallelism import trainer_refusal
 
     seen = set()
     for where, spread, device in _planned_layouts():
@@ -170,7 +170,7 @@ def test_every_layout_the_planner_emits_is_one_the_trainer_accepts():
 def test_hsdp_is_chosen_when_the_state_fits_a_node_and_the_inter_node_traffic_drops():
     # 7B on 2 x p5.48xlarge: 112 GB of state fits one node's 8 H100s (14 GB a rank), so FSDP2 shards within the node
     # and the two nodes replicate: only the gradients' all-reduce crosses EFA, not 64 micro-steps of all-gathers.
-    from workloads.communication import step
+    from workloads.planning.communication import step
 
     itype = _types()["p5.48xlarge"]
     spread = choose(parameters_billion=7, layers=32, hidden=4096, heads=32, kv_heads=8, itype=itype, nodes=2)
@@ -195,7 +195,7 @@ def test_hsdp_is_not_chosen_where_the_state_fits_no_shard_group():
 def test_a_vocabulary_tensor_parallel_does_not_divide_is_padded_as_megatron_pads_it():
     """Issue 33: an uneven vocabulary under tensor parallel. GPT-2's 50,257 entries on tensor parallel 2 become
     50,432 rows (197 x 128 x 2), and the memory per rank counts the padded logits; a dividing one stays as it is."""
-    from workloads.parallelism import LOGIT_BYTES, padded_vocab
+    from workloads.planning.parallelism import LOGIT_BYTES, padded_vocab
 
     assert padded_vocab(50257, 2) == 50432 and padded_vocab(50257, 16) == 51200 and padded_vocab(257, 2) == 512
     assert padded_vocab(32000, 8) == 32000 and padded_vocab(128256, 8) == 128256 and padded_vocab(50257, 1) == 50257
@@ -228,7 +228,7 @@ def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monke
 
     import torch
 
-    from workloads.plan_training import _choose_layout, trained_billion
+    from workloads.planning.training import _choose_layout, trained_billion
 
     w = load("huge", {"model.parameters_billion": str(billions)})
     spread = next(s for n in (1, 2, 4, 8, 16) if (s := _choose_layout(w, _types()["p5.48xlarge"], n)) is not None)
@@ -251,7 +251,7 @@ def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monke
 def test_a_stated_size_the_shape_does_not_have_is_warned_and_the_plan_sizes_the_shape():
     """Issue 33 B2: 405B stated with Llama 3.1 70B's shape (about 69B): the plan sizes memory and time from what the
     trainer builds and says so, naming both sizes. Without model.layers the depth is fitted to the stated size."""
-    from workloads.plan_training import plan_training, trained_billion
+    from workloads.planning.training import plan_training, trained_billion
 
     fitted = load("huge", {"model.parameters_billion": "405"})
     assert abs(trained_billion(fitted) / 405 - 1) < 0.02
@@ -270,7 +270,7 @@ def test_the_activation_constants_are_what_autograd_keeps_for_the_trainers_block
     """Issue 33 B3: the bytes a train.py block keeps for backward without recompute (bf16 on CPU, saved-tensor hooks:
     tools/activation_bytes.py), re-measured on a small block, within a tenth of the memory model's constants."""
     from tools.activation_bytes import measure
-    from workloads.parallelism import (ACTIVATION_ATTENTION_BYTES, ACTIVATION_MLP_BYTES, ACTIVATION_UNSPLIT_BYTES,
+    from workloads.planning.parallelism import (ACTIVATION_ATTENTION_BYTES, ACTIVATION_MLP_BYTES, ACTIVATION_UNSPLIT_BYTES,
                                        layer_activation_bytes)
 
     kept = measure(hidden=256, heads=4, kv_heads=1, intermediate=896, seq=256)
@@ -291,7 +291,7 @@ def test_a_checkpoint_holds_what_the_plan_sizes_per_parameter():
 
     import torch
 
-    from workloads.storage import CHECKPOINT_BYTES_PER_PARAM
+    from workloads.planning.storage import CHECKPOINT_BYTES_PER_PARAM
 
     spec = importlib.util.spec_from_file_location("train", Path(__file__).resolve().parent.parent / "examples"
                                                   / "slurm" / "train.py")

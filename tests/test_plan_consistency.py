@@ -9,7 +9,7 @@ import math
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads.teams import load_teams
+from workloads.planning.teams import load_teams
 
 from .conftest import CAPACITY_BLOCK, TEAMS_FILE
 

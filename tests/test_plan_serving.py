@@ -1,4 +1,4 @@
-"""Serving planning (workloads/plan_serving.py, issue 24): continuous batching sized from the latency targets and
+"""Serving planning (workloads/planning/serving.py, issue 24): continuous batching sized from the latency targets and
 the KV-cache room, every tensor-parallel degree the container allows, the cheapest meeting the targets wins and the
 table says why the others lost; no TGI on T4; the batch job runs what the plan prices; prices name their kind; the
 whole estate a month. Expectations come from the fixtures below, each with its published source."""
@@ -14,8 +14,8 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog
-from workloads.estimates import billed_hours, load_services
-from workloads.plan_serving import runs_per_month
+from workloads.planning.estimates import billed_hours, load_services
+from workloads.planning.serving import runs_per_month
 
 from .conftest import CAPACITY_BLOCK, ROOT, TRN2
 
@@ -246,7 +246,7 @@ def test_the_kv_cache_the_plan_prints_is_the_one_that_fits(workload, overrides):
     import re
 
     from workloads.catalog import devices, load_catalog
-    from workloads.serving import SERVING_MEMORY_FRACTION, weights_gib
+    from workloads.planning.contracts import SERVING_MEMORY_FRACTION, weights_gib
 
     p = plan(load(workload, overrides))
     seen = 0

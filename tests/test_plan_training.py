@@ -1,4 +1,4 @@
-"""Training planning (workloads/plan_training.py): the tiers' rules, the measured comparison, candidate types
+"""Training planning (workloads/planning/training.py): the tiers' rules, the measured comparison, candidate types
 costed side by side on one kind of price, node counts, storage; classic ML on one node that holds the data."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from workloads import load, plan
-from workloads import estimates as est
+from workloads.planning import estimates as est
 from workloads.catalog import load_catalog
-from workloads.plan_training import measured_choice, tier_of
+from workloads.planning.training import measured_choice, tier_of
 
 CAT = load_catalog()
 

@@ -1,4 +1,4 @@
-"""The plan as a whole (workloads/planner.py composes it): the JSON interface, the readable table, and the planner's
+"""The plan as a whole (workloads/planning/planner.py composes it): the JSON interface, the readable table, and the planner's
 imports. Training planning is tested in test_plan_training.py, serving planning in test_plan_serving.py."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_plan_table_is_readable():
 
 
 def test_planner_path_never_imports_cdk_or_sagemaker():
-    code = ("import sys, workloads, workloads.cli, workloads.report, workloads.teams; "
+    code = ("import sys, workloads, workloads.commands.cli, workloads.commands.report, workloads.planning.teams; "
             "workloads.plan(workloads.load('huge')); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'sagemaker', 'jsii')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
@@ -56,8 +56,8 @@ def test_planner_path_never_imports_cdk_or_sagemaker():
 def test_the_model_trained_on_the_cluster_is_the_model_served():
     """huge: train.py exports to /fsx/output/NAME, the FSx link writes it to models/NAME/, and the GPU kinds read
     exactly that key (the Neuron kind reads its compiled export beside it); the plan says so, step by step."""
-    from workloads import layout
-    from workloads.plan_training import FSX_OUTPUT_DIR
+    from workloads.planning import layout
+    from workloads.planning.training import FSX_OUTPUT_DIR
 
     p = plan(load("huge"))
     export = p.training.parallelism.export_dir
@@ -84,7 +84,7 @@ def test_a_command_in_the_plan_is_never_wrapped_mid_command():
     (issue 34 item 10.10). A quoted command is printed on a line of its own, unwrapped, however narrow the console."""
     from rich.console import Console
 
-    from workloads.report import print_line, print_plan
+    from workloads.commands.report import print_line, print_plan
 
     console = Console(width=150, record=True)
     print_plan(plan(load("small")), console)

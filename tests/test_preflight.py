@@ -18,7 +18,7 @@ import pytest
 from workloads import load, plan
 from workloads.catalog import load_catalog
 from workloads.errors import ERROR, INFO, WARNING
-from workloads.preflight import Account
+from workloads.commands.preflight import Account
 
 from .conftest import CAPACITY_BLOCK, ROOT, TRN1, TRN2
 from .recorded import FIXTURES, load_fixture, replay
@@ -69,7 +69,7 @@ def account(region: str, *recorded: str, stage: str = "", now: datetime = NOW):
 
 
 def run(rule: str, config: tuple, acc) -> list:
-    from workloads import preflight
+    from workloads.commands import preflight
 
     check = next(r for r in preflight.RULES if r.name == rule)
     return check.check(plan(load(*config)), acc)
@@ -148,7 +148,7 @@ def test_a_type_not_offered_in_the_zone_is_an_error_naming_the_zones_that_offer_
 # --- quotas ---------------------------------------------------------------------------------------------------------
 
 def test_every_catalog_type_is_counted_by_a_recorded_ec2_quota():
-    from workloads.preflight import ec2_quota_of
+    from workloads.commands.preflight import ec2_quota_of
 
     quotas = {name: ec2_quota_of(name)["code"] for name in load_catalog().types}
     assert quotas["trn2.48xlarge"] == "L-2C3B7624" and quotas["inf2.xlarge"] == "L-1945791B"
@@ -259,7 +259,7 @@ def test_a_block_in_its_last_hours_is_a_warning(moto):
 # --- what the stacks read ---------------------------------------------------------------------------------------------
 
 def test_the_served_artifacts_are_in_the_dataset_bucket(moto):
-    from workloads.artifacts import artifact_checks
+    from workloads.planning.artifacts import artifact_checks
 
     p = plan(load(*HUGE_CB))
     keys = [c.key for c in artifact_checks(p.training, p.inference)]
@@ -325,8 +325,8 @@ def test_a_bootstrap_stack_without_its_version_output_is_its_own_finding_not_ver
 def test_a_service_failure_is_one_line_without_the_body_and_does_not_blame_iam(moto, monkeypatch, status, body):
     from botocore.stub import Stubber
 
-    from workloads import preflight as module
-    from workloads.preflight import preflight
+    from workloads.commands import preflight as module
+    from workloads.commands.preflight import preflight
 
     monkeypatch.setattr(module, "RULES", [r for r in module.RULES if r.name == "cost_allocation_tags"])
     acc = account("us-east-2")
@@ -383,7 +383,7 @@ def test_plans_without_a_neuron_node_image_have_nothing_to_find(moto):
 # --- the rules as a whole -----------------------------------------------------------------------------------------
 
 def test_every_rule_names_its_page_and_the_docs_list_every_action_it_calls():
-    from workloads.preflight import RULES, required_actions
+    from workloads.commands.preflight import RULES, required_actions
 
     for r in RULES:
         assert r.source.endswith(">") and "<https://" in r.source and r.actions, r.name
@@ -394,7 +394,7 @@ def test_every_rule_names_its_page_and_the_docs_list_every_action_it_calls():
 
 
 def test_the_bootstrap_versions_are_what_the_templates_and_the_pinned_cli_say():
-    from workloads.preflight import account_facts
+    from workloads.commands.preflight import account_facts
 
     boot = account_facts()["bootstrap"]
     snapshot = json.loads((ROOT / "tests" / "__snapshots__" / "test_snapshots" /
@@ -412,7 +412,7 @@ def test_the_bootstrap_versions_are_what_the_templates_and_the_pinned_cli_say():
 def test_a_refused_call_leaves_the_rule_unchecked_and_the_others_running(moto):
     from botocore.exceptions import ClientError
 
-    from workloads.preflight import preflight
+    from workloads.commands.preflight import preflight
 
     acc = account("us-east-2", "quotas-ec2-enough", "quotas-sagemaker-enough", "capacity-block-active",
                   "cost-tags-active")
@@ -432,7 +432,7 @@ def test_a_refused_call_leaves_the_rule_unchecked_and_the_others_running(moto):
 
 def recorded_accounts(monkeypatch, *recorded: str, now: datetime = NOW) -> list:
     """The command's Account, answering from the emulator and `recorded`; the clients it made, for inspection."""
-    from workloads import preflight
+    from workloads.commands import preflight
 
     made = []
 
@@ -451,7 +451,7 @@ CB_ARGS = [x for k, v in HUGE_CB[1].items() for x in ("-c", f"{k}={v}")]
 
 
 def test_a_clean_account_exits_0(moto, monkeypatch, capsys):
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     bootstrap("us-east-2")
     recorded_accounts(monkeypatch, *CLEAN)
@@ -462,7 +462,7 @@ def test_a_clean_account_exits_0(moto, monkeypatch, capsys):
 
 
 def test_an_error_exits_2_with_one_line_per_error_and_warning(moto, monkeypatch, capsys):
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     recorded_accounts(monkeypatch, "quotas-ec2-default", "quotas-sagemaker-default", "capacity-block-mismatch",
                       "cost-tags-inactive")
@@ -482,10 +482,10 @@ def test_an_error_exits_2_with_one_line_per_error_and_warning(moto, monkeypatch,
 
 
 def test_every_call_the_command_makes_is_one_the_docs_list(moto, monkeypatch, capsys):
-    from workloads.cli import main
-    from workloads.preflight import required_actions
+    from workloads.commands.cli import main
+    from workloads.commands.preflight import required_actions
 
-    from workloads import preflight
+    from workloads.commands import preflight
 
     bootstrap("us-east-2")
     recorded_accounts(monkeypatch, *CLEAN)
@@ -512,7 +512,7 @@ def test_every_call_the_command_makes_is_one_the_docs_list(moto, monkeypatch, ca
 
 
 def test_a_team_is_checked_as_its_stage(moto, monkeypatch, capsys):
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     bootstrap("us-west-2")
     made = recorded_accounts(monkeypatch, *CLEAN)
@@ -531,7 +531,7 @@ def test_without_credentials_nothing_is_sent():
 
 
 def test_plan_never_imports_boto3():
-    code = ("import sys; from workloads.cli import main; main(['plan', 'huge']); "
+    code = ("import sys; from workloads.commands.cli import main; main(['plan', 'huge']); "
             "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules, 'boto3 on the plan path'")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]

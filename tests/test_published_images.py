@@ -20,10 +20,11 @@ import pytest
 import yaml
 
 from .conftest import PRESETS, TEAMS_FILE, VARIANTS
-from workloads import jobs, load, plan
+from workloads import load, plan
+from workloads.commands import jobs
 from workloads.errors import ConfigError
-from workloads.serving import CONTAINERS
-from workloads.teams import load_teams
+from workloads.planning.contracts import CONTAINERS
+from workloads.planning.teams import load_teams
 
 SOURCES = Path(__file__).parent / "sources" / "published_images"
 URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"

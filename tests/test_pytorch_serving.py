@@ -12,7 +12,7 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_image_support
-from workloads.serving import CONTAINERS, RAY_APP, GPU_HOST_AMI
+from workloads.planning.contracts import CONTAINERS, RAY_APP, GPU_HOST_AMI
 
 from .conftest import ROOT
 from .test_published_images import assert_published

@@ -83,7 +83,7 @@ def test_the_tests_synthesize_with_all_four_packs(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(stacks.build, "build", lambda app, target, **kw: seen.update(kw))
-    monkeypatch.setattr("workloads.context.read_context", lambda context: None)
+    monkeypatch.setattr("workloads.commands.context.read_context", lambda context: None)
     build_app(type("App", (), {"node": type("N", (), {"get_all_context": lambda self: {}})()})())
     assert seen["packs"] == ALL_PACKS and len(ALL_PACKS) == len(PLUGINS)
 

@@ -2,7 +2,7 @@
 ec2:DescribeImages when the stack deploys, never an SSM `latest` parameter; the Slurm installer is pinned and
 gpg-verified like the PCS agent; the baked AMI goes with the stack.
 
-The lookup is workloads/dlami.py, run three ways here: against moto's DescribeImages in process (the rule preflight
+The lookup is workloads/commands/dlami.py, run three ways here: against moto's DescribeImages in process (the rule preflight
 and the Lambda share), as the Lambda replying to CloudFormation, and in the emulator that `make demo` deploys to.
 """
 
@@ -17,7 +17,7 @@ from http.server import HTTPServer
 import pytest
 
 from constructs_lib.node_image import SLURM_INSTALLER_VERSION, SLURM_VERSION, bake_steps
-from workloads import dlami
+from workloads.commands import dlami
 from workloads.catalog import load_software
 
 from .conftest import VARIANTS

@@ -18,8 +18,8 @@ import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_software
-from workloads.plan_training import TORCHRUN_DEFAULT_SHUTDOWN_S
-from workloads.train_commands import EXAMPLES_ON_NODE
+from workloads.planning.training import TORCHRUN_DEFAULT_SHUTDOWN_S
+from workloads.planning.train_commands import EXAMPLES_ON_NODE
 
 from .conftest import ROOT, VARIANTS
 

@@ -10,7 +10,7 @@ most MaxConcurrency) is pinned by tests/test_inference.py.
 from __future__ import annotations
 
 from workloads import load, plan
-from workloads.plan_serving import PROVISIONED_UNPRICED
+from workloads.planning.serving import PROVISIONED_UNPRICED
 
 from .test_cpu_serving import BERT_BASE
 

@@ -1,7 +1,7 @@
 """Serving contracts: every synthesized SageMaker model carries what its container needs to start.
 
 The requirements below are the containers' own, written here from their sources (not from
-workloads/serving.py, so the two can disagree and the test catch it):
+workloads/planning/contracts.py, so the two can disagree and the test catch it):
 - vLLM DLC (GPU): sagemaker_args.py turns SM_VLLM_<FLAG> into --<flag>; without SM_VLLM_MODEL it serves
   /opt/ml/model only if that holds files, else HF_MODEL_ID (aws/deep-learning-containers scripts/docker/vllm);
   vLLM refuses a tensor-parallel size that does not divide the attention heads.
@@ -196,7 +196,7 @@ def test_the_plan_shows_container_artifact_and_environment_per_kind():
     (13, 40, "g5.12xlarge", 4),
 ])
 def test_tensor_parallel_degree_is_the_containers_and_holds_the_weights(params, heads, itype, degree):
-    from workloads.serving import tensor_parallel
+    from workloads.planning.contracts import tensor_parallel
 
     assert tensor_parallel(params, heads, load_catalog().types[itype]) == degree
 
@@ -227,7 +227,7 @@ def test_each_kind_may_have_its_own_artifact():
 def test_vllm_runs_on_turing_or_newer_in_bfloat16_where_the_gpu_has_it():
     """vLLM needs compute capability 7.5 or newer (vLLM docs, GPU installation): V100 types are refused for an LLM,
     naming the field; T4 serves in float16, every GPU with a bf16 peak in bfloat16."""
-    from workloads.serving import VLLM_TOO_OLD, plan_serving
+    from workloads.planning.contracts import VLLM_TOO_OLD, plan_serving
 
     w = load("intermediate", {"model.parameters_billion": "1", "model.attention_heads": "32"})
     refused = served = 0
@@ -249,7 +249,7 @@ def test_vllm_runs_on_turing_or_newer_in_bfloat16_where_the_gpu_has_it():
 @pytest.mark.parametrize("workload", ["intermediate", "huge"])
 def test_no_llm_is_planned_on_v100(workload):
     """The planner never picks a V100 for a Hugging Face LLM, nor shows one among the candidates."""
-    from workloads.serving import VLLM_TOO_OLD
+    from workloads.planning.contracts import VLLM_TOO_OLD
 
     names = {t.name: t for t in load_catalog().types.values()}
     for ip in plan(load(workload)).inference.values():

@@ -13,8 +13,8 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import DecodeFit, load_catalog, load_serving
-from workloads.plan_serving import serving_speed
-from workloads.speed import decode_ratios, token_ms
+from workloads.planning.serving import serving_speed
+from workloads.planning.speed import decode_ratios, token_ms
 
 from .conftest import ROOT
 

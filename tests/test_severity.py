@@ -8,12 +8,12 @@ import json
 import pytest
 
 from workloads import ConfigError, load, plan
-from workloads.cli import main
-from workloads.context import read_context
+from workloads.commands.cli import main
+from workloads.commands.context import read_context
 from workloads.errors import INFO, WARNING
 
 from workloads.catalog import load_catalog
-from workloads.plan_training import TRAINING_CANDIDATES
+from workloads.planning.training import TRAINING_CANDIDATES
 
 from .conftest import RESERVATION, TRN2
 from .conftest import TRN1 as TRN1_OVERRIDES

@@ -9,7 +9,7 @@ import yaml
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
 from workloads import ConfigError
-from workloads.teams import load_teams
+from workloads.planning.teams import load_teams
 
 from .conftest import TEAMS_FILE
 from .test_quality import lint

@@ -19,11 +19,12 @@ import sys
 
 import pytest
 
-from workloads import jobs, load, plan
-from workloads import layout as keys
-from workloads.parallelism import trainer_refusal
-from workloads.serving import REQUESTS
-from workloads.train_commands import job_hyperparameters
+from workloads import load, plan
+from workloads.commands import jobs
+from workloads.planning import layout as keys
+from workloads.planning.parallelism import trainer_refusal
+from workloads.planning.contracts import REQUESTS
+from workloads.planning.train_commands import job_hyperparameters
 
 from .conftest import ROOT, SERVING_VARIANTS, VARIANTS
 
@@ -162,8 +163,8 @@ def test_the_sklearn_inference_code_reads_the_contracts_requests_as_rows(tmp_pat
 
 @pytest.mark.parametrize("workload, kind", [("small", "realtime"), ("small", "serverless"), ("huge", "async")])
 def test_invoke_sends_the_contracts_request_by_default(monkeypatch, workload, kind):
-    from workloads import invoke as invoke_module
-    from workloads.cli import main
+    from workloads.commands import invoke as invoke_module
+    from workloads.commands.cli import main
 
     sent = {}
 
@@ -183,7 +184,7 @@ def test_invoke_sends_the_contracts_request_by_default(monkeypatch, workload, ki
 
 def test_invoke_on_a_kind_the_plan_lacks_is_bad_input_exit_2(capsys):
     """`invoke small --kind async` exited 1, the status of an AWS failure (issue 34 item 10.6); nothing is sent."""
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     assert main(["invoke", "small", "--kind", "async"]) == 2
     err = capsys.readouterr().err

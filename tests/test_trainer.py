@@ -111,7 +111,7 @@ def test_a_training_job_reads_the_layout_that_submit_passes(monkeypatch):
     environment (jobs.job_environment), and the trainer takes the model's shape and sharding from it."""
     import importlib.util
 
-    from workloads import jobs
+    from workloads.commands import jobs
 
     env = jobs.job_environment(plan(load("huge")))
     spec = importlib.util.spec_from_file_location("train", TRAINER)
@@ -293,7 +293,7 @@ def test_an_uneven_vocabulary_under_tensor_parallel_is_padded_masked_and_exporte
 def test_the_planner_and_the_trainer_pad_the_vocabulary_alike():
     import importlib.util
 
-    from workloads.parallelism import padded_vocab
+    from workloads.planning.parallelism import padded_vocab
 
     spec = importlib.util.spec_from_file_location("recipe", TRAINER.parent / "recipe.py")
     recipe = importlib.util.module_from_spec(spec)
@@ -355,7 +355,7 @@ def test_a_rank_killed_mid_run_fails_the_job_and_the_requeued_job_resumes_from_t
 def test_the_calibration_result_feeds_plan_calibrate(tmp_path, capsys):
     """The trainer on two CPU ranks writes the calibration JSON; `plan --calibrate` reads it and recomputes the run.
     (tests/fixtures/calibration/cpu-two-ranks.json is such a result, for `make test` without torch runs.)"""
-    from workloads.cli import main as cli
+    from workloads.commands.cli import main as cli
 
     result = tmp_path / "calibration" / "small.json"
     out = _torchrun(tmp_path, "--steps", "10", "--checkpoint-dir", str(tmp_path / "ckpt"),
@@ -375,7 +375,7 @@ def test_fsdp2_gradient_accumulation_holds_only_the_sharded_gradient_the_plan_co
     """Issue 33 B1: two CPU ranks, three micro-steps of the trainer's own micro_step on its FSDP2 model. After every
     micro-step each rank holds its shard of the fp32 gradient, what the memory model counts (GRADIENT_BYTES_PER_PARAM
     over the ranks), never the whole model's unsharded gradient that FSDP2 keeps while gradient sync is off."""
-    from workloads.parallelism import GRADIENT_BYTES_PER_PARAM
+    from workloads.planning.parallelism import GRADIENT_BYTES_PER_PARAM
 
     probe = Path(__file__).resolve().parent / "probes" / "gradient_bytes.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}

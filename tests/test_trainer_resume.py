@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from workloads import layout, load, plan
-from workloads.parallelism import RECOMPUTE_EFFICIENCY
-from workloads.plan_training import TORCHRUN_DEFAULT_SHUTDOWN_S, checkpoint_seconds, utilisation
+from workloads import load, plan
+from workloads.planning import layout
+from workloads.planning.parallelism import RECOMPUTE_EFFICIENCY
+from workloads.planning.training import TORCHRUN_DEFAULT_SHUTDOWN_S, checkpoint_seconds, utilisation
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
 

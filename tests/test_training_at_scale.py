@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from workloads import load, plan
-from workloads.parallelism import GLOBAL_BATCH_TOKENS, Parallelism, gib_per_rank, trainer_refusal
-from workloads.plan_training import CHECKPOINT_OVERHEAD, checkpoint_seconds
+from workloads.planning.parallelism import GLOBAL_BATCH_TOKENS, Parallelism, gib_per_rank, trainer_refusal
+from workloads.planning.training import CHECKPOINT_OVERHEAD, checkpoint_seconds
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
 
@@ -85,7 +85,7 @@ def test_the_checkpoint_cadence_keeps_its_cost_within_five_percent_and_the_plan_
 
 
 def test_a_t4_plan_computes_in_fp16_with_loss_scaling_not_bf16():
-    from workloads.report import _compute
+    from workloads.commands.report import _compute
 
     t = plan(load("examples/workloads/vision-classifier.yaml", {"training.instance_type": "g4dn.xlarge"})).training
     assert t.parallelism.precision == "fp16" and "bf16 compute" not in _compute("fp16")
@@ -190,8 +190,8 @@ def test_a_sagemaker_plan_passes_its_checkpoint_cadence_from_each_nodes_own_volu
     """Before: SageMaker plans carried checkpoint_every 0, so the trainer checkpointed every 100 steps whatever a
     step cost. A job's trainer writes to each node's /opt/ml/checkpoints (jobs.job_environment), its 1/nodes share
     of the checkpoint at the node volume's rate, whether FSx holds the data or not."""
-    from workloads.jobs import CHECKPOINT_LOCAL_PATH, job_environment
-    from workloads.plan_training import NODE_VOLUME_WRITE_MB_S
+    from workloads.commands.jobs import CHECKPOINT_LOCAL_PATH, job_environment
+    from workloads.planning.training import NODE_VOLUME_WRITE_MB_S
 
     p = plan(load(preset, overrides))
     t, lay = p.training, p.training.parallelism
@@ -206,7 +206,7 @@ def test_a_sagemaker_plan_passes_its_checkpoint_cadence_from_each_nodes_own_volu
 
 
 def test_a_plan_without_a_step_time_passes_the_trainers_own_cadence_not_0():
-    from workloads.plan_training import TRAINER_CHECKPOINT_EVERY, _checkpoint_cadence
+    from workloads.planning.training import TRAINER_CHECKPOINT_EVERY, _checkpoint_cadence
 
     lay = _training().parallelism
     decisions: list[str] = []

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from workloads import load, plan
-from workloads.context import read_context
+from workloads.commands.context import read_context
 from workloads.errors import WARNING
-from workloads.plan_serving import TRAINING_ONLY
+from workloads.planning.serving import TRAINING_ONLY
 
 from .conftest import ROOT, TEAMS_FILE
 

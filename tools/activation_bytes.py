@@ -1,6 +1,6 @@
 """What autograd keeps for backward in one block of examples/slurm/train.py, without recompute: bytes per token and
 hidden unit (or SwiGLU unit), split by what tensor parallel divides (a measurement to run by hand; the test
-tests/test_parallelism.py runs it small and holds workloads/parallelism.py's constants to it).
+tests/test_parallelism.py runs it small and holds workloads/planning/parallelism.py's constants to it).
 
     python -m tools.activation_bytes [--hidden 1024 --heads 8 --kv-heads 2 --intermediate 3584 --seq 1024]
 

@@ -4,7 +4,7 @@ its results are recorded in workloads/catalog/serving.yaml as `cpu_encoder`).
     python -m tools.bench_cpu_encoder [--repeats 10] [--out FILE]
 
 The planner prices a framework-archive model on a CPU instance at 2 x parameters x 512 tokens a request
-(workloads/speed.py); this measures what that request costs one vCPU: a Transformer encoder with BERT-base
+(workloads/planning/speed.py); this measures what that request costs one vCPU: a Transformer encoder with BERT-base
 and BERT-large shapes (random weights: the arithmetic does not depend on them), fp32, batch 1, one thread
 pinned to one vCPU, PyTorch's own CPU kernels (the project's PyTorch, requirements-dev.txt). A serving stack
 adds its HTTP and decoding time, small next to a forward pass of a tenth of a second or more.

@@ -23,10 +23,10 @@ from rich.table import Table
 
 from workloads import ConfigError, load, plan
 from workloads.errors import report
-from workloads.interrupt import die_of_sigint
-from workloads.teams import load_teams
-from workloads.invoke import INVOCABLE, default_kind, invoke, sample_request
-from workloads.report import print_plan
+from workloads.commands.interrupt import die_of_sigint
+from workloads.planning.teams import load_teams
+from workloads.commands.invoke import INVOCABLE, default_kind, invoke, sample_request
+from workloads.commands.report import print_plan
 
 from .emulator import NotLocalError, deployed_resources, running
 

@@ -85,7 +85,7 @@ def _patch_moto() -> None:
     from moto.cloudformation.models import Stack as FakeStack
 
     from constructs_lib.endpoints import artifact_check_handler as artifact_check
-    from workloads import dlami
+    from workloads.commands import dlami
     from moto.kms.models import Key
     from moto.sagemaker.models import FakeEndpointConfig
 
@@ -388,7 +388,7 @@ def _find_parent(logical_id, resource_json, resources_map, region_name):
     from moto.cloudformation import parsing
     from moto.cloudformation.custom_model import CustomModel
 
-    from workloads.dlami import resolve
+    from workloads.commands.dlami import resolve
 
     props = parsing.clean_json(resource_json.get("Properties", {}), resources_map)
     ec2 = boto3.client("ec2", region_name=region_name, endpoint_url=_ENDPOINT[-1], aws_access_key_id="testing",
@@ -501,7 +501,7 @@ class Emulator:
         """Deploy in the real order: every stack but the InferenceStack, then a placeholder at each artifact key
         the plan serves (the emulator runs no container), then the rest, whose artifact check now passes.
         `stage`: a team's stage (its stacks are STAGE/*). The keys given a placeholder."""
-        from workloads.jobs import stack_outputs
+        from workloads.commands.jobs import stack_outputs
 
         from .placeholder_artifacts import upload_placeholders
 

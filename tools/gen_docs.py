@@ -43,7 +43,7 @@ class CommandError(ValueError):
 
 
 def _workloads(argv: list[str]) -> list[str]:
-    from workloads.cli import main
+    from workloads.commands.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -87,7 +87,7 @@ def utilisation_table() -> list[str]:
     """docs/plan.md's MFU bands: low, likely and high as the planner takes them from catalog/utilisation.yaml (bf16,
     no recompute scaling), and the published runs behind each."""
     from workloads.catalog import load_catalog, load_utilisation
-    from workloads.estimates import _published, utilisation_range
+    from workloads.planning.estimates import _published, utilisation_range
 
     catalog, u = load_catalog(), load_utilisation()
     rows = ["| accelerator | 10B and over | under 10B | published runs |", "|---|---|---|---|"]

@@ -7,9 +7,9 @@ import io
 import json
 import tarfile
 
-from workloads.artifacts import ArtifactCheck, artifact_checks
-from workloads.planner import Plan
-from workloads.serving import attention_heads, model_shape
+from workloads.planning.artifacts import ArtifactCheck, artifact_checks
+from workloads.planning.planner import Plan
+from workloads.config.model import attention_heads, model_shape
 
 NOTE = "placeholder for the local emulator, which runs no container: not a model"
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .errors import ConfigError
-    from .loader import DEFAULT_WORKLOAD, load, overrides_from_context, preset_names
-    from .planner import Plan, plan
-    from .schema import Workload
+    from .config.loader import DEFAULT_WORKLOAD, load, overrides_from_context, preset_names
+    from .planning.planner import Plan, plan
+    from .config.schema import Workload
 
-_HOME = {"ConfigError": ".errors", "DEFAULT_WORKLOAD": ".loader", "load": ".loader",
-         "overrides_from_context": ".loader", "preset_names": ".loader", "Plan": ".planner", "plan": ".planner",
-         "Workload": ".schema"}
+_HOME = {"ConfigError": ".errors", "DEFAULT_WORKLOAD": ".config.loader", "load": ".config.loader",
+         "overrides_from_context": ".config.loader", "preset_names": ".config.loader", "Plan": ".planning.planner", "plan": ".planning.planner",
+         "Workload": ".config.schema"}
 __all__ = sorted(_HOME)
 
 

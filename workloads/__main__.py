@@ -1,7 +1,7 @@
 import os
 import sys
 
-from .interrupt import quiet_interrupts
+from .commands.interrupt import quiet_interrupts
 
 quiet_interrupts()  # Ctrl-C: no traceback, status 130
 
@@ -9,7 +9,7 @@ quiet_interrupts()  # Ctrl-C: no traceback, status 130
 # package's entry points first (about 20 ms of a 0.3 s plan). Set the variable to use a plugin.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from .cli import main  # noqa: E402  (after the line above, which must run before pydantic loads)
+from .commands.cli import main  # noqa: E402  (after the line above, which must run before pydantic loads)
 
 try:
     sys.exit(main())

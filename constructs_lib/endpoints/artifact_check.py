@@ -2,7 +2,7 @@
 
 The bucket is created empty; without the artifact, SageMaker fails only when an endpoint's instances
 start, after a long wait, and the stack rolls back. This custom resource fails first, in seconds, with
-one line naming the missing object and how to put it there (workloads/artifacts.py); every model of
+one line naming the missing object and how to put it there (workloads/planning/artifacts.py); every model of
 the stack depends on it. On Delete it does nothing.
 """
 
@@ -17,7 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from workloads.artifacts import ArtifactCheck as Check
+from workloads.planning.artifacts import ArtifactCheck as Check
 
 from ..deploy_time_handler import deploy_time_handler
 from .artifact_check_handler import RESOURCE_TYPE

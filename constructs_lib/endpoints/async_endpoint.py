@@ -22,7 +22,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.startup import Startup
+from workloads.planning.startup import Startup
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
 from ..sagemaker_access import allow_reading, allow_volume_key
@@ -61,12 +61,12 @@ class AsyncEndpoint(Construct):
             production_variants=[C.ProductionVariantProperty(
                 variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
                 initial_instance_count=1, initial_variant_weight=1.0,
-                # Sized from the model's bytes by the plan (workloads/startup.py): a large model's download and
+                # Sized from the model's bytes by the plan (workloads/planning/startup.py): a large model's download and
                 # load overrun SageMaker's defaults and the endpoint rolls back.
                 model_data_download_timeout_in_seconds=startup.download_timeout_s,
                 container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
                 volume_size_in_gb=startup.volume_gb,
-                # The host AMI the container needs (workloads/serving.py: Ray Serve's GPU build); None: the default.
+                # The host AMI the container needs (workloads/planning/contracts.py: Ray Serve's GPU build); None: the default.
                 inference_ami_version=inference_ami_version)],
             async_inference_config=C.AsyncInferenceConfigProperty(
                 client_config=C.AsyncInferenceClientConfigProperty(

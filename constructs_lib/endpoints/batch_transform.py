@@ -21,7 +21,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from workloads.serving import RequestContract
+from workloads.planning.contracts import RequestContract
 
 from ..logs_key import kept_log_group
 from ..nag import acknowledge_prefix_grants, acknowledge_wildcards, ignore_cfn_lint
@@ -66,7 +66,7 @@ class ScheduledBatchTransform(Construct):
             model_name=model_name,
             role=model_role,  # otherwise the task makes a role with AmazonSageMakerFullAccess
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
-            # The container's request contract (workloads/serving.py REQUESTS): how the input is cut, what each
+            # The container's request contract (workloads/planning/contracts.py REQUESTS): how the input is cut, what each
             # request carries and says it is, and how the responses are joined.
             transform_input=tasks.TransformInput(
                 split_type=_member(tasks.SplitType, request.split_type), content_type=request.content_type,

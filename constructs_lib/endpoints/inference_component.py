@@ -29,7 +29,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from workloads.startup import Startup
+from workloads.planning.startup import Startup
 
 from ..metrics import metric
 from .logged_endpoint import MAX_NAME, STACK_ID_BLOCK, stack_id_block
@@ -38,7 +38,7 @@ from .scaling import scaling_role_arn
 
 @dataclass(frozen=True)
 class CopyFleet:
-    """The plan's copies (workloads/plan_serving.py InferencePlan): each on `tensor_parallel` accelerators."""
+    """The plan's copies (workloads/planning/serving.py InferencePlan): each on `tensor_parallel` accelerators."""
 
     tensor_parallel: int
     per_instance: int
@@ -65,7 +65,7 @@ class InferenceComponent(Construct):
                 .InferenceComponentComputeResourceRequirementsProperty(
                     number_of_accelerator_devices_required=copies.tensor_parallel,
                     min_memory_required_in_mb=copies.memory_mb),
-                # The plan's timeouts (workloads/startup.py): a large model's download and load overrun the defaults.
+                # The plan's timeouts (workloads/planning/startup.py): a large model's download and load overrun the defaults.
                 startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
                     model_data_download_timeout_in_seconds=startup.download_timeout_s,
                     container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s)),

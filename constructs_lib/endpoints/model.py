@@ -1,6 +1,6 @@
 """A SageMaker model in the private subnets (one per AZ), network-isolated, with its own least-privilege role.
 
-The container gets the artifact and environment of its serving contract (workloads/serving.py):
+The container gets the artifact and environment of its serving contract (workloads/planning/contracts.py):
 a model.tar.gz through ModelDataUrl, or a Hugging Face directory copied uncompressed from its
 S3 prefix to /opt/ml/model (ModelDataSource, S3Prefix, CompressionType None).
 """
@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from workloads.serving import ServingPlan
+from workloads.planning.contracts import ServingPlan
 
 from ..nag import acknowledge, acknowledge_wildcards
 from ..sagemaker_access import allow_reading, allow_sagemaker_basics, allow_vpc_access

@@ -26,7 +26,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from workloads.startup import Startup
+from workloads.planning.startup import Startup
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
 from ..sagemaker_access import allow_volume_key
@@ -57,12 +57,12 @@ class RealtimeEndpoint(Construct):
             variant = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                 variant_name=VARIANT, model_name=model_name, instance_type=instance_type,
                 initial_instance_count=min_instances, initial_variant_weight=1.0,
-                # Sized from the model's bytes by the plan (workloads/startup.py): a large model's download and
+                # Sized from the model's bytes by the plan (workloads/planning/startup.py): a large model's download and
                 # load overrun SageMaker's defaults and the endpoint rolls back.
                 model_data_download_timeout_in_seconds=startup.download_timeout_s,
                 container_startup_health_check_timeout_in_seconds=startup.startup_timeout_s,
                 volume_size_in_gb=startup.volume_gb,
-                # The host AMI the container needs (workloads/serving.py: vLLM's and Ray Serve's GPU builds); None:
+                # The host AMI the container needs (workloads/planning/contracts.py: vLLM's and Ray Serve's GPU builds); None:
                 # the default.
                 inference_ami_version=inference_ami_version)
         else:

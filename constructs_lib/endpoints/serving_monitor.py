@@ -1,5 +1,5 @@
 """The estate's serving dashboard and alarms: for each hosted endpoint its requests, failures, latency against the
-plan's target, an async endpoint's queue, and the hosting instances' use; the alarms of workloads.monitoring, to
+plan's target, an async endpoint's queue, and the hosting instances' use; the alarms of workloads.planning.monitoring, to
 the estate's alarm topic. The widgets and alarms live in the InferenceStack with the endpoints they watch, so an
 endpoint's name never has to be exported (an export in use blocks replacing what it names)."""
 
@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.monitoring import batch_alarms, endpoint_alarms
+from workloads.planning.monitoring import batch_alarms, endpoint_alarms
 
 from ..metrics import alarm, metric
 from .scaling import VARIANT

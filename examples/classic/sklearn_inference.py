@@ -14,7 +14,7 @@ pins sagemaker-containers 2.8.6.post2).
 from pathlib import Path
 
 MODEL_FILE = "model.joblib"  # what sklearn_train.py saves
-READS = ("text/csv", "application/json", "application/x-npy")  # workloads/serving.py REQUESTS["sklearn"].reads
+READS = ("text/csv", "application/json", "application/x-npy")  # workloads/planning/contracts.py REQUESTS["sklearn"].reads
 
 
 def model_fn(model_dir: str):

@@ -62,7 +62,7 @@ from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip
                     tensor_parallel)
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
-FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/layout.py FSX_MOUNT)
+FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/planning/layout.py FSX_MOUNT)
 
 
 def parse() -> argparse.Namespace:
@@ -100,7 +100,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--tokenizer", type=Path, help="a directory with the tokenizer's Hugging Face files to export")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
-    # Calibration (workloads/acceptance.py): a measurement, not a run - no resume, no checkpoint, no export.
+    # Calibration (workloads/planning/acceptance.py): a measurement, not a run - no resume, no checkpoint, no export.
     p.add_argument("--calibrate-output", type=Path, help="write the measured tokens/s and MFU here as JSON")
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()

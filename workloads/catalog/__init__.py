@@ -408,7 +408,7 @@ class SoftwareStack:
 
     def parent_dlami_query(self) -> dict:
         """DescribeImages' arguments for the parent DLAMIs: owner and name. Every release's DLAMI of that name
-        answers; the caller keeps those whose description names `release_marker` (workloads/dlami.py), so a miss can
+        answers; the caller keeps those whose description names `release_marker` (workloads/commands/dlami.py), so a miss can
         say which releases the region has."""
         return {"Owners": [self.parent_dlami_owner], "Filters": [{"Name": "name", "Values": [self.parent_dlami_name]}]}
 

@@ -5,7 +5,7 @@ a bake pinned to this one fails after 30-45 minutes. A release's DLAMI is found 
 in the description (Neuron DLAMI User Guide, "Finding a DLAMI for a specific Neuron SDK version",
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html).
 
-One rule, two callers: `python -m workloads preflight` (workloads/preflight.py neuron_dlami_release) and the
+One rule, two callers: `python -m workloads preflight` (workloads/commands/preflight.py neuron_dlami_release) and the
 node image's deploy-time custom resource (constructs_lib/parent_image.py), whose Lambda runs THIS FILE as its
 inline code: so it imports the standard library only (and boto3, in the handler, as the Lambda runtime has it).
 """

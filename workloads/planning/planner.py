@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..catalog import ML_PREFIX, Catalog, load_catalog
+from ..config.model import model_lines
+from ..config.schema import Workload
+from ..config.validators import advice, hosting_zones
+from ..errors import WARNING, Finding
 from . import layout
 from .artifacts import exported_key
-from .catalog import ML_PREFIX, Catalog, load_catalog
 from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
-from .errors import WARNING, Finding
-from .plan_serving import TRAINING_ONLY, InferencePlan, plan_inference
-from .plan_training import TrainingPlan, calibration_lines, plan_training
-from .schema import Workload
-from .serving import model_lines
-from .validators import advice, hosting_zones
+from .serving import TRAINING_ONLY, InferencePlan, plan_inference
+from .training import TrainingPlan, calibration_lines, plan_training
 
 
 @dataclass(frozen=True)

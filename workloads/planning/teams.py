@@ -14,11 +14,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .catalog import load_catalog, strip_ml
-from .errors import ConfigError, raise_all
-from .loader import config_errors, load, repair
+from ..catalog import load_catalog, strip_ml
+from ..config.loader import config_errors, load, repair
+from ..config.user_yaml import read_user_yaml, yaml_problem
+from ..errors import ConfigError, raise_all
 from .planner import Plan, plan
-from .user_yaml import read_user_yaml, yaml_problem
 
 # A team name becomes a stage and the prefix of its stack names (CloudFormation: letters,
 # digits and hyphens, starting with a letter; the longest stack name here is InferenceStack).

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..catalog import InstanceType
+from ..errors import ConfigError
 from . import estimates as est
-from .catalog import InstanceType
-from .errors import ConfigError
 
 TIMEOUT_RANGE_S = (60, 3600)
 VOLUME_RANGE_GB = (1, 512)

@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import estimates as est
-from .catalog import Catalog
+from ..catalog import Catalog
+from ..config.model import artifact_format
+from ..planning import estimates as est
+from ..planning.planner import Plan
+from ..planning.training import TrainingPlan
 from .jobs import TRAINING_IMAGES
-from .plan_training import TrainingPlan
-from .planner import Plan
-from .serving import artifact_format
 
 
 def money(value: float | None) -> str:
@@ -134,8 +134,8 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.orchestrator in ("slurm", "hyperpod") and t.accelerator_kind:
-        from .acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
-        from .catalog import load_catalog
+        from ..planning.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
+        from ..catalog import load_catalog
         console.print(f"  after deploy: {acceptance_script(t.accelerator_kind)} (TrainStack output Acceptance) expects "
                       f"up to {expected_busbw_gbs(load_catalog().get(t.instance_type)):g} GB/s bus bandwidth over EFA "
                       f"and fails below {MIN_FRACTION:.0%}; the Calibrate output measures the speed for "

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .catalog import InstanceType, Interconnect, devices, load_utilisation
+from ..catalog import InstanceType, Interconnect, devices, load_utilisation
 
 PARAM_GATHER_BYTES = 2  # bf16 weights gathered (MixedPrecisionPolicy param_dtype)
 GRAD_REDUCE_BYTES = 4  # fp32 gradients reduced (reduce_dtype; DDP's fp32 buckets)

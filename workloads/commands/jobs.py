@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import image_cache, layout
-from .errors import ConfigError, raise_all
-from .planner import Plan
-from .serving import CONTAINERS
+from ..errors import ConfigError, raise_all
+from ..planning import layout
+from ..planning.contracts import CONTAINERS
+from ..planning.planner import Plan
+from . import image_cache
 
 # Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
 # PyTorch 2.10 is the newest training image its table holds (pytorch.json, training versions).
@@ -24,7 +25,7 @@ TRAINING_IMAGES = {
     "pytorch": dict(framework="pytorch", version="2.10", py_version="py313"),
     "tensorflow": dict(framework="tensorflow", version="2.21", py_version="py312"),
     # The serving images themselves: a booster or joblib model loads in the XGBoost or scikit-learn it was saved
-    # with, so training, processing and serving move together (workloads/serving.py CONTAINERS).
+    # with, so training, processing and serving move together (workloads/planning/contracts.py CONTAINERS).
     "xgboost": dict(CONTAINERS["xgboost"].image),
     "scikit-learn": dict(CONTAINERS["sklearn"].image),
 }
@@ -45,7 +46,7 @@ EXAMPLE_SCRIPTS = {"huggingface": ("examples/slurm", "train.py"), "xgboost": ("e
 # SageMaker's training volume when VolumeSizeInGB is not set (CreateTrainingJob ResourceConfig; the SDK's Compute
 # default). File mode copies the channel onto it before the script starts.
 DEFAULT_VOLUME_GB = 30
-PROJECT = Path(__file__).resolve().parent.parent  # where examples/ is
+PROJECT = Path(__file__).resolve().parents[2]  # where examples/ is
 
 
 class EstateNotDeployed(Exception):
@@ -76,7 +77,7 @@ class Estate:
 
     def volume_key(self, instance_type: str) -> str | None:
         """None on instance types with local NVMe: SageMaker refuses a volume key there."""
-        from .catalog import load_catalog
+        from ..catalog import load_catalog
 
         itype = load_catalog().get(instance_type.removeprefix("ml."))
         return None if itype is not None and itype.local_nvme else self.key_arn
@@ -234,7 +235,7 @@ def job_environment(plan: Plan) -> dict[str, str]:
 
 def example_script(plan: Plan) -> tuple[str, str] | None:
     """The shipped (source folder, entry point) for this workload, or None where the user brings the script."""
-    from .serving import artifact_format
+    from ..config.model import artifact_format
 
     fmt, _ = artifact_format(plan.workload)
     shipped = EXAMPLE_SCRIPTS.get(fmt if fmt == "huggingface" else plan.workload.model.framework)
@@ -252,8 +253,8 @@ def volume_gb(plan: Plan, *, llm_trainer: bool) -> int | None:
     there and refuses a volume key). What lands on it: the dataset in File mode (copied before the script starts),
     the trainer's token shards (at most the text's size), the local checkpoints SageMaker syncs (CheckpointConfig's
     LocalPath), and the model; SageMaker's 30 GB default under it."""
-    from .catalog import load_catalog
-    from .storage import CHECKPOINT_BYTES_PER_PARAM
+    from ..catalog import load_catalog
+    from ..planning.storage import CHECKPOINT_BYTES_PER_PARAM
 
     t, w = plan.training, plan.workload
     itype = load_catalog().get(t.instance_type)
@@ -274,8 +275,8 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     from sagemaker.train import ModelTrainer
     from sagemaker.train.distributed import Torchrun
 
-    from .serving import artifact_format
-    from .train_commands import job_hyperparameters
+    from ..config.model import artifact_format
+    from ..planning.train_commands import job_hyperparameters
 
     t, w = plan.training, plan.workload
     check_sagemaker_jobs(plan, command="submit")

@@ -10,17 +10,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
+                      load_utilisation, network_interfaces)
+from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
+from ..config.schema import CLASSIC_ML, Workload
+from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
 from . import communication
 from . import estimates as est
-from . import parallelism
-from .catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
-                      load_utilisation, network_interfaces)
-from .cluster_nodes import SCALE_DOWN_IDLE_S
-from .errors import INFO, WARNING, ConfigError, Finding, raise_all
-from .parallelism import Parallelism
-from .schema import CLASSIC_ML, Workload
-from .serving import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from . import layout
+from . import parallelism
+from .cluster_nodes import SCALE_DOWN_IDLE_S
+from .parallelism import Parallelism
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -762,7 +762,8 @@ def _fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decisio
     export directory the FSx link puts under the serving contract's models/ prefix, and the stop budget: torchrun's
     shutdown timeout (its default 30 s kills a large checkpoint) and Slurm's signal lead, from the checkpoint's
     size over the file system's write rate."""
-    from .serving import DEFAULT_KEYS, artifact_format
+    from .contracts import DEFAULT_KEYS
+    from ..config.model import artifact_format
 
     fmt, _ = artifact_format(w)
     key = w.inference.artifact.key or DEFAULT_KEYS[fmt]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import estimates as est
-from .catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
-from .errors import WARNING, ConfigError, Finding, raise_all
+from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
+from ..errors import WARNING, ConfigError, Finding, raise_all
+from . import model
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
 
 
@@ -216,7 +216,7 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
 
 
 def _fits_serverless(w: Workload, memory_mb: int) -> bool:
-    return est.serving_fits(w.model.parameters_billion, memory_mb / 1024, est.CPU_BYTES_PER_PARAM)
+    return model.serving_fits(w.model.parameters_billion, memory_mb / 1024, model.CPU_BYTES_PER_PARAM)
 
 
 def serverless_holds_the_model(w: Workload, cat: Catalog) -> None:
@@ -256,7 +256,7 @@ def artifact_format_fits_framework(w: Workload, cat: Catalog) -> None:
 
 def artifact_keys_fit_the_format(w: Workload, cat: Catalog) -> None:
     """A Hugging Face directory is an S3 prefix (ends with /); every other artifact is a model.tar.gz."""
-    from .serving import artifact_format
+    from .model import artifact_format
 
     fmt, _ = artifact_format(w)
     inf = w.inference
@@ -278,7 +278,7 @@ def artifact_keys_fit_the_format(w: Workload, cat: Catalog) -> None:
 def architecture_fits_the_model(w: Workload, cat: Catalog) -> None:
     """A decoder is served as an LLM (a Hugging Face directory on an LLM container), never as an encoder archive; the
     LLM containers serve decoders only; classic ML is tabular."""
-    from .serving import architecture, artifact_format
+    from .model import architecture, artifact_format
 
     kind, _ = architecture(w)
     fmt, _ = artifact_format(w)
@@ -300,7 +300,7 @@ def architecture_fits_the_model(w: Workload, cat: Catalog) -> None:
 
 
 def decoder_shape_is_consistent(w: Workload, cat: Catalog) -> None:
-    from .serving import model_shape
+    from .model import model_shape
 
     m = w.model
     _, heads, kv_heads, hidden = model_shape(w)
@@ -313,7 +313,7 @@ def decoder_shape_is_consistent(w: Workload, cat: Catalog) -> None:
 
 
 def llm_is_not_serverless(w: Workload, cat: Catalog) -> None:
-    from .serving import artifact_format
+    from .model import artifact_format
 
     s = w.inference.serverless
     if s is None or artifact_format(w)[0] != "huggingface":

@@ -11,8 +11,8 @@ import uuid
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from ..planning.planner import Plan
 from .jobs import EstateNotDeployed, stack_outputs
-from .planner import Plan
 
 OUTPUT_KEYS = {"realtime": "RealtimeEndpointName", "serverless": "ServerlessEndpointName", "async": "AsyncEndpointName"}
 INVOCABLE = tuple(OUTPUT_KEYS)

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import ConfigError, Finding, raise_all, strict
-from .loader import DEFAULT_WORKLOAD, load, overrides_from_context
-from .planner import Plan, plan
-from .teams import StampedTeam, load_teams
+from ..config.loader import DEFAULT_WORKLOAD, load, overrides_from_context
+from ..errors import ConfigError, Finding, raise_all, strict
+from ..planning.planner import Plan, plan
+from ..planning.teams import StampedTeam, load_teams
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import ML_PREFIX
+from ..catalog import ML_PREFIX
 from .cluster_nodes import HYPERPOD_CONTROLLER_TYPE, HYPERPOD_LOGIN_TYPE, SLURM_LOGIN_TYPE
 from .planner import Plan
 

@@ -9,10 +9,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog import load_catalog
+from ..errors import ConfigError
 from . import estimates as est
-from .catalog import load_catalog
-from .errors import ConfigError
-from .plan_training import TrainingPlan
+from .training import TrainingPlan
 
 FIELD = "--calibrate"
 REQUIRED = ("tokens_per_s", "ranks", "nodes", "parameters")

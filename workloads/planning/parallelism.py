@@ -44,7 +44,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 
-from .catalog import InstanceType, devices
+from ..catalog import InstanceType, devices
+from ..config.model import DEFAULT_VOCAB
 from .communication import step
 
 # fp32 weights, fp32 gradients (FSDP2: sharded after every micro-step's reduce-scatter, examples/slurm/train.py
@@ -69,7 +70,7 @@ STEP_BYTES_PER_PARAM = 4  # foreach AdamW's temporaries
 # Model FLOPs over hardware FLOPs with every block recomputed: 6N of 8N per token (a second forward of 2N).
 RECOMPUTE_EFFICIENCY = 6 / 8
 SEQUENCE = 4096  # tokens per training sequence by default (training.sequence_length), one per rank per micro-step
-VOCAB = 32000  # the decoder's vocabulary by default (Llama 2's tokenizer; model.vocab_size), written into the layout
+VOCAB = DEFAULT_VOCAB  # the decoder's vocabulary by default (Llama 2's tokenizer; model.vocab_size), written into the layout
 # Llama 2's pretraining recipe (Touvron et al. 2023, https://arxiv.org/abs/2307.09288, section 2.2 and Table 1): a
 # global batch of 4M tokens; peak learning rate 3e-4 for 7B and 13B, 1.5e-4 for 34B and 70B; 2000 warmup steps (the
 # trainer holds the rest: AdamW betas 0.9/0.95, weight decay 0.1, cosine to 10%, clipping 1.0).
@@ -283,7 +284,7 @@ def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *
     """HSDP (FSDP2 over a 2-D mesh: shard within a group, replicate across the groups) where the model state fits a
     shard group inside a node or a group of nodes at `best`'s recompute setting, and the inter-node traffic per step
     drops: full sharding gathers every weight over EFA every micro-step, HSDP only all-reduces each shard's
-    gradients across the replicas once a step (workloads/communication.py). None: full sharding stays."""
+    gradients across the replicas once a step (workloads/planning/communication.py). None: full sharding stays."""
     t, per_node = best.tensor, best.ranks_per_node
     full = step(best, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb
     options = []

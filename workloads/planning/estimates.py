@@ -12,7 +12,8 @@ from pathlib import Path
 
 import statistics
 
-from .catalog import InstanceType, MfuFigure, Price, Utilisation
+from ..catalog import InstanceType, MfuFigure, Price, Utilisation
+from ..config.model import SERVE_BYTES_PER_PARAM, CPU_BYTES_PER_PARAM, MEMORY_HEADROOM, serving_fits
 from .parallelism import RECOMPUTE_EFFICIENCY
 
 # Raw text is about 4 bytes per token for English BPE tokenisers.
@@ -20,11 +21,6 @@ BYTES_PER_TOKEN = 4
 # Mixed-precision Adam: fp16 weights and grads, fp32 master weights and two moments (16 B)
 # plus about 2 B/param of working space, before activations.
 TRAIN_BYTES_PER_PARAM = 18
-# Inference in fp16/bf16 holds 2 B/param of weights; CPU serving usually runs fp32 (4 B/param).
-SERVE_BYTES_PER_PARAM = 2
-CPU_BYTES_PER_PARAM = 4
-# Keep a fifth of accelerator memory for activations, KV cache and fragmentation.
-MEMORY_HEADROOM = 0.8
 # Sustained model-FLOPs utilisation of a well-tuned large-model job on NVIDIA GPUs.
 GPU_UTILISATION = 0.40
 # Cross-node efficiency of data/tensor parallel over EFA (all-reduce overlap is not perfect). Used only to
@@ -76,10 +72,6 @@ def min_instances_for_memory(parameters_billion: float, itype: InstanceType) -> 
     assert itype.accelerator
     need_gib = parameters_billion * 1e9 * TRAIN_BYTES_PER_PARAM / 2**30
     return max(1, math.ceil(need_gib / (itype.accelerator.memory_gib * MEMORY_HEADROOM)))
-
-
-def serving_fits(parameters_billion: float, memory_gib: float, bytes_per_param: float = SERVE_BYTES_PER_PARAM) -> bool:
-    return parameters_billion * 1e9 * bytes_per_param / 2**30 <= memory_gib * MEMORY_HEADROOM
 
 
 def billed_hours(hours: float, price_kind: str) -> float:
@@ -251,8 +243,8 @@ CUSTOMER_MANAGED_KEYS = ("data", "logs", "job logs", "alarm topic")
 
 @cache
 def load_services() -> dict:
-    from .packaged import read_packaged_yaml
-    return read_packaged_yaml(Path(__file__).parent / "catalog" / "services.yaml")
+    from ..packaged import read_packaged_yaml
+    return read_packaged_yaml(Path(__file__).parent.parent / "catalog" / "services.yaml")
 
 
 def monthly(w, training, inference: dict, notebook_price: Price | None = None,

@@ -14,12 +14,12 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ConfigError, did_you_mean, raise_all
-from .packaged import read_packaged_yaml
+from ..errors import ConfigError, did_you_mean, raise_all
+from ..packaged import read_packaged_yaml
 from .schema import Workload
 from .validators import check
 
-PRESETS_DIR = Path(__file__).parent / "presets"
+PRESETS_DIR = Path(__file__).parent.parent / "presets"
 DEFAULT_WORKLOAD = "huge"
 
 

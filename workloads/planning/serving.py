@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
+from ..config.model import artifact_format, attention_heads
+from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
+from ..errors import ConfigError
 from . import estimates as est
 from . import speed
-from .catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
-from .errors import ConfigError
-from .schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
-from .serving import (VLLM_TOO_OLD, ServingPlan, artifact_format, attention_heads, container_for, copy_degrees,
-                      layout_of, plan_serving, tensor_degrees)
+from .contracts import VLLM_TOO_OLD, ServingPlan, container_for, copy_degrees, layout_of, plan_serving, tensor_degrees
 from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.

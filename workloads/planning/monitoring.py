@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .packaged import read_packaged_yaml
+from ..packaged import read_packaged_yaml
 
 # An endpoint's 5xx answers: Invocation5XXErrors is 1 or 0 a request, so its Average is the share that failed.
 ERROR_RATE = 0.01
@@ -27,7 +27,7 @@ PERIODS = 3
 
 @cache
 def metric_facts() -> dict:
-    return read_packaged_yaml(Path(__file__).parent / "catalog" / "metrics.yaml")
+    return read_packaged_yaml(Path(__file__).parent.parent / "catalog" / "metrics.yaml")
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shlex
 
+from ..catalog import InstanceType, devices
 from . import layout
-from .catalog import InstanceType, devices
 from .train_commands import EXAMPLES_ON_NODE
 
 # Below this share of the node's EFA line rate the acceptance job fails. A choice, not a published limit: a healthy

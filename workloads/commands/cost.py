@@ -15,9 +15,9 @@ from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
 
-from .errors import ConfigError, raise_all
-from .packaged import read_packaged_yaml
-from .planner import Plan
+from ..errors import ConfigError, raise_all
+from ..packaged import read_packaged_yaml
+from ..planning.planner import Plan
 
 ABOVE, BELOW, WITHIN = "above the plan's range", "below the plan's range", "within the plan's range"
 NOT_PLANNED, NOT_BILLED = "not in the plan", "nothing billed"
@@ -26,7 +26,7 @@ NOT_PLANNED, NOT_BILLED = "not in the plan", "nothing billed"
 @cache
 def cost_facts() -> dict:
     """catalog/cost_explorer.yaml: the metric, the plan line -> SERVICE map, the tolerance, with their sources."""
-    return read_packaged_yaml(Path(__file__).parent / "catalog" / "cost_explorer.yaml")
+    return read_packaged_yaml(Path(__file__).parent.parent / "catalog" / "cost_explorer.yaml")
 
 
 def service_of(item: str) -> str | None:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .packaged import write_atomically
+from ..packaged import write_atomically
 
 _FOLDER = Path(__file__).parent / "__pycache__"
 _DISTRIBUTION = "sagemaker-core"  # the distribution that ships sagemaker.core.image_uris and its JSON tables

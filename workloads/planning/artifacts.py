@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import layout
-from .plan_serving import InferencePlan
-from .plan_training import FSX_OUTPUT_DIR, TrainingPlan
-from .serving import proof_key
+from .contracts import proof_key
+from .serving import InferencePlan
+from .training import FSX_OUTPUT_DIR, TrainingPlan
 
 BUCKET = "{bucket}"  # where `put` names the dataset bucket (known only at deploy time)
 

@@ -13,11 +13,11 @@ import argparse
 import json
 import sys
 
-from . import layout
-from .catalog import load_catalog
-from .errors import ConfigError, raise_all, report, strict
-from .loader import DEFAULT_WORKLOAD, load
-from .planner import Plan, plan
+from ..catalog import load_catalog
+from ..config.loader import DEFAULT_WORKLOAD, load
+from ..errors import ConfigError, raise_all, report, strict
+from ..planning import layout
+from ..planning.planner import Plan, plan
 
 EXIT_BAD_INPUT = 2
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             strict(result.findings)
         calibrated = None
         if getattr(args, "calibrate", None):
-            from .calibration import calibrate, read_result
+            from ..planning.calibration import calibrate, read_result
             calibrated = calibrate(result.training, read_result(args.calibrate))
         if args.command in ("submit", "process"):
             return _run_job(args, result)
@@ -244,7 +244,7 @@ def _against_aws(call, args: argparse.Namespace | None = None) -> int:
 def _preflight(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     """The plan's checks against the account: every finding in one table, one line each for errors and warnings on
     stderr; exit 2 when any is an ERROR."""
-    from .errors import ERROR, report_findings
+    from ..errors import ERROR, report_findings
 
     if {"teams", "team"} & set(overrides):
         result, team = _team_plan(overrides)[0], overrides["team"]  # a team's stacks are named after its stage
@@ -275,7 +275,7 @@ def _cost(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     today = date.today()
     check_arguments(month=args.month, runs=args.runs, today=today)
     if "teams" in overrides and "team" not in overrides and len(overrides) == 1:
-        from .teams import load_teams
+        from ..planning.teams import load_teams
         estates = [(s.plan, s.team.name) for s in load_teams(overrides["teams"])]
     elif {"teams", "team"} & set(overrides):
         estates = [(_team_plan(overrides)[0], overrides["team"])]
@@ -302,12 +302,12 @@ def _cost(args: argparse.Namespace, overrides: dict[str, str]) -> int:
 
 def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
     """`-c teams=FILE -c team=NAME`: that team's plan, within its families, against its monthly budget."""
-    from .teams import load_teams
+    from ..planning.teams import load_teams
 
     missing = [k for k in ("teams", "team") if k not in overrides]
     others = sorted(set(overrides) - {"teams", "team"})
     if missing == ["team"] and not others:
-        from .teams import team_names
+        from ..planning.teams import team_names
 
         raise ConfigError("-c team", None, f"-c team=NAME, one of: {', '.join(team_names(overrides['teams']))}",
                           reason="`-c team=NAME` is missing: a plan is one team's (`cost` takes every team)")

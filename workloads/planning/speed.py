@@ -20,11 +20,11 @@ import statistics
 from dataclasses import dataclass, replace
 from functools import cache
 
-from . import estimates as est
-from .catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation,
+from ..catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devices, load_serving, load_utilisation,
                       runtime_of)
-from .schema import Workload
-from .serving import holds, kv_bytes_per_token, kv_cache_gib, paged_kv_cache_gib
+from ..config.schema import Workload
+from . import estimates as est
+from .contracts import holds, kv_bytes_per_token, kv_cache_gib, paged_kv_cache_gib
 
 ENCODER_TOKENS_PER_REQUEST = 512
 # Where the CPU figures were measured (tools/bench_cpu_*.py), said beside every figure that rests on them.

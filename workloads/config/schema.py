@@ -17,7 +17,7 @@ Architecture = Literal["decoder", "encoder", "vision", "tabular"]
 Storage = Literal["s3-file", "s3-fastfile", "efs", "fsx-lustre"]
 Orchestrator = Literal["slurm", "hyperpod", "sagemaker-jobs"]
 Traffic = Literal["steady", "spiky", "rare", "periodic"]
-# What the model artifact is; each serving container reads one of these (workloads/serving.py).
+# What the model artifact is; each serving container reads one of these (workloads/planning/contracts.py).
 ArtifactFormat = Literal["huggingface", "framework-archive", "xgboost", "scikit-learn"]
 ARTIFACT_KEY = r"^[A-Za-z0-9._\-/]+$"
 

@@ -19,7 +19,7 @@ CHECKPOINT_BYTES_PER_PARAM = 12
 CHECKPOINT_WRITE_SECONDS = 300  # a checkpoint should not stall training for more than 5 minutes
 CHECKPOINTS_KEPT = 2
 # /fsx/output holds the trained model in bf16 (2 B per parameter); nothing else of the bucket is linked
-# (workloads.layout.FSX_LINKS): models served, inference data and job code take no file system space.
+# (workloads.planning.layout.FSX_LINKS): models served, inference data and job code take no file system space.
 OUTPUT_BYTES_PER_PARAM = 2
 READ_HEADROOM = 2.0  # shuffling, restarts and the first epoch's cold reads
 

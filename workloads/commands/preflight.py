@@ -18,12 +18,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .catalog import load_catalog
+from ..catalog import load_catalog
+from ..errors import ERROR, INFO, WARNING, Finding
+from ..packaged import read_packaged_yaml
+from ..planning.launches import EC2, Launch, launches
+from ..planning.planner import Plan
 from .dlami import resolve
-from .errors import ERROR, INFO, WARNING, Finding
-from .launches import EC2, Launch, launches
-from .packaged import read_packaged_yaml
-from .planner import Plan
 
 # A Capacity Block that ends sooner than this (or than the plan's likely training hours) gets a WARNING.
 SOON_HOURS = 24
@@ -37,7 +37,7 @@ MISSING, UNREADABLE = {"404", "NoSuchKey", "NotFound"}, {"403", "AccessDenied", 
 @cache
 def account_facts() -> dict:
     """workloads/catalog/account.yaml: quota codes and names, the CDK bootstrap versions, with their sources."""
-    return read_packaged_yaml(Path(__file__).parent / "catalog" / "account.yaml")
+    return read_packaged_yaml(Path(__file__).parent.parent / "catalog" / "account.yaml")
 
 
 class Account:
@@ -370,7 +370,7 @@ def _window(cr: dict, kind: str, field: str, plan: Plan, now: datetime) -> list[
 def served_artifacts(plan: Plan, account: Account) -> list[Finding]:
     """The model artifacts the InferenceStack serves are in the dataset bucket (its deploy-time check refuses
     otherwise); before the DataStack exists there is no bucket to look in."""
-    from .artifacts import artifact_checks
+    from ..planning.artifacts import artifact_checks
     from .jobs import EstateNotDeployed, stack_outputs
 
     if not plan.inference:
@@ -472,7 +472,7 @@ def neuron_dlami_release(plan: Plan, account: Account) -> list[Finding]:
     if not (software and software.neuron_release and t.orchestrator == "slurm"):
         return []  # not a Neuron stack the node image bakes (HyperPod brings its own AMI)
     query = software.parent_dlami_query()
-    # The deploy-time custom resource's own rule (workloads/dlami.py): what preflight finds is what it will bake on.
+    # The deploy-time custom resource's own rule (workloads/commands/dlami.py): what preflight finds is what it will bake on.
     image, reason = resolve(account.client("ec2"), query, software.release_marker, account.region)
     if image:
         return [Finding(INFO, "neuron_release", software.neuron_release, f"{image['ImageId']} ({image['Name']}) is "
