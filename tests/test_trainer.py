@@ -41,11 +41,11 @@ def _losses(out: str) -> dict[int, float]:
 
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory) -> dict[str, Path]:
-    """The plan's own layout files: intermediate plans DDP, huge plans FSDP2 (the model shape is overridden to
+    """The plan's own layout files: intermediate on p5 plans DDP, huge plans FSDP2 (the model shape is overridden to
     a small one for CPU; the sharding is the plan's)."""
     out = {}
-    for preset in ("intermediate", "huge"):
-        spread = plan(load(preset)).training.parallelism
+    for preset, overrides in (("intermediate", {"training.instance_type": "p5.48xlarge"}), ("huge", None)):
+        spread = plan(load(preset, overrides)).training.parallelism
         path = tmp_path_factory.mktemp("layout") / f"{preset}.json"
         path.write_text(json.dumps(asdict(spread)))
         out[spread.sharding] = path
@@ -387,3 +387,37 @@ def test_fsdp2_gradient_accumulation_holds_only_the_sharded_gradient_the_plan_co
     assert measured["world"] == 2 and len(measured["held"]) == 3
     for held in measured["held"]:
         assert 0.9 * planned <= held <= 1.1 * planned, (held, planned, measured)
+
+
+def _two_nodes(tmp: Path, node_dirs: tuple[Path, Path], *args: str) -> None:
+    """Two "nodes" of one rank each, with the environment torchrun gives a rank (RANK, LOCAL_RANK, GROUP_RANK, ...),
+    each node with its own CHECKPOINT_DIR as a SageMaker job's nodes have /opt/ml/checkpoints."""
+    from tests.test_trainer_resume import _free_port
+
+    port = _free_port()
+    procs = []
+    for node, directory in enumerate(node_dirs):
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "RANK": str(node),
+               "LOCAL_RANK": "0", "GROUP_RANK": str(node), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "CHECKPOINT_DIR": str(directory)}
+        procs.append(subprocess.Popen([sys.executable, str(TRAINER), "--device", "cpu", *SMALL, "--sharding", "full",
+                                       "--log-every", "1", *args], cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    for p in procs:
+        out, _ = p.communicate(timeout=240)
+        assert p.returncode == 0, out[-3000:]
+
+
+def test_every_node_prunes_its_own_checkpoint_directory_and_rank_0_alone_a_shared_one(tmp_path):
+    """A multi-node SageMaker job writes each node's shards to that node's /opt/ml/checkpoints, on a volume sized for
+    --keep checkpoints: each node's local rank 0 prunes there (rank 0 alone would leave every other node to fill
+    its volume). A shared directory (FSx) keeps one pruner."""
+    local = (tmp_path / "node0", tmp_path / "node1")
+    _two_nodes(tmp_path, local, "--steps", "5", "--checkpoint-every", "1", "--keep", "2")
+    for directory in local:
+        assert sorted(d.name for d in directory.glob("step-*")) == ["step-00000004", "step-00000005"], directory
+        assert (directory / "latest").read_text().strip() == "step-00000005"
+        assert any((directory / "step-00000005").glob("*.distcp"))  # the node's own shards, not an empty folder
+    shared = tmp_path / "fsx"
+    _two_nodes(tmp_path, (shared, shared), "--steps", "5", "--checkpoint-every", "1", "--keep", "2")
+    assert sorted(d.name for d in shared.glob("step-*")) == ["step-00000004", "step-00000005"]

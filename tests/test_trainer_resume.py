@@ -61,13 +61,19 @@ def test_activation_checkpointing_is_a_layout_decision_the_estimate_counts():
     huge = plan(load("huge", {"training.instance_type": "p5.48xlarge", "training.sequence_length": "32768"})).training
     assert huge.parallelism.recompute and "[llm-foundry-benchmarks]" in huge.estimate.basis
     rows = load_utilisation().mfu[("NVIDIA H100 80GB", "large")]
-    values = sorted(r.value * (RECOMPUTE_EFFICIENCY if r.recompute is False else 1) for r in rows)
-    assert huge.estimate.utilisation == pytest.approx((values[1] + values[2]) / 2)
+    # the rows at the published sequence nearest 32k: MPT-30B at 8k, measured with recompute, taken on the 6N basis
+    (nearest,) = [r for r in rows if r.sequence == 8192]
+    assert nearest.recompute and huge.estimate.tuned_utilisation == pytest.approx(nearest.on_6n)
+    p5 = plan(load("huge", {"training.instance_type": "p5.48xlarge"})).training.instance_type
+    short = utilisation(load_type(p5), 70, recompute=True, sequence=2048)  # rows without recompute pay for it
+    values = sorted(r.on_6n * (RECOMPUTE_EFFICIENCY if r.recompute is False else 1) for r in rows if r.sequence == 2048)
+    assert short.tuned == pytest.approx((values[1] + values[2]) / 2)
     assert any(r.recompute is False for r in rows) and any(r.recompute for r in rows)
     small = plan(load("intermediate")).training
     assert not small.parallelism.recompute
-    assert small.estimate.utilisation == pytest.approx(utilisation(load_type(small.instance_type),
-                                                                   load("intermediate").model.parameters_billion).likely)
+    assert small.estimate.utilisation == pytest.approx(utilisation(
+        load_type(small.instance_type), load("intermediate").model.parameters_billion, recompute=False,
+        sequence=small.parallelism.sequence).likely)
 
 
 def load_type(name):
@@ -159,7 +165,7 @@ def test_a_crash_while_latest_is_written_leaves_the_previous_checkpoint_named(tm
     monkeypatch.setattr(train, "dcp", types.SimpleNamespace(save=fake_dcp_save))
     monkeypatch.setattr(train, "dist", types.SimpleNamespace(barrier=lambda: None))
     state = types.SimpleNamespace(step=2)
-    train.save(state, tmp_path, 0, keep=2)
+    train.save(state, tmp_path, True, keep=2)
     assert train.latest(tmp_path) == tmp_path / "step-00000002"
 
     class HalfWritten:
@@ -190,11 +196,11 @@ def test_a_crash_while_latest_is_written_leaves_the_previous_checkpoint_named(tm
         crash.setattr(io, "open", crashing_open)
         crash.setattr(builtins, "open", crashing_open)
         with pytest.raises(_Crash):
-            train.save(state, tmp_path, 0, keep=2)
+            train.save(state, tmp_path, True, keep=2)
     named = train.latest(tmp_path)
     assert named == tmp_path / "step-00000002" and (named / ".metadata").read_bytes() == b"complete", named
     # The next save (the requeued job's) publishes normally over what the crash left.
-    train.save(state, tmp_path, 0, keep=2)
+    train.save(state, tmp_path, True, keep=2)
     assert train.latest(tmp_path) == tmp_path / "step-00000004"
 
 

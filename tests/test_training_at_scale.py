@@ -179,3 +179,37 @@ def test_the_sampler_walks_epochs_of_the_token_file_without_replacement(train, t
 def test_the_layout_round_trips_through_json():
     lay = _training().parallelism
     assert Parallelism(**json.loads(lay.as_json())) == lay and asdict(lay)["checkpoint_every"] == lay.checkpoint_every
+
+
+@pytest.mark.parametrize("preset, overrides", [
+    ("intermediate", {}),  # one node, no FSx
+    ("huge", {"training.orchestrator": "sagemaker-jobs", "training.instance_type": "p5.48xlarge",
+              "training.instance_count": "4"}),  # four nodes: FSx for data, but checkpoints on each node's volume
+])
+def test_a_sagemaker_plan_passes_its_checkpoint_cadence_from_each_nodes_own_volume(preset, overrides):
+    """Before: SageMaker plans carried checkpoint_every 0, so the trainer checkpointed every 100 steps whatever a
+    step cost. A job's trainer writes to each node's /opt/ml/checkpoints (jobs.job_environment), its 1/nodes share
+    of the checkpoint at the node volume's rate, whether FSx holds the data or not."""
+    from workloads.commands.jobs import CHECKPOINT_LOCAL_PATH, job_environment
+    from workloads.planning.training import NODE_VOLUME_WRITE_MB_S
+
+    p = plan(load(preset, overrides))
+    t, lay = p.training, p.training.parallelism
+    assert t.orchestrator == "sagemaker-jobs" and job_environment(p)["CHECKPOINT_DIR"] == CHECKPOINT_LOCAL_PATH
+    assert json.loads(job_environment(p)["LAYOUT_JSON"])["checkpoint_every"] == lay.checkpoint_every > 0
+    write_s = checkpoint_seconds(p.workload.model.parameters_billion / t.instance_count, NODE_VOLUME_WRITE_MB_S)
+    step_s = t.estimate.hours * 3600 / lay.steps
+    assert write_s / (lay.checkpoint_every * step_s + write_s) <= CHECKPOINT_OVERHEAD
+    assert lay.checkpoint_every == max(1, min(lay.steps, math.ceil(write_s / CHECKPOINT_OVERHEAD / step_s)))
+    line = next(d for d in t.decisions if d.startswith("checkpoints: "))
+    assert f"every {lay.checkpoint_every:,} steps" in line and "own volume" in line
+
+
+def test_a_plan_without_a_step_time_passes_the_trainers_own_cadence_not_0():
+    from workloads.planning.training import TRAINER_CHECKPOINT_EVERY, _checkpoint_cadence
+
+    lay = _training().parallelism
+    decisions: list[str] = []
+    no_time = argparse.Namespace(hours=None)
+    out = _checkpoint_cadence(load("huge"), lay, None, no_time, decisions, 4)
+    assert out.checkpoint_every == TRAINER_CHECKPOINT_EVERY == 100 and "default" in decisions[-1]

@@ -21,7 +21,8 @@ the data order (an epoch draws every window once, a function of the step, so a r
 Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
 plan's cadence), in the background (dcp.async_save: training goes on while the shards are written), and
 synchronously when Slurm signals the job (SIGTERM/SIGUSR1) and at the end; once a checkpoint is complete rank 0
-points CHECKPOINT_DIR/latest at it and prunes to --keep. A start resumes after `latest`.
+points CHECKPOINT_DIR/latest at it and prunes to --keep, and so does each node's local rank 0 where CHECKPOINT_DIR
+is the node's own (a SageMaker job's /opt/ml/checkpoints). A start resumes after `latest`.
 
 Data: --data is the prepare step's directory (examples/slurm/prepare.py: token shards and meta.json, whose vocabulary
 the model takes), or one uint16 token file; without it, synthetic tokens (checks only). With --text as well (a
@@ -379,14 +380,29 @@ def latest(directory: Path) -> Path | None:
     return directory / marker.read_text().strip() if marker.exists() else None
 
 
-def save(state: Training, directory: Path, rank: int, keep: int) -> None:
+def save(state: Training, directory: Path, pruner: bool, keep: int) -> None:
     path = directory / f"step-{state.step:08d}"
     dcp.save({"training": state}, checkpoint_id=path)
     dist.barrier()  # every rank's shards are written
-    if rank == 0:
+    if pruner:
         publish(directory / "latest", path.name + "\n")  # `latest` moves only once the new checkpoint is complete
         prune(directory, keep)
     dist.barrier()
+
+
+def prunes_here(directory: Path, rank: int, device: torch.device) -> bool:
+    """Whether this rank moves `latest` and prunes in `directory`: rank 0 alone where every node sees one directory
+    (FSx), and each node's local rank 0 as well where the directory is the node's own (a SageMaker job's
+    /opt/ml/checkpoints: each node writes its ranks' shards there, on a volume sized for --keep checkpoints). Found
+    by looking, not assumed: rank 0 writes a token that the others read back or do not."""
+    token = torch.randint(1, 2**62, (1,), dtype=torch.int64).to(device)
+    dist.broadcast(token, src=0)
+    probe = directory / ".rank0-token"
+    if rank == 0:
+        publish(probe, str(token.item()))
+    dist.barrier()
+    shared = probe.exists() and probe.read_text() == str(token.item())
+    return rank == 0 or (int(os.environ.get("LOCAL_RANK", "0")) == 0 and not shared)
 
 
 class Checkpointer:
@@ -395,17 +411,19 @@ class Checkpointer:
     on. `latest` moves, and old ones are pruned, as soon as the write is complete (rank 0's future: DCP writes the
     metadata once every rank's shards are written); a job killed before resumes from the previous one."""
 
-    def __init__(self, directory: Path, rank: int, keep: int, asynchronous: bool) -> None:
-        self.directory, self.rank, self.keep, self.pending = directory, rank, keep, None
+    def __init__(self, directory: Path, pruner: bool, keep: int, asynchronous: bool) -> None:
+        self.directory, self.pruner, self.keep, self.pending = directory, pruner, keep, None
         self.group = dist.new_group(backend="gloo") if asynchronous else None
 
     def save(self, state: Training) -> None:
         if self.group is None:
-            return save(state, self.directory, self.rank, self.keep)
+            return save(state, self.directory, self.pruner, self.keep)
         self.wait()
         path = self.directory / f"step-{state.step:08d}"
         future = dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group)
-        if self.rank == 0:  # published from the writer's thread the moment it is whole, not at the next checkpoint
+        # Published from the writer's thread the moment it is whole (every rank's future completes once rank 0 has
+        # written DCP's metadata), not at the next checkpoint.
+        if self.pruner:
             future.add_done_callback(lambda done: done.exception() is None and self.publish(path))
         self.pending = future
 
@@ -485,7 +503,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
             print(f"resumed from {resume} at step {state.step}", flush=True)
-    checkpoints = Checkpointer(args.checkpoint_dir, rank, args.keep, asynchronous=device.type in ("cuda", "cpu"))
+    pruner = prunes_here(args.checkpoint_dir, rank, device)
+    checkpoints = Checkpointer(args.checkpoint_dir, pruner, args.keep, asynchronous=device.type in ("cuda", "cpu"))
     stop = {"signal": None}
     for sig in (signal.SIGTERM, signal.SIGUSR1):  # Slurm's warning before a requeue, preemption or time limit
         signal.signal(sig, lambda number, _: stop.update(signal=number))
@@ -548,7 +567,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             continue
         if stopping or state.step == args.steps:
             checkpoints.wait()  # the background write first: `latest` moves in step order
-            save(state, args.checkpoint_dir, rank, args.keep)
+            save(state, args.checkpoint_dir, pruner, args.keep)
         elif state.step % args.checkpoint_every == 0:
             checkpoints.save(state)
         if stopping:

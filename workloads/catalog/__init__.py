@@ -277,6 +277,24 @@ class MfuFigure(Measurement):
     precision: str = "bf16"
     recompute: bool | None = None  # activation checkpointing in the measured run (None: the source does not say)
     global_batch_tokens: int | None = None
+    # What the source's MFU counts beside 6 x parameters per token: "full" attention (12 x layers x hidden x sequence
+    # FLOPs per token, llm-foundry's), "causal" (half that, Megatron-Bridge's), or None: the source does not say
+    # (taken as 6N already). With the measured model's shape and the row's sequence, the figure on the plan's 6N basis.
+    attention: str | None = None
+    sequence: int | None = None
+    layers: int | None = None
+    hidden: int | None = None
+    parameters_billion: float | None = None
+
+    @property
+    def on_6n(self) -> float:
+        """The MFU counting 6 x parameters per token only, the plan's basis: MFU x 6N / (6N + k x L x h x s), k = 12
+        for full attention, 6 for causal."""
+        if self.attention is None or not (self.sequence and self.layers and self.hidden and self.parameters_billion):
+            return self.value
+        six_n = 6 * self.parameters_billion * 1e9
+        k = {"full": 12, "causal": 6}[self.attention]
+        return self.value * six_n / (six_n + k * self.layers * self.hidden * self.sequence)
 
 
 @dataclass(frozen=True)
@@ -324,9 +342,13 @@ def load_utilisation() -> Utilisation:
         precision = m.get("precision", "bf16")
         if precision not in PRECISIONS:
             raise ValueError(f"utilisation.yaml: {m['what']}: precision {precision!r}, not one of {PRECISIONS}")
+        shape = data["measured_models"][m["model"]] if m.get("model") else {}
+        if m.get("attention") not in (None, "full", "causal"):
+            raise ValueError(f"utilisation.yaml: {m['what']}: attention {m['attention']!r}, not full, causal or null")
         rows.setdefault((m["accelerator"], m["band"], precision), []).append(MfuFigure(
             float(m["mfu"]), m["source"], m["what"], precision=precision, recompute=m["recompute"],
-            global_batch_tokens=m["global_batch_tokens"]))
+            global_batch_tokens=m["global_batch_tokens"], attention=m.get("attention"), sequence=m.get("seq"),
+            layers=shape.get("layers"), hidden=shape.get("hidden"), parameters_billion=shape.get("parameters_billion")))
     peaks: dict[str, dict[str, tuple[float, str]]] = {}
     for precision, by_model in data["peak_tflops_per_device"].items():
         for model, peak in by_model.items():

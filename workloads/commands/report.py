@@ -146,6 +146,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"{f.throughput_mb_s:,.0f} MB/s against a need of {max(f.read_need_mb_s, f.checkpoint_need_mb_s):,.0f} MB/s "
                       f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
     line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)} likely"
+    line += " (this trainer, eager, uncalibrated)" if e.tuned_utilisation else ""
     if e.hours_range:
         line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
         if e.usd_total_range:
@@ -156,6 +157,9 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if e.flops and e.utilisation_range:
         console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%} "
                       f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
+        if e.tuned_utilisation:
+            console.print(f"  tuned stacks reach {e.tuned_utilisation:.1%} MFU; this trainer, eager, about "
+                          f"{e.utilisation:.1%} until calibrated (`plan --calibrate` measures it)")
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
@@ -221,6 +225,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     many warnings follow."""
     t, e = p.training, p.training.estimate
     run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
+    run += f" at this eager trainer's {e.utilisation:.0%} MFU, until calibrated (tuned stacks: " \
+        f"{e.tuned_utilisation:.0%})" if e.tuned_utilisation and e.usd_total is not None else ""
     lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}): {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch":

@@ -98,6 +98,24 @@ class UtilisationRange:
     likely: float
     high: float
     basis: str  # which published figures, or the stand-in used
+    tuned: float | None = None  # the tuned stacks' likely figure, where `likely` is the eager trainer's (eager())
+
+
+# The shipped trainer (examples/slurm/train.py) is eager PyTorch FSDP2: no torch.compile, unfused norms, while the
+# published rows come from tuned stacks (fused kernels, compiled or hand-written). torchtitan, the same FSDP2 with
+# and without torch.compile on the same H100s: Llama 3.1 8B, 8 GPUs, selective activation checkpointing, 5,762
+# tokens/s/GPU eager against 6,667 compiled (docs/performance.md Table 1; Table 3, 128 GPUs: 5,605 against 6,514,
+# 0.860), https://github.com/pytorch/torchtitan/blob/main/docs/performance.md (read at eaea6f6a). One factor, until a
+# calibration job measures this trainer (`plan --calibrate`).
+EAGER_FRACTION = 5762 / 6667
+EAGER_SOURCE = "torchtitan docs/performance.md Table 1: FSDP 5,762 against FSDP + torch.compile 6,667 tokens/s/GPU"
+
+
+def eager(r: UtilisationRange) -> UtilisationRange:
+    """The range for the shipped eager trainer: the tuned stacks' scaled by EAGER_FRACTION, saying both."""
+    f = EAGER_FRACTION
+    return UtilisationRange(r.low * f, r.likely * f, r.high * f, r.basis + f"; this trainer runs eager (no "
+                            f"torch.compile, unfused norms): x{f:.3f} until calibrated ({EAGER_SOURCE})", tuned=r.likely)
 
 
 def peak_tflops(itype: InstanceType, precision: str, u: Utilisation) -> float | None:
@@ -133,18 +151,24 @@ def _published(model: str, band: str, precision: str, u: Utilisation) -> tuple[t
 
 
 def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisation, *, precision: str = "bf16",
-                      recompute: bool | None = None) -> UtilisationRange:
-    """Low, likely (median) and high MFU from the published figures for the accelerator, size band and precision.
-    `recompute`: whether the planned layout recomputes activations; a figure measured without recompute is then
-    scaled by RECOMPUTE_EFFICIENCY (one measured with it already paid for it; one whose source does not say is
-    taken as is). None: no layout known, no figure scaled."""
+                      recompute: bool | None = None, sequence: int | None = None) -> UtilisationRange:
+    """Low, likely (median) and high MFU from the published figures for the accelerator, size band and precision,
+    each on the plan's 6N basis (MfuFigure.on_6n: a source that counts attention FLOPs is converted with its own
+    sequence length). `sequence`: the planned one; the band's rows at it, else at the nearest sequence published
+    (attention's share and the kernels' efficiency change with it). `recompute`: whether the planned layout recomputes activations; a figure
+    measured without recompute is then scaled by RECOMPUTE_EFFICIENCY (one measured with it already paid for it; one
+    whose source does not say is taken as is). None: no layout known, no figure scaled."""
     assert itype.accelerator
     band = "large" if parameters_billion >= u.large_band_billion else "small"
     model = itype.accelerator.model
     figures, borrowed = _published(model, band, precision, u)
+    if sequence and (published := {f.sequence for f in figures if f.sequence}):
+        # the rows at the planned sequence, else at the nearest published one (a tie: the longer, the lower MFU)
+        nearest = min(published, key=lambda s: (abs(math.log(s / sequence)), -s))
+        figures = tuple(f for f in figures if f.sequence == nearest)
 
     def scaled(f: MfuFigure) -> float:
-        return f.value * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else f.value
+        return f.on_6n * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else f.on_6n
     values = sorted(scaled(f) for f in figures)
     likely = statistics.median(values)
     low, high = values[0], values[-1]
@@ -156,8 +180,9 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
     def shown(f: MfuFigure) -> str:
         setting = {True: "recompute", False: "no recompute", None: "recompute not stated"}[f.recompute]
         batch = f", {f.global_batch_tokens:,}-token batch" if f.global_batch_tokens else ""
-        note = f" x{RECOMPUTE_EFFICIENCY:g} = {scaled(f):.1%} (the layout recomputes)" if scaled(f) != f.value else ""
-        return f"{f.what} {f.value:.1%} ({setting}{batch}){note} [{f.source}]"
+        counted = f", {f.on_6n:.1%} on 6N without its {f.attention} attention FLOPs" if f.on_6n != f.value else ""
+        note = f" x{RECOMPUTE_EFFICIENCY:g} = {scaled(f):.1%} (the layout recomputes)" if scaled(f) != f.on_6n else ""
+        return f"{f.what} {f.value:.1%} ({setting}{batch}{counted}){note} [{f.source}]"
     runs = "; ".join(shown(f) for f in figures)
     size = f"{u.large_band_billion:g}B+" if band == "large" else f"under {u.large_band_billion:g}B"
     basis = (borrowed + ": " if borrowed else "") + f"{model} {precision} MFU at {size} parameters: {runs}"

@@ -96,6 +96,7 @@ class TrainingEstimate:
     price_note: str = ""
     assumptions: tuple[str, ...] = ()
     basis: str = ""  # the published measurements the range rests on
+    tuned_utilisation: float | None = None  # the tuned stacks' likely MFU where `utilisation` is the eager trainer's
 
 
 @dataclass(frozen=True)
@@ -143,11 +144,14 @@ def tier_of(w: Workload) -> str:
 
 
 def utilisation(itype: InstanceType, parameters_billion: float, *, precision: str = "bf16",
-                recompute: bool | None = None) -> est.UtilisationRange:
+                recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
-    `recompute`: whether the layout recomputes activations (est.utilisation_range)."""
-    return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                                 recompute=recompute)
+    `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range).
+    On NVIDIA GPUs the published rows are tuned stacks' and the shipped trainer runs eager: scaled to it (est.eager)
+    until a calibration job measures it."""
+    r = est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
+                              recompute=recompute, sequence=sequence)
+    return est.eager(r) if itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else r
 
 
 def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
@@ -185,7 +189,12 @@ def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str)
     """The utilisation range of `count` nodes of `itype`: the published runs of its precision, with those measured
     without recompute scaled where the layout on `count` nodes recomputes."""
     return utilisation(itype, w.model.parameters_billion, precision=precision,
-                       recompute=_layout_recomputes(w, itype, count))
+                       recompute=_layout_recomputes(w, itype, count), sequence=planned_sequence(w))
+
+
+def planned_sequence(w: Workload) -> int:
+    """The sequence length the plan trains at: training.sequence_length, else the layout's default."""
+    return w.training.sequence_length or parallelism.SEQUENCE
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -336,8 +345,9 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         # The utilisation depends on the layout, which depends on the count: the fewest nodes that meet the target at
         # their own layout's utilisation, between the counts with and without the recompute penalty.
         params = w.model.parameters_billion
-        fewest = needed(utilisation(itype, params, precision=precision, recompute=False).likely)
-        most = needed(utilisation(itype, params, precision=precision, recompute=True).likely)
+        seq = planned_sequence(w)
+        fewest = needed(utilisation(itype, params, precision=precision, recompute=False, sequence=seq).likely)
+        most = needed(utilisation(itype, params, precision=precision, recompute=True, sequence=seq).likely)
         count = next((n for n in range(fewest, most + 1)
                       if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)
         count = min(count, MAX_INSTANCES)
@@ -535,7 +545,9 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
         spread = _run_length(w, spread, tokens, decisions)
-        spread = _checkpoint_cadence(w, spread, fsx, estimate, decisions)
+        # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
+        spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
+                                     decisions, count)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
@@ -709,18 +721,38 @@ def _run_length(w: Workload, spread: Parallelism, tokens_billion: float | None, 
 CHECKPOINT_OVERHEAD = 0.05
 
 
+# Where there is no FSx (a SageMaker job), each node writes its own ranks' shards to its /opt/ml/checkpoints: an EBS
+# gp2 volume ("SageMaker supports only the General Purpose SSD (gp2) ML storage volume type", or the instance's NVMe
+# where it has one: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ResourceConfig.html). gp2 gives at
+# most 128 MiB/s up to 170 GiB and 250 MiB/s above (EBS User Guide, gp2 throughput; read in a copy of that page,
+# https://www.saisci.com/aws/gp2-throughput-explained-ebs-volumes/, not at AWS's own): the lower figure, so the cadence
+# holds on any volume size (NVMe writes faster).
+NODE_VOLUME_WRITE_MB_S = 128 * 2**20 / 1e6
+# The trainer's own cadence when the plan cannot set one (no step count or time): examples/slurm/train.py's default.
+TRAINER_CHECKPOINT_EVERY = 100
+
+
 def _checkpoint_cadence(w: Workload, spread: Parallelism, fsx: FsxPlan | None, estimate: TrainingEstimate,
-                        decisions: list[str]) -> Parallelism:
-    """Steps between checkpoints: the write time over CHECKPOINT_OVERHEAD, in steps of the estimate's step time."""
-    if not fsx or not spread.steps or not estimate.hours:
-        return spread
-    write_s = checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s)
+                        decisions: list[str], nodes: int) -> Parallelism:
+    """Steps between checkpoints: the write time over CHECKPOINT_OVERHEAD, in steps of the estimate's step time. On
+    FSx the whole checkpoint goes through the file system's rate; without it (`fsx` None: a SageMaker job) each node
+    writes its share to its own volume, at NODE_VOLUME_WRITE_MB_S. Without a step time, the trainer's 100, said so."""
+    if not spread.steps or not estimate.hours:
+        decisions.append(f"checkpoints: every {TRAINER_CHECKPOINT_EVERY} steps (the trainer's default: the plan has "
+                         "no step time to set a cadence from)")
+        return replace(spread, checkpoint_every=TRAINER_CHECKPOINT_EVERY)
+    if fsx:
+        write_s, where = checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s), "FSx"
+    else:
+        write_s = checkpoint_seconds(w.model.parameters_billion / nodes, NODE_VOLUME_WRITE_MB_S)
+        who = f"each node's 1/{nodes} share to its" if nodes > 1 else "to the node's"
+        where = f"{who} own volume at {NODE_VOLUME_WRITE_MB_S:,.0f} MB/s, gp2's lower bound"
     step_s = estimate.hours * 3600 / spread.steps
     every = max(1, min(spread.steps, math.ceil(write_s / CHECKPOINT_OVERHEAD / step_s)))
     overhead = write_s / (every * step_s + write_s)
     decisions.append(f"checkpoints: every {every:,} steps ({every * step_s / 60:,.0f} min at {step_s:,.1f} s a step), "
-                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write would take "
-                     f"{overhead:.1%} of wall-clock (at most {CHECKPOINT_OVERHEAD:.0%})")
+                     f"written in the background (dcp.async_save); even a blocking {write_s:,.0f} s write "
+                     f"({where}) would take {overhead:.1%} of wall-clock (at most {CHECKPOINT_OVERHEAD:.0%})")
     return replace(spread, checkpoint_every=every)
 
 
@@ -794,12 +826,12 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
               tokens: float | None, flops: float | None) -> TrainingEstimate:
     price = _price(itype, w, orchestrator, cat)
     assert price
-    util = util_range = None
+    util = util_range = tuned = None
     basis = ""
     if flops is not None:
         precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
-        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        util, util_range, basis, tuned = r.likely, (r.low, r.high), r.basis, r.tuned
         peak = est.peak_tflops(itype, precision, load_utilisation())
         low_h, hrs, high_h = (_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
     else:
@@ -827,6 +859,7 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
         spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
+        tuned_utilisation=tuned,
     )
 
 
