@@ -5,6 +5,7 @@ step of examples/slurm/train.py's FSDP2 model, driven by the trainer's own build
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import tempfile
@@ -52,6 +53,10 @@ def main() -> None:
     if dist.get_rank() == 0:
         print(json.dumps({"parameters": sum(p.numel() for p in model.parameters()), "world": dist.get_world_size(),
                           "held": held}), flush=True)
+    # As train.py does: the model and its mesh freed while Python is alive, before the group (gloo aborts at exit
+    # otherwise, pytorch/pytorch#179291).
+    del model, batch
+    gc.collect()
     dist.destroy_process_group()
 
 
