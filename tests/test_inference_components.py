@@ -201,32 +201,6 @@ def test_the_stack_outputs_the_component_name_invoke_reads(synth):
     assert COMPONENT_KEY in outputs
 
 
-def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_component(synth):
-    """moto 5.2 has no InferenceComponent (no model in moto/sagemaker, no CloudFormation type; its
-    ListInferenceComponents answers 500): the endpoint, its model-less variant and the outputs deploy, the component
-    is reported skipped (tools/emulator.py _patch_moto), never faked."""
-    from botocore.exceptions import ClientError
-
-    from tools.emulator import deployed_resources, running
-    from workloads.commands.invoke import COMPONENT_KEY
-
-    s, p = synth("intermediate"), plan(load("intermediate"))
-    with running(p.workload.region) as emulator:
-        emulator.bootstrap(quiet=True)
-        emulator.deploy_estate("--app", str(s.outdir), plan=p, quiet=True)
-        report = {r.name: r for r in deployed_resources(emulator, s.outdir)}["InferenceStack"]
-        sm = emulator.client("sagemaker")
-        variants = [sm.describe_endpoint_config(EndpointConfigName=c["EndpointConfigName"])["ProductionVariants"][0]
-                    for c in sm.list_endpoint_configs()["EndpointConfigs"]]
-        with pytest.raises(ClientError):
-            sm.list_inference_components()
-    assert report.status == "CREATE_COMPLETE"
-    assert "AWS::SageMaker::InferenceComponent" in set(report.skipped.values())
-    assert "AWS::SageMaker::InferenceComponent" not in set(report.created.values())
-    assert any("ModelName" not in v and v["InstanceType"] == p.inference["realtime"].instance_type for v in variants)
-    assert report.outputs[COMPONENT_KEY]
-
-
 @pytest.mark.parametrize("variant", ["intermediate", "intermediate-copies-to-zero"])
 def test_the_copies_scale_only_once_the_component_exists_and_its_instances_sit_in_the_models_network(
         variant_synth_by_name, variant):

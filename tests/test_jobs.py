@@ -392,3 +392,27 @@ def test_promote_names_the_model_key_a_completed_job_did_not_write():
         jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(), s3=Bucket())
     assert str(refused.value).startswith("job j is Completed but its model s3://b/output/j/output/model.tar.gz is not "
                                          "there: the job wrote none")
+
+
+def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_component(emulator, synth):
+    """moto 5.2 has no InferenceComponent (no model in moto/sagemaker, no CloudFormation type; its
+    ListInferenceComponents answers 500): the endpoint, its model-less variant and the outputs deploy, the component
+    is reported skipped (tools/emulator.py _patch_moto), never faked."""
+    from botocore.exceptions import ClientError
+
+    from tools.emulator import deployed_resources
+    from workloads.commands.invoke import COMPONENT_KEY
+
+    # The module's estate (intermediate, deployed once by the `emulator` fixture): its real-time LLM has components.
+    s, p = synth("intermediate"), plan(load("intermediate"))
+    report = {r.name: r for r in deployed_resources(emulator, s.outdir)}["InferenceStack"]
+    sm = emulator.client("sagemaker")
+    variants = [sm.describe_endpoint_config(EndpointConfigName=c["EndpointConfigName"])["ProductionVariants"][0]
+                for c in sm.list_endpoint_configs()["EndpointConfigs"]]
+    with pytest.raises(ClientError):
+        sm.list_inference_components()
+    assert report.status == "CREATE_COMPLETE"
+    assert "AWS::SageMaker::InferenceComponent" in set(report.skipped.values())
+    assert "AWS::SageMaker::InferenceComponent" not in set(report.created.values())
+    assert any("ModelName" not in v and v["InstanceType"] == p.inference["realtime"].instance_type for v in variants)
+    assert report.outputs[COMPONENT_KEY]
