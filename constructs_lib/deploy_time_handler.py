@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -29,3 +32,26 @@ def deploy_time_handler(scope: Construct, *, role: iam.IRole, logs_key: kms.IKey
         timeout=Duration.seconds(timeout_s), memory_size=128, description=description)
     acknowledge_own_handler(function, reason=reason, network=network)
     return function
+
+
+@dataclass(frozen=True)
+class DeployTimeResource:
+    role: iam.Role
+    function: lambda_.Function
+    resource: CustomResource
+
+
+def deploy_time_resource(scope: Construct, *, role_description: str, statements: list[iam.PolicyStatement],
+                         resource_type: str, properties: dict[str, Any], **handler: Any) -> DeployTimeResource:
+    """`scope`'s "Role" (allowed `statements`), its deploy_time_handler (`handler`: logs_key, source, timeout_s,
+    description, reason, network) and the "Resource" it answers, created only once the role's policy exists (so the
+    first call is not refused while IAM catches up)."""
+    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                    description=role_description)
+    for statement in statements:
+        role.add_to_principal_policy(statement)
+    function = deploy_time_handler(scope, role=role, **handler)
+    resource = CustomResource(scope, "Resource", service_token=function.function_arn, resource_type=resource_type,
+                              properties=properties)
+    resource.node.add_dependency(role.node.find_child("DefaultPolicy"))
+    return DeployTimeResource(role, function, resource)

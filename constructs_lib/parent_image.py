@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CustomResource
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -19,7 +18,7 @@ from constructs import Construct
 from workloads.commands import dlami
 from workloads.catalog import SoftwareStack
 
-from .deploy_time_handler import deploy_time_handler
+from .deploy_time_handler import deploy_time_resource
 from .nag import acknowledge_wildcards
 
 HANDLER_SOURCE = Path(dlami.__file__)
@@ -32,22 +31,20 @@ class ParentImage(Construct):
         super().__init__(scope, construct_id)
         self.query = software.parent_dlami_query()
         self.marker = software.release_marker or ""
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="Finds the node image's parent DLAMI at deploy time")
-        # DescribeImages has no resource-level permissions (Service Authorization Reference, Amazon EC2 actions).
-        self.role.add_to_principal_policy(iam.PolicyStatement(actions=["ec2:DescribeImages"], resources=["*"]))
-        acknowledge_wildcards(self.role, resources=["*"], reason=(
-            "ec2:DescribeImages, read-only, has no resource-level permissions; the handler lists public DLAMIs by "
-            "owner and name to find the pinned release's."))
-        self.function = deploy_time_handler(
-            self, role=self.role, logs_key=logs_key, source=HANDLER_SOURCE, timeout_s=90,
+        made = deploy_time_resource(
+            self, role_description="Finds the node image's parent DLAMI at deploy time",
+            # DescribeImages has no resource-level permissions (Service Authorization Reference, Amazon EC2 actions).
+            statements=[iam.PolicyStatement(actions=["ec2:DescribeImages"], resources=["*"])],
+            resource_type=dlami.RESOURCE_TYPE,
+            properties={"Query": self.query, "Marker": self.marker, "Stack": software.name},
+            logs_key=logs_key, source=HANDLER_SOURCE, timeout_s=90,
             description="Deploy-time lookup: the newest DLAMI of the node image's pinned release",
             reason=("The TrainStack's deploy-time parent lookup: CloudFormation invokes it on create and when the "
                     "pinned release changes; it calls DescribeImages and replies in seconds."),
             network=("it calls only the EC2 API, with IAM and TLS, to read public image metadata; nothing in the "
                      "estate's network"))
-        self.resource = CustomResource(
-            self, "Resource", service_token=self.function.function_arn, resource_type=dlami.RESOURCE_TYPE,
-            properties={"Query": self.query, "Marker": self.marker, "Stack": software.name})
-        self.resource.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+        self.role, self.function, self.resource = made.role, made.function, made.resource
+        acknowledge_wildcards(self.role, resources=["*"], reason=(
+            "ec2:DescribeImages, read-only, has no resource-level permissions; the handler lists public DLAMIs by "
+            "owner and name to find the pinned release's."))
         self.image_id = self.resource.get_att_string("ImageId")

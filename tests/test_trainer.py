@@ -183,10 +183,8 @@ def test_sigterm_to_torchrun_mid_run_writes_a_checkpoint_and_the_next_run_resume
     import signal
     import time
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "120"}
     run = ["--steps", "100000", "--checkpoint-every", "100000", "--checkpoint-dir", str(tmp_path / "ckpt")]
-    proc = subprocess.Popen(_command(*run), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = _start(tmp_path, run, TORCH_ELASTIC_SHUTDOWN_TIMEOUT="120")
     seen = []
     try:
         for line in proc.stdout:
@@ -303,6 +301,13 @@ def test_the_planner_and_the_trainer_pad_the_vocabulary_alike():
             assert recipe.padded_vocab(vocab, tensor) == padded_vocab(vocab, tensor), (vocab, tensor)
 
 
+def _start(tmp_path, run: list[str], **env: str) -> subprocess.Popen:
+    """torchrun of train.py in its own session (a signal reaches it alone), its output read line by line."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", **env}
+    return subprocess.Popen(_command(*run), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (torchrun's workers), from /proc."""
     found = []
@@ -322,10 +327,8 @@ def test_a_rank_killed_mid_run_fails_the_job_and_the_requeued_job_resumes_from_t
     from `latest`, the last checkpoint written whole, and trains on to the end."""
     import signal
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     run = ["--steps", "40", "--checkpoint-every", "5", "--checkpoint-dir", str(tmp_path / "ckpt")]
-    proc = subprocess.Popen(_command(*run), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = _start(tmp_path, run)
     seen = []
     try:
         for line in proc.stdout:
