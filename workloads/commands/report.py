@@ -273,7 +273,9 @@ def _print_monthly(p: Plan, console: Console) -> None:
 
 SHOWN_CANDIDATES = 8
 SHARDING_WORDS = {"none": "DDP (no sharding)", "full": "FSDP2 full shard",
-                  "hybrid": "HSDP (FSDP2 sharded over {lay.shard_group} data ranks, replicated across the rest)"}
+                  "hybrid": "HSDP (FSDP2 sharded over {lay.shard_group} data ranks, replicated across the rest)",
+                  "zero1": "NxD Training: ZeRO-1 over the data ranks, sequence parallel, key/value heads replicated "
+                           "{lay.nxdt[kv_replicator]}x, selective recompute"}
 
 
 def _print_serving_candidates(p: Plan, console: Console) -> None:

@@ -117,10 +117,17 @@ class Parallelism:
     warmup_steps: int = 0  # linear warmup before the cosine decay
     checkpoint_every: int = 0  # steps between the background checkpoints (0: the trainer's default)
     shard_group: int = 0  # sharding "hybrid": data ranks each shard group holds the state over (0: all data ranks)
+    # sharding "zero1" (NxD Training on Trn1, nxd.py): its KV replication, sequence parallel and recompute modules,
+    # then the config, model config and checkpoint conversion the launcher (train-nxdt.sbatch) writes out and runs.
+    nxdt: dict | None = None
 
     def as_json(self) -> str:
-        """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""
-        return json.dumps(asdict(self), sort_keys=True)
+        """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON (`nxdt` only where
+        NxD Training runs it)."""
+        fields = asdict(self)
+        if fields["nxdt"] is None:
+            del fields["nxdt"]
+        return json.dumps(fields, sort_keys=True)
 
 
 # What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP,
@@ -132,7 +139,9 @@ TRAINER_SHARDING = {"cuda": ("none", "full", "hybrid"), "neuron": ("none", "full
 
 def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | None:
     """Why the shipped trainer cannot run this layout on `device`, or None when it can. `what`: the model and
-    cluster in words, for the message."""
+    cluster in words, for the message. A ZeRO-1 layout is NxD Training's on Trn1 (nxd.py), not the shipped trainer's."""
+    if spread.sharding == "zero1" and device == "xla":
+        return None
     if spread.pipeline > 1:
         return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
                 "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")

@@ -88,7 +88,9 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
     key = exported_key(t)
     if key:
         export = t.parallelism.export_dir if t.parallelism else ""
-        lines.append(f"exported by train.py as a Hugging Face directory to {export}, which the file system's link "
+        who = ("NxD Training's checkpoint_converter.py (the launcher converts the last checkpoint)"
+               if t.parallelism and t.parallelism.nxdt else "train.py")
+        lines.append(f"exported by {who} as a Hugging Face directory to {export}, which the file system's link "
                      f"writes to s3://<DatasetBucketName>/{key}")
     elif t.orchestrator == "sagemaker-jobs":
         directory = any(ip.serving and ip.serving.artifact_key.endswith("/") for ip in inference.values())

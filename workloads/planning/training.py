@@ -18,6 +18,7 @@ from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
 from . import communication
 from . import estimates as est
 from . import layout
+from . import nxd
 from . import parallelism
 from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .parallelism import Parallelism
@@ -188,8 +189,11 @@ def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
 def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str) -> est.UtilisationRange:
     """The utilisation range of `count` nodes of `itype`: the published runs of its precision, with those measured
     without recompute scaled where the layout on `count` nodes recomputes."""
+    spread = _choose_layout(w, itype, count)
+    if spread is not None and spread.sharding == nxd.SHARDING:  # NxD Training: its own published throughput
+        return nxd.utilisation(itype, trained_billion(w))
     return utilisation(itype, w.model.parameters_billion, precision=precision,
-                       recompute=_layout_recomputes(w, itype, count), sequence=planned_sequence(w))
+                       recompute=spread is None or spread.recompute, sequence=planned_sequence(w))
 
 
 def planned_sequence(w: Workload) -> int:
@@ -322,10 +326,15 @@ def _shape_mismatch(w: Workload) -> Finding | None:
 
 
 def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
-    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count."""
-    return parallelism.choose(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
-                              sequence=w.training.sequence_length or parallelism.SEQUENCE,
-                              global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
+    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count; on the
+    Neuron 2.28 XLA stack (Trn1/Trn1n) NxD Training's layout where the shipped trainer's DDP does not fit (nxd.py)."""
+    shape = dict(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
+                 sequence=w.training.sequence_length or parallelism.SEQUENCE,
+                 global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
+    spread = parallelism.choose(**shape)
+    if (spread is not None and spread.sharding == "none") or not nxd.trains_on(itype):
+        return spread
+    return nxd.choose(**shape)
 
 
 def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
@@ -348,7 +357,8 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         seq = planned_sequence(w)
         fewest = needed(utilisation(itype, params, precision=precision, recompute=False, sequence=seq).likely)
         most = needed(utilisation(itype, params, precision=precision, recompute=True, sequence=seq).likely)
-        count = next((n for n in range(fewest, most + 1)
+        # Past `most` where the layout's own figures are lower than the generic rows (NxD Training's, nxd.py).
+        count = next((n for n in range(fewest, MAX_INSTANCES + 1)
                       if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)
         count = min(count, MAX_INSTANCES)
     util = utilisation_at(w, itype, count, precision).likely
@@ -376,7 +386,7 @@ def step_communication(w: Workload, itype: InstanceType, count: int, utilisation
                        peak_tflops: float) -> communication.Communication | None:
     """One optimizer step's communication on `count` nodes against its compute at `utilisation` (None: no layout)."""
     spread = _choose_layout(w, itype, count)
-    if spread is None:
+    if spread is None or spread.sharding == nxd.SHARDING:  # NxD's published throughput includes its communication
         return None
     tokens = spread.global_batch * spread.sequence
     compute_s = est.training_flops(w.model.parameters_billion, tokens / 1e9) / \
@@ -548,6 +558,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
         spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
                                      decisions, count)
+        if spread.sharding == nxd.SHARDING:
+            spread = nxd.planned(w, spread, decisions, findings)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
