@@ -151,7 +151,7 @@ def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
                                                                accelerator_kind=t.accelerator_kind),
                   description="Before the first run: a collective over EFA on every node, its bus bandwidth beside "
                               "the type's EFA line rate (docs/operations.md)")
-    if t.parallelism:
+    if t.parallelism and not t.parallelism.nxdt:  # NxD Training's layouts rest on Neuron's published throughput
         cdk.CfnOutput(stack, "Calibrate", value=calibration_submit(
             workload=workload, nodes=t.instance_count, itype=itype, accelerator_kind=t.accelerator_kind),
             description="The trainer for a few steps on the plan's layout; then `python -m "

@@ -16,7 +16,12 @@ from . import layout
 EXAMPLES_ON_NODE = "/opt/ml-estate/examples"  # where the node image and HyperPod's lifecycle script put them
 
 
-def sbatch_script(accelerator_kind: str | None) -> str:
+NXDT_SCRIPT = "train-nxdt.sbatch"  # NxD Training on Trn1 (planning/nxd.py): its layout carries the config
+
+
+def sbatch_script(accelerator_kind: str | None, parallelism=None) -> str:
+    if parallelism is not None and parallelism.nxdt:
+        return NXDT_SCRIPT
     return "train-trainium.sbatch" if accelerator_kind == "trainium" else "train-gpu.sbatch"
 
 
@@ -55,7 +60,7 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
     train = ["--kill-on-invalid-dep=yes", f"--job-name={workload}-train", f"--nodes={nodes}"]
     if parallelism:  # the plan's stop budget: Slurm signals this early, so the checkpoint is written in time
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
-    train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind)}")
+    train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind, parallelism)}")
     train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
                                 export_dir=export)
     # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
