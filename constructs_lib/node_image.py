@@ -124,7 +124,8 @@ if ! modinfo lustre >/dev/null 2>&1; then
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
 fi""", check="modinfo lustre")
     return [*parent_checks(software, region=region), pcs, lustre, install_metrics(software),
-            install_framework(software), *network_checks(software), *ship_examples()]
+            install_framework(software), *install_nxd_training(software), *network_checks(software),
+            *ship_examples()]
 
 
 def install_metrics(software: SoftwareStack) -> BakeStep:
@@ -177,6 +178,41 @@ echo {software.device} > {ML_VENV}/DEVICE""", check=(
         f"assert v.startswith(\"{software.torch}.\"), v'"))
 
 
+def install_nxd_training(software: SoftwareStack) -> list[BakeStep]:
+    """Trn1/Trn1n (Neuron 2.28's XLA stack): NxD Training for the layouts beyond data parallel (planning/nxd.py), in
+    its own venv (its dependencies pin numpy below the shipped trainer's). On the Neuron 2.28 DLAMI the venv is
+    pre-installed and Neuron's setup_nxdt.sh completes it (catalog/nxd.yaml source neuron-2-28-dlami-venvs); on an
+    AMI without it (HyperPod's) the venv is made from the pins, NxD Training's requirements and its install_setup.sh at
+    the pinned commit (its installation guide). NxD Training's launcher and converter come from that commit. The
+    check proves the pinned versions are the ones installed and that the launcher is in place."""
+    from workloads.planning.nxd import load_nxd
+
+    if software.device != "xla":
+        return []
+    stack = load_nxd().stack
+    venv, commit, repo = stack["venv"], stack["examples_commit"], stack["examples_repo"]
+    pins = " ".join(f"'{name}=={version}'" for name, version in stack["pins"].items())
+    neuron = " ".join(f"'{p}'" for p in software.pip if not p.startswith("neuronx_distributed"))
+    indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
+    wanted = "; ".join(f"assert version('{name}') == '{version}', ('{name}', version('{name}'))"
+                       for name, version in stack["pins"].items())
+    return [BakeStep("InstallNxdTraining", f"""
+# NxD Training {stack['pins']['neuronx_distributed_training']} (Neuron {stack['neuron_release']}) and its examples at {commit}
+mkdir -p /opt/nxdt && cd /opt/nxdt
+curl -fsSL https://codeload.github.com/{repo}/tar.gz/{commit} | tar -xz --strip-components=1
+if [ ! -x {venv}/bin/python ]; then
+  python3 -m venv {venv}
+  {venv}/bin/pip install{indexes} {neuron} {pins}
+  {venv}/bin/pip install -r /opt/nxdt/requirements.txt
+  (source {venv}/bin/activate && cd /tmp && bash /opt/nxdt/install_setup.sh)
+else
+  (source {venv}/bin/activate && cd /tmp && {stack['setup_script']})
+fi
+{venv}/bin/pip install{indexes} {pins}""", check=(
+        f"{venv}/bin/python -c \"from importlib.metadata import version; {wanted}\" && "
+        + " && ".join(f"test -s /opt/nxdt/{path}" for path in stack["examples"])))]
+
+
 def network_checks(software: SoftwareStack) -> list[BakeStep]:
     """GPU jobs need the AWS OFI NCCL plugin the DLAMI ships, or NCCL talks TCP: fail the bake if it is missing."""
     if software.device != "cuda":
@@ -190,7 +226,7 @@ def framework_script(software: SoftwareStack) -> str:
     """The bake's framework steps as one script, for nodes this toolkit does not bake (HyperPod's own AMI): the same
     pinned stack and checks, and on GPUs one more, that torch reaches the GPUs: a driver older than the wheel's
     CUDA needs fails here, at node creation, instead of in the first job."""
-    steps = [install_framework(software), *network_checks(software)]
+    steps = [install_framework(software), *install_nxd_training(software), *network_checks(software)]
     if software.device == "cuda":
         steps.append(BakeStep("CheckTorchSeesTheGpus", "nvidia-smi -L", check=(
             f"{ML_VENV}/bin/python -c 'import torch; assert torch.cuda.is_available(), "

@@ -160,6 +160,10 @@ VARIANTS = {
     # whole state fits a 16 GiB NeuronCore; on Slurm (8 EFA cards) and on HyperPod (ml.trn1).
     "huge-trn1": ("huge", TRN1),
     "huge-hyperpod-trn1": ("huge", {**HYPERPOD, **TRN1}),
+    # The 70B model itself on Trn1/Trn1n: beyond data parallel, NxD Training's layout (issue 40), on Slurm and HyperPod.
+    "huge-trn1-nxd": ("huge", {"training.instance_type": "trn1.32xlarge"}),
+    "huge-trn1n-nxd": ("huge", {"training.instance_type": "trn1n.32xlarge"}),
+    "huge-hyperpod-trn1-nxd": ("huge", {**HYPERPOD, "training.instance_type": "trn1.32xlarge"}),
     # Zones named by AZ ID (the same physical zone in every account): the subnets are placed by AvailabilityZoneId.
     "small-zone-ids": ("small", {"availability_zone": "use1-az4", "second_availability_zone": "use1-az6"}),
     # Training only (issue 32): no InferenceStack.
