@@ -192,7 +192,61 @@ def test_every_sbatch_script_is_run_here():
     """A new script under examples/slurm is run by a test in this file (the acceptance jobs: tests/test_acceptance.py),
     or this fails."""
     covered = {"prepare.sbatch", "train-gpu.sbatch", "train-trainium.sbatch", "acceptance-gpu.sbatch",
-               "acceptance-trainium.sbatch"}
+               "acceptance-trainium.sbatch", "train-nxdt.sbatch"}
     assert {p.name for p in EXAMPLES.glob("*.sbatch")} == covered
     kinds = {plan(load(*VARIANTS[v])).training.accelerator_kind for v in CLUSTERS}
     assert {"nvidia-gpu", "trainium"} <= kinds  # both training scripts run above
+
+
+def test_the_nxd_launcher_runs_nxd_training_with_the_plans_config_and_converts_its_checkpoint(tmp_path):
+    """The 70B model on trn1 (NxD Training, issue 40): the Submit line's train-nxdt.sbatch writes the layout's NxD
+    config and model config, converts the prepare step's shards, starts training_orchestrator.py with torchrun on every
+    NeuronCore of every node, then NxD's converter with the plan's degrees and the export to the plan's directory."""
+    import yaml
+
+    from workloads.planning.train_commands import NXDT_SCRIPT, slurm_submit
+
+    p = plan(load("huge", {"training.instance_type": "trn1.32xlarge"}))
+    t, spread = p.training, p.training.parallelism
+    itype = load_catalog().get(t.instance_type)
+    env = _node(tmp_path, layout=spread.as_json(), itype=itype, device="xla")
+    python = tmp_path / "bin" / "python3"  # the NxD venv's python: here this interpreter (yaml, json)
+    python.symlink_to(sys.executable)
+    checkpoints = tmp_path / "checkpoints" / "huge-train"
+    (checkpoints / "checkpoints" / "huge-train--step=9-consumed_samples=9216.0.ckpt" / "model").mkdir(parents=True)
+    env.update(NXDT_VENV=env["ML_VENV"], NXDT_EXAMPLES="/opt/nxdt/examples", CHECKPOINT_DIR=str(checkpoints))
+    submit = slurm_submit(workload="huge", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
+                          parallelism=spread)
+    done = _run_submit(submit, env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    calls = _calls(tmp_path)
+    train = [c for c in calls if c["cmd"] == "sbatch"][1]
+    assert f"{EXAMPLES_ON_NODE}/{NXDT_SCRIPT}" in train["argv"]
+    run = checkpoints / "nxdt"
+    assert yaml.safe_load((run / "conf" / "nxdt.yaml").read_text()) == spread.nxdt["config"]
+    assert json.loads((run / "config.json").read_text()) == spread.nxdt["model_config"]
+    (torchrun,) = [c for c in calls if c["cmd"] == "torchrun"]
+    options, argv = _options(torchrun["argv"]), torchrun["argv"]
+    assert int(options["nnodes"]) * int(options["nproc_per_node"]) == spread.ranks
+    assert torchrun["env"]["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == str(spread.shutdown_timeout_s)
+    at = argv.index("/opt/nxdt/examples/training_orchestrator.py")
+    assert argv[at + 1:at + 3] == [f"--config-path={run}/conf", "--config-name=nxdt"]
+    overrides = dict(a.split("=", 1) for a in argv[at + 3:])
+    data = tokens_dir_of(submit)
+    assert overrides == {"trainer.devices": str(spread.ranks_per_node), "trainer.num_nodes": str(t.instance_count),
+                         "trainer.max_steps": str(spread.steps), "data.train_dir": f"{data}-nxdt"}
+    steps = [c["argv"] for c in calls if c["cmd"] == "srun" and "torchrun" not in c["argv"]]
+    convert, = [s for s in steps if any(a.endswith("checkpoint_converter.py") for a in s)]
+    at = next(i for i, a in enumerate(convert) if a.endswith("checkpoint_converter.py"))
+    assert convert[at + 1:at + 1 + len(spread.nxdt["convert"])] == spread.nxdt["convert"]
+    assert convert[-6:] == ["--input_dir", f"{checkpoints}/checkpoints/huge-train--step=9-consumed_samples=9216.0.ckpt/model",
+                            "--output_dir", f"{run}/hf", "--config", f"{run}/config.json"]
+    export, = [s for s in steps if any(a.endswith("nxdt_export.py") for a in s)]
+    assert export[export.index("--output") + 1] == spread.export_dir
+    convert_data, = [s for s in steps if any(a.endswith("nxdt_data.py") for a in s)]
+    assert convert_data[convert_data.index("--sequence") + 1] == str(spread.sequence)
+
+
+def tokens_dir_of(submit: str) -> str:
+    words = shlex.split(submit.split("&& ", 2)[-1])
+    return words[words.index("--data") + 1]
