@@ -273,3 +273,44 @@ def test_the_submit_line_names_the_nxd_launcher_with_the_plans_values(name):
     args = dict(zip(words[at + 1::2], words[at + 2::2]))
     assert args == {"--data": tokens_dir(s.export_dir, p.workload.name), "--tokenizer": "/fsx/datasets/tokenizer",
                     "--steps": str(s.steps), "--export-dir": s.export_dir}
+
+
+# ---------------------------------------------------------------- the synthesized clusters
+
+@pytest.mark.parametrize("variant", ["huge-trn1-nxd", "huge-trn1n-nxd"])
+def test_the_70b_cluster_on_trn1_has_efa_on_every_card_and_runs_nxd_training(variant, variant_synth_by_name):
+    """`cdk synth --all -c workload=huge -c training.instance_type=trn1.32xlarge` (and trn1n): the compute nodes'
+    launch template puts EFA on every network card (8 on trn1, 16 on trn1n), the nodes' layout carries the NxD config,
+    the Submit output launches NxD Training, and the node image installs it (checked by its pinned versions)."""
+    s = variant_synth_by_name(variant)
+    itype = load_catalog().get(VARIANTS[variant][1]["training.instance_type"])
+    train = s.templates["TrainStack"]
+    (template,) = [r["Properties"]["LaunchTemplateData"] for k, r in train["Resources"].items()
+                   if r["Type"] == "AWS::EC2::LaunchTemplate" and k.startswith("ComputeTemplate")]
+    efa_cards = {n["NetworkCardIndex"] for n in template["NetworkInterfaces"] if n.get("InterfaceType") == "efa-only"}
+    assert efa_cards == set(range(itype.network_cards)) and len(efa_cards) == itype.efa_max_interfaces > 0
+    text = json.dumps(train)
+    p = plan(load(*VARIANTS[variant]))
+    assert f"/{NXDT_SCRIPT} " in train["Outputs"]["Submit"]["Value"] and "Calibrate" not in train["Outputs"]
+    from .test_cluster_stack import _user_data
+    assert p.training.parallelism.as_json() in _user_data(template)  # the layout, with its NxD config, on every node
+    pins = nxd.load_nxd().stack["pins"]
+    assert "InstallNxdTraining" in text and all(f"{k}=={v}" in text for k, v in pins.items())
+
+
+def test_the_70b_hyperpod_cluster_on_trn1_gets_the_nxd_layout_and_stack(variant_synth_by_name):
+    from constructs_lib.hyperpod_cluster import FRAMEWORK_SCRIPT, LAYOUT_FILE
+
+    s = variant_synth_by_name("huge-hyperpod-trn1-nxd")
+    cluster = s.one("TrainStack", "AWS::SageMaker::Cluster")["Properties"]
+    (workers,) = [g for g in cluster["InstanceGroups"] if g["InstanceGroupName"] == "workers"]
+    assert (workers["InstanceType"], workers["InstanceCount"]) == ("ml.trn1.32xlarge", 16)
+    deployment = s.one("TrainStack", "Custom::CDKBucketDeployment")["Properties"]
+    shipped = {}
+    for key in deployment["SourceObjectKeys"]:
+        folder = s.outdir / f"asset.{key.removesuffix('.zip')}"
+        shipped.update({f.name: f.read_text() for f in folder.iterdir() if f.is_file()})
+    layout = json.loads(shipped[LAYOUT_FILE])
+    assert layout["sharding"] == "zero1" and layout["nxdt"]["config"]["distributed_strategy"]["zero1"]
+    assert "InstallNxdTraining" in shipped[FRAMEWORK_SCRIPT]
+    assert f"/{NXDT_SCRIPT} " in s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
