@@ -124,8 +124,13 @@ def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
         if spread is None:
             continue
         assert spread.heads == query and spread.kv_heads == (usual_kv if query % usual_kv == 0 else query)
-        assert query % spread.tensor == 0 and spread.kv_heads % spread.tensor == 0, (nodes, spread.tensor)
+        # NxD Training (Trn1 beyond DDP) replicates key/value heads until they divide (its kv_size_multiplier).
+        kv = spread.kv_heads * (spread.nxdt["kv_replicator"] if spread.nxdt else 1)
+        assert query % spread.tensor == 0 and kv % spread.tensor == 0, (nodes, spread.tensor)
         tensor.add(spread.tensor)
+    hidden = model_shape(w)[3]
+    if not tensor and itype == "trn1.32xlarge" and hidden % query:
+        return  # NxD Training's Llama refuses a hidden size that is not whole heads (nxd.degree_problems)
     assert tensor, "no layout at any size: the check above never ran"
 
 
