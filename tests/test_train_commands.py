@@ -24,7 +24,7 @@ from workloads.commands import jobs
 from workloads.planning import layout as keys
 from workloads.planning.parallelism import trainer_refusal
 from workloads.planning.contracts import REQUESTS
-from workloads.planning.train_commands import job_hyperparameters
+from workloads.planning.train_commands import job_hyperparameters, sbatch_script
 
 from .conftest import ROOT, SERVING_VARIANTS, VARIANTS
 
@@ -50,7 +50,7 @@ def test_the_submit_output_prepares_the_data_and_trains_the_plans_steps(variant,
     t = plan(load(workload, overrides)).training
     submit = s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
     prepare = _arguments(submit, "prepare.sbatch")
-    train = _arguments(submit, "train-trainium.sbatch" if t.accelerator_kind == "trainium" else "train-gpu.sbatch")
+    train = _arguments(submit, sbatch_script(t.accelerator_kind, t.parallelism))
     # The prepare step reads the dataset's text and tokenizer where FSx imports them, and writes what training reads.
     assert _flag(prepare, "--input") == keys.on_fsx(keys.TEXT) == "/fsx/datasets/text"
     assert _flag(prepare, "--tokenizer") == _flag(train, "--tokenizer") == keys.on_fsx(keys.TOKENIZER)
@@ -89,7 +89,9 @@ def test_no_variant_plans_a_layout_its_trainer_refuses(name):
     t = plan(load(workload, overrides)).training
     if t.parallelism is not None:
         assert trainer_refusal(t.parallelism, t.software.device, what=name) is None
-        assert t.software.device != "xla" or t.parallelism.sharding == "none"
+        # On Trn1 train.py runs DDP; beyond it NxD Training runs the ZeRO-1 layout with its generated config.
+        assert t.software.device != "xla" or t.parallelism.sharding == "none" or (
+            t.parallelism.sharding == "zero1" and t.parallelism.nxdt and t.parallelism.nxdt["config"])
 
 
 def _train_classic(tmp_path, script: str, rows: int = 200) -> tuple:
