@@ -138,8 +138,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
         from ..catalog import load_catalog
         console.print(f"  after deploy: {acceptance_script(t.accelerator_kind)} (TrainStack output Acceptance) expects "
                       f"up to {expected_busbw_gbs(load_catalog().get(t.instance_type)):g} GB/s bus bandwidth over EFA "
-                      f"and fails below {MIN_FRACTION:.0%}; the Calibrate output measures the speed for "
-                      "`plan --calibrate` (docs/operations.md)")
+                      f"and fails below {MIN_FRACTION:.0%}" + (
+                          "; NxD Training's speed is Neuron's published throughput (no Calibrate output)"
+                          if t.parallelism and t.parallelism.nxdt else
+                          "; the Calibrate output measures the speed for `plan --calibrate` (docs/operations.md)"))
     if t.fsx:
         f = t.fsx
         console.print(f"  FSx for Lustre: {f.storage_capacity_gib:,} GiB at {f.per_unit_mb_s} MB/s/TiB = "

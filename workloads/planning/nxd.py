@@ -39,6 +39,7 @@ from functools import cache
 from pathlib import Path
 
 from ..catalog import InstanceType, devices, load_catalog, load_software
+from ..config.schema import Workload
 from ..errors import WARNING, Finding
 from ..packaged import read_packaged_yaml
 from . import estimates as est
@@ -343,7 +344,8 @@ def converter_arguments(spread: Parallelism) -> list[str]:
             str(nx.get("kv_replicator", 1)), "--qkv_linear", "True", "--fuse_qkv", "True", "--convert_to_full_state"]
 
 
-def planned(w, spread: Parallelism, decisions: list[str], findings: list[Finding]) -> Parallelism:
+def planned(w: Workload, spread: Parallelism, decisions: list[str], findings: list[Finding], *,
+            billions: float) -> Parallelism:
     """The chosen NxD layout made runnable: its config (with_config) from the plan's steps, cadence and export, the
     decision that says which launcher trains it, and the legacy WARNING (`--strict` refuses it)."""
     spread = with_config(spread, workload=w.name, tokens_dir=tokens_dir(spread.export_dir, w.name),
@@ -353,16 +355,13 @@ def planned(w, spread: Parallelism, decisions: list[str], findings: list[Finding
     decisions.append(f"trainer: NxD Training ({pins}, Neuron {stack['neuron_release']}) launched by "
                      "train-nxdt.sbatch with a config generated from this plan (tensor "
                      f"{spread.tensor}, pipeline {spread.pipeline}, kv_replicator {spread.nxdt['kv_replicator']}, "
-                     f"{spread.steps:,} steps, a checkpoint every {spread.checkpoint_every:,}); its checkpoint is "
-                     "converted to the Hugging Face layout by NxD Training's checkpoint_converter.py for serving")
+                     f"{spread.steps:,} steps, a checkpoint every {spread.checkpoint_every:,}, written synchronously as in AWS's "
+                     "configs: the cadence keeps even a blocking write within its share); its last checkpoint is "
+                     "converted to the Hugging Face layout by NxD's checkpoint converter for serving")
     eos = load_software().sources["neuron-nxdt-eos"]
     findings.append(Finding(
         WARNING, "training.instance_type", w.training.instance_type or "trn1",
-        f"{LEGACY}: a {trained_billion_words(spread)} model does not fit Trn1's data-parallel trainer, so it trains "
+        f"{LEGACY}: a {billions:.3g}B model does not fit Trn1's data-parallel trainer (DDP), so it trains "
         "with NxD Training (tensor/pipeline parallel, ZeRO-1), a legacy stack whose last release is Neuron 2.28 "
         "(no fixes after it); Trn2 with TorchNeuron is where new work goes", f"{eos.title} <{eos.url}>"))
     return spread
-
-
-def trained_billion_words(spread: Parallelism) -> str:
-    return f"{spread.layers}-layer, {spread.hidden:,}-wide"

@@ -559,7 +559,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
                                      decisions, count)
         if spread.sharding == nxd.SHARDING:
-            spread = nxd.planned(w, spread, decisions, findings)
+            spread = nxd.planned(w, spread, decisions, findings, billions=trained_billion(w))
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
