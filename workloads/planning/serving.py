@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
-from ..config.model import artifact_format, attention_heads
+from ..config.model import artifact_format
 from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from ..errors import ConfigError
 from . import estimates as est
