@@ -77,8 +77,11 @@ def test_the_7b_chat_fleet_is_within_1_1x_of_the_g5_fleet():
                                                         if c.instance_type == "ml.g6.48xlarge"))
 
 
-def test_the_13b_chat_fleet_is_within_1_1x_of_three_p4d_at_the_peak():
-    rt = _realtime(THIRTEEN_B_CHAT)
+@pytest.mark.parametrize("context", [{}, {"inference.generation.typical_input_tokens": "null",
+                                         "inference.generation.typical_output_tokens": "null"}],
+                         ids=["1000-in-200-out", "default-512-in-128-out"])
+def test_the_13b_chat_fleet_is_within_1_1x_of_three_p4d_at_the_peak(context):
+    rt = _realtime({**THIRTEEN_B_CHAT, **context})
     chosen = _chosen(rt)
     assert chosen.usd_per_hour_at_peak <= RATIO * THREE_P4D_USD_PER_HOUR, chosen
     assert rt.ttft_ms <= 500 and rt.tpot_ms <= 50 and rt.min_instances == 2
