@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from workloads import load, plan
-from workloads.planning.serving import AVAILABILITY_SOURCE
+from workloads.planning.fleet import AVAILABILITY_SOURCE
 
 # SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services" (section "Deploy
 # Multiple Instances Across Availability Zones"): "we strongly recommended that you deploy multiple instances for each

@@ -74,9 +74,14 @@ def test_a_time_to_first_token_no_type_meets_is_refused_naming_the_field():
 
 
 def test_70b_on_inf2_uses_all_24_neuron_cores():
-    """Hugging Face serves Llama-3.3-70B on inf2.48xlarge compiled for 24 cores (hf-optimum-neuron-llama2-7b)."""
+    """Hugging Face serves Llama-3.3-70B on inf2.48xlarge compiled for 24 cores (hf-optimum-neuron-llama2-7b). At
+    huge's 2 req/s one ml.inf2.48xlarge and two ml.inf2.24xlarge (12 cores each) cost the same at the peak; the
+    24xlarge's fleet is half the price at its minimum of one, so it wins, and the 48xlarge runs all 24 when forced."""
     rt = plan(load("huge")).inference["realtime"]
-    assert rt.instance_type == "ml.inf2.48xlarge"
+    assert rt.instance_type == "ml.inf2.24xlarge" and rt.serving.tensor_parallel == 12
+    assert rt.usd_per_hour_min == pytest.approx(next(c.usd_per_hour_at_minimum for c in rt.candidates
+                                                     if c.instance_type == "ml.inf2.48xlarge") / 2, abs=0.01)
+    rt = plan(load("huge", {"inference.realtime.instance_type": "ml.inf2.48xlarge"})).inference["realtime"]
     assert rt.serving.tensor_parallel == 24 and rt.serving.environment["SM_ON_TENSOR_PARALLEL_SIZE"] == "24"
 
 
@@ -232,7 +237,7 @@ def test_plan_shows_cost_per_kind():
     # 2 GB at the model's own time (the measured XGBoost serving path, catalog/serving.yaml), not the 0.5 s default.
     assert s.instance_type is None and s.usd_per_million == pytest.approx(2 * 0.00175 * 0.00002 * 1e6, abs=0.01)
     out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small"], cwd=ROOT, capture_output=True, text=True)
-    assert "$ per million requests" in out.stdout and "req/s/instance" in out.stdout
+    assert "$ per million requests" in out.stdout and "req/s/instance" in out.stdout and "at the stated" in out.stdout
 
 
 @pytest.mark.parametrize("workload,overrides", [

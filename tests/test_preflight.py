@@ -25,7 +25,10 @@ from .recorded import FIXTURES, load_fixture, replay
 
 # p5.48xlarge in a Capacity Block, us-east-2b (use2-az2 in moto); the async type pinned to the one the recorded
 # quotas name (the planner may choose another as its sizing moves).
-HUGE_CB = ("huge", {**CAPACITY_BLOCK, "inference.async.instance_type": "ml.p4d.24xlarge"})
+# The endpoint types the recorded quotas name (the planner would choose ml.inf2.24xlarge for real time: as dear as one
+# ml.inf2.48xlarge at the peak, half at the minimum).
+HUGE_CB = ("huge", {**CAPACITY_BLOCK, "inference.async.instance_type": "ml.p4d.24xlarge",
+                    "inference.realtime.instance_type": "ml.inf2.48xlarge"})
 HUGE_TRN2 = ("huge", TRN2)  # trn2.48xlarge on a reservation: a Neuron node image
 # 16 x trn1.32xlarge on demand in us-west-2a: moto maps it to usw2-az2, which its offerings leave Trn1 out of.
 TRN1_WEST = ("huge", {**TRN1, "region": "us-west-2", "availability_zone": "us-west-2a"})
@@ -184,8 +187,9 @@ def test_sagemaker_instances_within_the_applied_quotas(moto):
     found = run("sagemaker_quotas", HUGE_CB,
                 account("us-east-2", "quotas-sagemaker-enough"))
     assert levels(found) == [INFO] * 3
+    # The nightly batch is on a TransformInstanceType (ml.g6.48xlarge), not on p4d, which CreateTransformJob refuses.
     assert {f.field for f in found} == {"ml.inf2.48xlarge for endpoint usage", "ml.p4d.24xlarge for endpoint usage",
-                                        "ml.p4d.24xlarge for transform job usage"}
+                                        "ml.g6.48xlarge for transform job usage"}
 
 
 def test_a_default_account_has_no_sagemaker_instances_to_give(moto):
@@ -206,7 +210,8 @@ def test_serverless_concurrency_and_training_jobs_are_counted_too(moto):
     assert found["ml.r5.2xlarge for training job usage"].level == ERROR
 
 
-def test_a_quota_name_the_region_does_not_have_is_a_warning(moto):
+def test_a_quota_name_the_region_does_not_have_is_an_error(moto):
+    """Neither applied nor a default: the region has no such quota, so the create call would fail (issue 41)."""
     # The types the recorded quotas name (vLLM now serves on T4 too, so the planner may choose g4dn, which the
     # recorded account lists no quota for).
     recorded = {"inference.realtime.instance_type": "ml.inf2.xlarge", "inference.async.instance_type": "ml.g6.xlarge",
@@ -217,8 +222,9 @@ def test_a_quota_name_the_region_does_not_have_is_a_warning(moto):
     acc = account("us-west-2", "quotas-sagemaker-enough")
     found = run("sagemaker_quotas", ("huge", {**TRN1, **recorded, "region": "us-west-2", "availability_zone": "us-west-2b",
                                               "inference.batch.instance_type": "ml.g5.xlarge"}), acc)
-    missing = [f for f in found if f.level == WARNING]
-    assert [f.field for f in missing] == ["ml.g5.xlarge for transform job usage"]
+    missing = [f for f in found if f.value is None]
+    assert [(f.field, f.level) for f in missing] == [("ml.g5.xlarge for transform job usage", ERROR)]
+    assert "does not offer the type here" in missing[0].message
 
 
 # --- capacity -------------------------------------------------------------------------------------------------------

@@ -182,7 +182,8 @@ def test_the_plan_shows_container_artifact_and_environment_per_kind():
         assert ip.serving and ip.serving.container and ip.serving.artifact_key and ip.serving.environment, kind
     out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    assert "Serving contract" in out and "SM_ON_TENSOR_PARALLEL_SIZE=24" in out and "optimum-cli export neuron" in out
+    tp = p.inference["realtime"].serving.tensor_parallel
+    assert "Serving contract" in out and f"SM_ON_TENSOR_PARALLEL_SIZE={tp}" in out and "optimum-cli export neuron" in out
     data = json.loads(subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT,
                                      capture_output=True, text=True, check=True).stdout)
     assert data["inference"]["realtime"]["serving"]["environment"]["SM_ON_MODEL"] == "/opt/ml/model"

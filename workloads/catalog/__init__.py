@@ -529,6 +529,7 @@ class ServingFacts:
     cpu_classic: tuple[CpuServing, ...]  # slowest (largest model) to fastest
     cpu_classic_likely: CpuServing
     cpu_encoder: tuple[Measurement, ...]  # value: GFLOPS one vCPU reaches on a 512-token encoder request
+    cpu_threads_per_core: tuple[int, str]  # hardware threads (vCPUs) per physical core of the CPU types served, source
 
     def core_gbs(self, accelerator: str) -> float | None:
         """Bandwidth of one tensor-parallel device: a GPU, or a NeuronCore's share of its chip."""
@@ -555,6 +556,7 @@ def load_serving() -> ServingFacts:
     classic = data["cpu_classic"]
     _cited("serving.yaml cpu_classic", [c["source"] for c in classic["figures"]], known)
     _cited("serving.yaml cpu_encoder", [c["source"] for c in data["cpu_encoder"]], known)
+    _cited("serving.yaml cpu_threads_per_core", [data["cpu_threads_per_core"]["source"]], known)
     cpu = sorted((CpuServing(c["name"], float(c["per_second_per_vcpu"]), float(c["one_request_ms"]), c["source"],
                              c["what"]) for c in classic["figures"]), key=lambda c: c.per_second_per_vcpu)
     return ServingFacts(
@@ -573,6 +575,7 @@ def load_serving() -> ServingFacts:
         scaling_safety_factor=float(data["scaling_safety_factor"]),
         cpu_classic=tuple(cpu), cpu_classic_likely=next(c for c in cpu if c.name == classic["likely"]),
         cpu_encoder=tuple(Measurement(float(c["gflops_per_vcpu"]), c["source"], c["what"]) for c in data["cpu_encoder"]),
+        cpu_threads_per_core=(int(data["cpu_threads_per_core"]["value"]), data["cpu_threads_per_core"]["source"]),
     )
 
 

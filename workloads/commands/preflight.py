@@ -288,8 +288,11 @@ def sagemaker_quotas(plan: Plan, account: Account) -> list[Finding]:
     for name, (need, what) in needs.items():
         quota = quotas.get(name)
         if quota is None:
-            out.append(Finding(WARNING, name, None, f"no SageMaker quota of this name in {account.region}: SageMaker "
-                               f"may not offer the type here ({'; '.join(what)})"))
+            # Neither applied nor default: the region has no such quota, so SageMaker does not offer the type there
+            # for this use and every create call would fail.
+            out.append(Finding(ERROR, name, None, f"no SageMaker quota of this name in {account.region}: SageMaker "
+                               f"does not offer the type here for this use ({'; '.join(what)}); plan another type "
+                               "or region"))
         elif need > quota["Value"]:
             code = quota.get("QuotaCode", "<its code in the Service Quotas console>")
             out.append(Finding(ERROR, name, quota["Value"], f"the plan needs {need} ({'; '.join(what)}); request an "

@@ -190,8 +190,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                           per_million, why)
             continue
         low, high = ip.requests_per_second_range
-        per_million = f"{money(ip.usd_per_million)} at {_rate(ip.requests_per_second_per_instance)} req/s/instance " \
-                      f"({_rate(low)}-{_rate(high)})"
+        each = f"{_rate(ip.requests_per_second_per_instance)} req/s/instance ({_rate(low)}-{_rate(high)})"
+        per_million = f"{money(ip.usd_per_million)} at {each}" if ip.kind == "batch" else \
+            f"{money(ip.usd_per_million)} at the stated {_rate(p.workload.inference.requests_per_second)} req/s on " \
+            f"{max(ip.min_instances, ip.instances_needed_at_peak or 0)} instance(s), {each}"
         if ip.schedule:
             why += f" (default schedule {ip.schedule}: set inference.batch.schedule)" if ip.schedule_is_default \
                 else f" (schedule {ip.schedule}, from the config)"
@@ -285,16 +287,20 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
     for ip in p.inference.values():
         if len(ip.candidates) < 2:
             continue
-        per = "$/h at peak" if ip.kind == "realtime" else "$/million"
+        fleet = ip.kind != "batch"  # endpoints: the fleet at minimum and at the stated peak; batch: $ per request
         table = Table(title=f"{ip.kind}: serving candidates ({len(ip.candidates)} compared, "
                             f"{min(SHOWN_CANDIDATES, len(ip.candidates))} shown)", title_justify="left")
-        for col in ("type", "TP", "copies", "batch", "req/s each", "instances", per, "TTFT", "TPOT", "request", "why"):
-            table.add_column(col)
+        # Endpoints: the fleet (instances at minimum - at the stated peak), its $/h at both, $ per million at the peak.
+        costs = ("fleet", "$/h min / peak", "$/M") if fleet else ("instances", "$/million")
+        for col in ("type", "TP x copies", "batch", "req/s each", *costs, "TTFT", "TPOT", "request", "why"):
+            table.add_column(col, no_wrap=col == "type")
         for c in ip.candidates[:SHOWN_CANDIDATES]:
-            cost = money(c.usd_per_hour_at_peak if ip.kind == "realtime" else c.usd_per_million)
+            cost = (f"{c.instances_at_minimum}-{c.instances_at_peak}",
+                    f"{money(c.usd_per_hour_at_minimum)} / {money(c.usd_per_hour_at_peak)}",
+                    money(c.usd_per_million)) if fleet else (str(c.instances_at_peak), money(c.usd_per_million))
             ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
-            table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.tensor_parallel or "-"), str(c.copies),
-                          str(c.concurrency), _rate(c.requests_per_second), str(c.instances_at_peak), cost,
+            table.add_row(("* " if c.chosen else "") + c.instance_type, f"{c.tensor_parallel or '-'} x {c.copies}",
+                          str(c.concurrency), _rate(c.requests_per_second), *cost,
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))
         console.print(table)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
+from ..catalog.apis import accepts, serving_api
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import model
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
@@ -213,6 +214,18 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
                               reason="inference types are SageMaker types")
         itype = _known_type(field, section.instance_type, cat, sagemaker=True)
         _offered_in_region(field, itype, w)
+        _api_accepts(kind, field, section.instance_type)
+
+
+def _api_accepts(kind: str, field: str, name: str) -> None:
+    """The kind's SageMaker API takes the type (its enum in botocore's model): batch transform has no p4d or p5, and
+    CreateTransformJob would refuse every scheduled run."""
+    if accepts(kind, name):
+        return
+    api = serving_api(kind)
+    families = sorted({t.split(".")[1] for t in api.types})
+    raise ConfigError(field, name, f"types of {api.shape}: the families " + ", ".join(families),
+                      reason=f"{api.api} does not accept it (botocore's SageMaker service model)")
 
 
 def _fits_serverless(w: Workload, memory_mb: int) -> bool:

@@ -8,15 +8,17 @@ async and batch transform by the traffic and payload.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
-from ..config.model import artifact_format, attention_heads
+from ..config.model import artifact_format
 from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from ..errors import ConfigError
 from . import estimates as est
 from . import speed
-from .contracts import VLLM_TOO_OLD, ServingPlan, container_for, copy_degrees, layout_of, plan_serving, tensor_degrees
+from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
+from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
+                    refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
 from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -36,26 +38,6 @@ CPU_MODEL_SERVING = ("c6i.xlarge", "c6i.2xlarge", "c6i.4xlarge", "c6i.8xlarge", 
 TARGET_FIELDS = {"time to first token": "inference.time_to_first_token_ms",
                  "time per output token": "inference.time_per_output_token_ms",
                  "whole-request latency": "inference.latency_ms"}
-
-
-@dataclass(frozen=True)
-class ServingCandidate:
-    """One type (and, for LLMs, one tensor-parallel degree) costed for a kind, side by side."""
-
-    instance_type: str
-    tensor_parallel: int | None
-    concurrency: int  # requests one instance serves at once
-    requests_per_second: float  # one instance, likely
-    instances_at_peak: int
-    usd_per_hour_at_peak: float
-    usd_per_million: float
-    latency_ms: float
-    ttft_ms: float | None
-    tpot_ms: float | None
-    meets: bool
-    why: str  # why it won, or why it lost
-    chosen: bool = False
-    copies: int = 1  # copies of the model per instance (Inference Components), each at `tensor_parallel`
 
 
 @dataclass(frozen=True)
@@ -107,148 +89,32 @@ class InferencePlan:
     memory_mb_per_copy: int | None = None  # host memory each copy reserves (ComputeResourceRequirements)
 
 
-def _llm(w: Workload) -> bool:
-    return artifact_format(w)[0] == "huggingface"
-
-
-def uses_components(kind: str, itype: InstanceType) -> bool:
-    """LLMs on vLLM (GPUs) at a real-time endpoint run as Inference Components: several copies per instance, copies
-    scaled with load. Async endpoints and transform jobs host a model per variant; Neuron's TGI stays one copy an
-    instance (its export is compiled for a fixed core count)."""
-    return kind == "realtime" and itype.accelerator is not None and itype.accelerator.kind == "nvidia-gpu"
-
-
-def _speeds(kind: str, w: Workload, itype: InstanceType) -> list[tuple[int | None, speed.Speed]]:
-    """(degree, speed) of every way the type can serve: LLMs at each tensor-parallel degree that holds them."""
-    targets = speed.Targets.of(kind, w)
-    # A transform job has at most MaxConcurrentTransforms requests in flight per instance.
-    limit = (w.inference.batch or Batch()).concurrency_limit() if kind == "batch" else None
-    classic = w.model.framework in CLASSIC_ML
-    if classic or itype.accelerator is None:
-        return [(None, speed.cpu(w, itype, targets.request_ms, classic=classic, max_concurrency=limit))]
-    if _llm(w):
-        if uses_components(kind, itype):
-            count, _ = devices(itype)
-            out = [(d, speed.llm(w, itype, d, targets)) for d in copy_degrees(w, itype)]
-            return [(d, s.times(count // d, d)) for d, s in out if s is not None]
-        heads, _ = attention_heads(w)
-        out = [(d, speed.llm(w, itype, d, targets, max_concurrency=limit)) for d in tensor_degrees(itype, heads)]
-        return [(d, s) for d, s in out if s is not None]
-    return [(None, speed.encoder(w, itype, targets.request_ms))]
-
-
-def _candidate(kind: str, w: Workload, itype: InstanceType, degree: int | None, s: speed.Speed) -> ServingCandidate:
-    hourly = itype.price(w.region, sagemaker=True).usd_per_hour
-    needed = max(1, math.ceil(w.inference.requests_per_second / s.requests_per_second))
-    return ServingCandidate(ML_PREFIX + itype.name, degree, s.concurrency, round(s.requests_per_second, 3), needed,
-                            round(hourly * needed, 4), round(est.usd_per_million(hourly, s.requests_per_second), 2),
-                            round(s.latency_ms, 1), None if s.ttft_ms is None else round(s.ttft_ms, 1),
-                            None if s.tpot_ms is None else round(s.tpot_ms, 1), s.meets_latency, s.missed,
-                            copies=s.copies)
-
-
-# Ranked by the $/h of the instances the peak needs. An asynchronous endpoint scales on its queue, but while the traffic
-# flows it holds whole instances: $ per request at full throughput would pick an instance the peak keeps mostly idle
-# (a 0.3B model at 50 req/s on ml.p5.48xlarge, busy 0.4% of the hour). A transform job runs until its input is done,
-# so batch is ranked by $ per request.
-AT_THE_PEAK = ("realtime", "async")
-
-
-def _cost(kind: str, c: ServingCandidate) -> tuple[float, int]:
-    """Real-time and async: $/h of the instances the peak needs; batch: $ per request."""
-    # Ties go to the faster request, then to the cheaper instance (less at minimum capacity).
-    return (round(c.usd_per_hour_at_peak, 2), round(c.latency_ms), c.usd_per_hour_at_peak / c.instances_at_peak) \
-        if kind in AT_THE_PEAK else (round(c.usd_per_million, 2), round(c.latency_ms), 0)
-
-
-def serving_speed(kind: str, w: Workload, itype: InstanceType, degree: int | None = None) -> speed.Speed:
-    """How fast one instance serves this kind: at `degree`, or the degree of least cost that meets the targets."""
-    options = [(d, s) for d, s in _speeds(kind, w, itype) if degree is None or d == degree]
-    if not options:
-        raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}",
-                          "a type with more accelerator memory, or lower inference.generation limits",
-                          reason=f"no tensor-parallel degree the container allows holds the "
-                                 f"{w.model.parameters_billion:g}B model's weights and one sequence's KV cache")
-    return min(options, key=lambda ds: (not ds[1].meets_latency, _cost(kind, _candidate(kind, w, itype, *ds))))[1]
-
-
-def _eligible(name: str, w: Workload, cat: Catalog, bytes_per_param: float | None) -> InstanceType | None:
-    itype = cat.get(name)
-    if itype is None or not cat.allows(name) or w.region not in itype.regions \
-            or itype.price(w.region, sagemaker=True) is None:
-        return None
-    if _llm(w) and itype.accelerator and itype.accelerator.model in VLLM_TOO_OLD:
-        return None  # vLLM needs compute capability 7.5 or newer
-    if bytes_per_param is not None:
-        memory = itype.accelerator.memory_gib if itype.accelerator else itype.memory_gib
-        if not est.serving_fits(w.model.parameters_billion, memory, bytes_per_param):
-            return None
-    return itype
-
-
-def _compare(kind: str, w: Workload, cat: Catalog, names: tuple[str, ...],
-             bytes_per_param: float | None) -> list[tuple[ServingCandidate, InstanceType, speed.Speed]]:
-    out = []
-    for name in names:
-        itype = _eligible(name, w, cat, bytes_per_param)
-        if itype is None or (_llm(w) and itype.accelerator is None) or not _container_runs(kind, w, itype):
-            continue
-        out += [(_candidate(kind, w, itype, d, s), itype, s) for d, s in _speeds(kind, w, itype)]
-    return out
-
-
-def _container_runs(kind: str, w: Workload, itype: InstanceType) -> bool:
-    """Whether this kind's container runs on the type (a batch job cannot give Ray Serve's GPU build its host)."""
-    try:
-        container_for(kind, artifact_format(w)[0], w.model.framework, itype)
-    except ConfigError:
-        return False
-    return True
-
-
-def _ranked(kind: str, cands: list[tuple[ServingCandidate, InstanceType, speed.Speed]]
-            ) -> tuple[tuple[ServingCandidate, ...], tuple[ServingCandidate, InstanceType, speed.Speed] | None]:
-    """Candidates, cheapest meeting the targets first, each saying why it lost; and the winner."""
-    ok = sorted((c for c in cands if c[0].meets), key=lambda c: _cost(kind, c[0]))
-    best = ok[0] if ok else None
-    unit = "$/h at the peak" if kind in AT_THE_PEAK else "$ per million requests"
-    rows = []
-    for c, _, _ in ok + sorted((c for c in cands if not c[0].meets), key=lambda c: c[0].latency_ms):
-        if best and c is best[0]:
-            why = f"least {unit} that meets the targets"
-        elif not c.meets:
-            why = f"misses the target: {c.why}"
-        else:
-            more = _cost(kind, c)[0] - _cost(kind, best[0])[0]
-            why = f"${more:,.2f} more {unit}" if more > 0.005 else f"ties at {unit}; slower a request, or dearer at minimum capacity"
-        rows.append(replace(c, why=why, chosen=best is not None and c is best[0]))
-    return tuple(rows), best
-
-
-def _serving_type(kind: str, w: Workload, cat: Catalog
+def _serving_type(kind: str, w: Workload, cat: Catalog, section: object
                   ) -> tuple[InstanceType, str, speed.Speed, int | None, tuple[ServingCandidate, ...]]:
     """The type (and degree) of least cost that holds the model and meets the targets: at the peak for real-time,
     per request else. The comparison comes back for the plan's table."""
-    least = "the fewest dollars an hour at the peak" if kind in AT_THE_PEAK else "the lowest cost per request"
+    least = ("the least $/h at the peak for its fleet (the minimum fleet, or what the peak needs if more), then at "
+             "minimum") if kind in AT_THE_PEAK else "the lowest cost per request"
     if w.model.framework in CLASSIC_ML:
         names, why = (CPU_SERVING if kind != "batch" else CPU_SERVING[4:]), "classic ML serves on CPU"
-        cands = _compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM)
+        cands = compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM, section)
     else:
-        llm = _llm(w)
+        llm = llm_served(w)
         names = GPU_SERVING
         # Inferentia2 serves LLMs through vLLM on Neuron; other PyTorch models would need their own Neuron compile.
         if llm and w.model.neuron_supported and kind == "realtime":
             names = INFERENTIA + GPU_SERVING
-        cands = _compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM)
+        cands = compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM, section)
         why = {"realtime": "GPU or Inferentia2 for throughput and latency", "async": "GPU for large payloads and long "
                "inferences", "batch": "GPU that holds the model, for periodic large datasets"}[kind]
         if not llm:  # a small model may serve on CPU for less (the seeds: CPU for low, steady traffic)
-            cands += _compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM)
+            cands += compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM, section)
             why = {"realtime": "GPU for throughput and latency, CPU for low traffic", "async": "GPU or CPU for large "
                    "payloads and long inferences", "batch": "GPU or CPU that holds the model, for periodic large "
                    "datasets"}[kind]
-    table, best = _ranked(kind, cands)
+    table, best = ranked(kind, cands)
     if best is None:
+        refuse_over_maximum(kind, w, section, table)
         if cands:
             c, fastest, s = min(cands, key=lambda c: c[0].latency_ms)
             raise _too_slow(w, fastest, s, "the fastest that holds the model", "")
@@ -423,16 +289,17 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             itype = cat.get(section.instance_type)
             assert itype is not None
             plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
-            table, best = _ranked(kind, _compare(kind, w, cat, (itype.name,), None))
+            table, best = ranked(kind, compare(kind, w, cat, (itype.name,), None, section))
             if best is None:
                 if not table:
-                    serving_speed(kind, w, itype)  # raises: nothing holds the model
-                s = serving_speed(kind, w, itype)
+                    serving_speed(kind, w, itype, section=section)  # raises: nothing holds the model
+                refuse_over_maximum(kind, w, section, table)
+                s = serving_speed(kind, w, itype, section=section)
                 raise _too_slow(w, itype, s, "set by the config", f", or a faster inference.{kind}.instance_type")
             _, _, s = best
             degree, reason = best[0].tensor_parallel, "set by the config"
         else:
-            itype, reason, s, degree, table = _serving_type(kind, w, cat)
+            itype, reason, s, degree, table = _serving_type(kind, w, cat, section)
         serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency)
         price = itype.price(w.region, sagemaker=True)
         hourly = price.usd_per_hour
@@ -443,7 +310,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         fleet: dict = {}
         if kind == "realtime":
             lo, hi, reason = _realtime_range(w, section, needed, rps, reason)
-            if _llm(w) and uses_components(kind, itype):
+            if llm_served(w) and uses_components(kind, itype):
                 lo, reason, fleet = _copies(w, section, itype, degree, s, lo, hi, reason)
                 if "invocations_per_instance" not in section.model_fields_set:  # the instance's figure, for reference
                     invocations = speed.scaling_target(load_serving(), rps)
@@ -471,7 +338,8 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             ttft_ms=None if s.ttft_ms is None else round(s.ttft_ms, 1),
             tpot_ms=None if s.tpot_ms is None else round(s.tpot_ms, 1),
             concurrency=s.concurrency, throughput_basis=s.basis,
-            usd_per_million=round(est.usd_per_million(hourly, rps), 2), instances_needed_at_peak=needed,
+            usd_per_million=round(_usd_per_million(kind, w, hourly, rps, lo, needed), 2),
+            instances_needed_at_peak=needed,
             data_capture_percent=getattr(section, "data_capture_percent", 0),
             max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
             max_payload_mb=getattr(section, "max_payload_mb", None),
@@ -483,6 +351,14 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
         )
     _one_layout_per_key(out)
     return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+
+
+def _usd_per_million(kind: str, w: Workload, hourly: float, rps: float, lo: int, needed: int) -> float:
+    """At the stated traffic on the planned fleet (the minimum, or what the peak needs if more); a transform job at
+    its instances' full throughput, as it runs until its input is done."""
+    if kind == "batch":
+        return est.usd_per_million(hourly, rps)
+    return est.usd_per_million(hourly * max(lo, needed), w.inference.requests_per_second)
 
 
 def _provisioned_reason(section: Serverless) -> str:
@@ -538,42 +414,11 @@ def _too_slow(w: Workload, itype: InstanceType, s: speed.Speed, which: str, or_e
                        reason=f"one request takes about {s.latency_ms:,.0f} ms on ml.{itype.name} ({s.basis})")
 
 
-# SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services", section "Deploy
-# Multiple Instances Across Availability Zones": "If an outage occurs or an instance fails, SageMaker automatically
-# attempts to distribute your instances across Availability Zones. For this reason, we strongly recommended that you
-# deploy multiple instances for each production endpoint." (checked 2026-11-25 in awsdocs/amazon-sagemaker-developer-
-# guide, doc_source/deployment-best-practices.md)
-AVAILABILITY_SOURCE = ("SageMaker Developer Guide, 'Best practices for deploying models on SageMaker Hosting Services: "
-                       "Deploy Multiple Instances Across Availability Zones' <https://docs.aws.amazon.com/sagemaker/"
-                       "latest/dg/deployment-best-practices.html#deployment-best-practices-availability-zones>")
-AVAILABLE_INSTANCES = 2  # one in each of the endpoint's two subnets' zones (Plan.hosting_zones)
-
-
-def _has_latency_target(w: Workload) -> bool:
-    inf = w.inference
-    return any(t is not None for t in (inf.latency_ms, inf.time_to_first_token_ms, inf.time_per_output_token_ms))
-
-
-def _availability_floor(w: Workload, section: Realtime) -> tuple[int, str]:
-    """The real-time minimum: the config's when set; else two instances (one per hosting zone) when a latency target
-    says the endpoint is in production, so one instance or zone failing leaves it serving."""
-    if "min_instances" in section.model_fields_set or not _has_latency_target(w):
-        return section.min_instances, ""
-    if "max_instances" in section.model_fields_set and section.max_instances < AVAILABLE_INSTANCES:
-        return section.max_instances, (f"min {section.max_instances}: inference.realtime.max_instances allows no "
-                                       "second instance, so an instance or zone failing stops the endpoint "
-                                       f"({AVAILABILITY_SOURCE})")
-    return AVAILABLE_INSTANCES, (
-        f"min {AVAILABLE_INSTANCES}: a latency target means a production endpoint, and SageMaker attempts to "
-        "distribute an endpoint's instances across its subnets' zones (the two hosting zones), so an instance or zone "
-        f"failing leaves it serving ({AVAILABILITY_SOURCE}); set inference.realtime.min_instances: 1 to accept one")
-
-
 def _realtime_range(w: Workload, section: Realtime, needed: int, rps: float, reason: str) -> tuple[int, int, str]:
     """Min from the config, or the availability floor; max from the peak, or the config's if it carries the peak
     (else refused)."""
     peak = w.inference.requests_per_second
-    lo, why_min = _availability_floor(w, section)
+    lo, why_min = availability_floor(w, section)
     if why_min:
         reason = f"{reason}; {why_min}"
     if "max_instances" not in section.model_fields_set:
@@ -585,19 +430,6 @@ def _realtime_range(w: Workload, section: Realtime, needed: int, rps: float, rea
                           reason=f"inference.requests_per_second {peak:g} at peak needs {needed} instances at "
                                  f"{rps:.3g} req/s each")
     return lo, section.max_instances, reason
-
-
-# Scale to zero: an endpoint scales to and from zero instances only when it hosts inference components and its
-# variant's ManagedInstanceScaling MinInstanceCount is 0 (SageMaker Developer Guide, "Scale an endpoint to zero
-# instances", https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html); requests
-# fail for the minutes an instance takes to come back, so only traffic that tolerates it goes there.
-ZERO_COPIES_TRAFFIC = ("spiky", "rare", "periodic")
-
-
-def scales_to_zero(w: Workload, section: Realtime) -> bool:
-    """Copies (and instances) may scale to zero: bursty traffic, no latency target, no minimum set by the config."""
-    return w.inference.traffic in ZERO_COPIES_TRAFFIC and not _has_latency_target(w) \
-        and "min_instances" not in section.model_fields_set
 
 
 def _copies(w: Workload, section: Realtime, itype: InstanceType, degree: int | None, s: speed.Speed, lo: int, hi: int,

@@ -219,6 +219,8 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
         max_concurrency: int | None = None) -> Speed:
     """Per vCPU, one worker each: classic ML by the measured serving path, other models by measured GFLOPS.
     `max_concurrency`: at most this many requests in flight, so at most this many workers busy."""
+    if "processing_seconds" in w.inference.model_fields_set:
+        return _stated(w, itype, latency_target_ms, max_concurrency)
     workers = min(itype.vcpus, max_concurrency or itype.vcpus)
     if classic:
         f = load_serving()
@@ -238,6 +240,20 @@ def cpu(w: Workload, itype: InstanceType, latency_target_ms: int | None, *, clas
              f"one thread: BERT-base and -large shapes [{sources}]; {MEASURED_HERE}")
     return Speed(workers * likely * 1e9 / flops, workers * low * 1e9 / flops, workers * high * 1e9 / flops,
                  latency, workers, latency_target_ms is None or latency <= latency_target_ms, basis)
+
+
+def _stated(w: Workload, itype: InstanceType, latency_target_ms: int | None, max_concurrency: int | None) -> Speed:
+    """inference.processing_seconds, as the user measured one request: one request per physical core at a time (a
+    request's threads share its core: the vCPUs are its hardware threads), so the instance serves cores / seconds."""
+    per_core, source = load_serving().cpu_threads_per_core
+    cores = max(1, itype.vcpus // per_core)
+    workers = min(cores, max_concurrency or cores)
+    seconds = w.inference.processing_seconds
+    basis = (f"inference.processing_seconds {seconds:g} s a request (set by the config), one request per physical "
+             f"core: {cores} cores ({itype.vcpus} vCPUs at {per_core} threads per core [{source}])")
+    rate = workers / seconds
+    return Speed(rate, rate, rate, seconds * 1e3, workers,
+                 latency_target_ms is None or seconds * 1e3 <= latency_target_ms, basis)
 
 
 def cpu_request_seconds(w: Workload) -> tuple[float, str]:
