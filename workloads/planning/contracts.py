@@ -4,9 +4,9 @@ the sagemaker SDK's image_uris (constructs_lib/images.py).
 
 What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-25):
 
-- AWS's vLLM DLC for SageMaker, Amazon Linux 2023 build (sagemaker image `vllm-server` 2.3, tag
-  server-sagemaker-cuda-v2.3, vLLM 0.27.0): its sagemaker_entrypoint.sh runs sagemaker_args.py, which turns every
-  SM_VLLM_<FLAG> variable into `--<flag>` of vLLM's OpenAI server (SM_VLLM_TENSOR_PARALLEL_SIZE=8 ->
+- AWS's vLLM DLC for SageMaker, Amazon Linux 2023 build (sagemaker image `vllm-server` 2.6, tag
+  server-sagemaker-cuda-v2.6, vLLM 0.30.0, CUDA 13.0; checked 2026-11-28): its sagemaker_entrypoint.sh runs
+  sagemaker_args.py, which turns every SM_VLLM_<FLAG> variable into `--<flag>` of vLLM's OpenAI server (SM_VLLM_TENSOR_PARALLEL_SIZE=8 ->
   --tensor-parallel-size 8) and, when SM_VLLM_MODEL is unset, serves /opt/ml/model if it holds files, else
   HF_MODEL_ID (aws/deep-learning-containers e0ecedea, scripts/docker/vllm/sagemaker_entrypoint.sh and
   sagemaker_args.py; docker/vllm/Dockerfile.amzn2023 target vllm-sagemaker-amzn2023). Chosen over LMI (`djl-lmi`,
@@ -175,10 +175,10 @@ GPU_HOST_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
 VLLM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 
 CONTAINERS = {c.key: c for c in (
-    # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
-    # (tests/sources/published_images/dlc_frameworks.yaml); the SDK's table goes to 2.6, not confirmed published.
-    Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.27.0, Amazon Linux 2023)",
-              (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",),
+    # vllm-server 2.6 (vLLM 0.30.0, CUDA 13.0) is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published
+    # data (tests/sources/published_images/dlc_frameworks.yaml), and the newest the installed SDK's table names.
+    Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.30.0, Amazon Linux 2023)",
+              (("framework", "vllm-server"), ("version", "2.6")), "huggingface", ("nvidia-gpu",),
               gpu_host_ami=GPU_HOST_AMI),
     # The SDK's huggingface-vllm-neuronx goes to 0.4.4 and cannot build it for an inf2 type (processor "inf" refused);
     # asked with no type it names the account and repository, and the tag is pinned to the one AWS publishes:
