@@ -127,6 +127,7 @@ class InferenceStack(EstateStack):
             max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
-            volume_key=self._volume_key(p), logs_key=self._logs_key)
+            volume_key=self._volume_key(p), logs_key=self._logs_key,
+            transform_ami_version=p.serving.transform_ami_version)
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)
         self._batch_runs = batch.state_machine.state_machine_arn

@@ -12,7 +12,9 @@ import pytest
 
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_image_support
-from workloads.planning.contracts import CONTAINERS, RAY_APP, GPU_HOST_AMI
+from workloads.planning.contracts import CONTAINERS, RAY_APP
+
+GPU_HOST_AMI = "al2-ami-sagemaker-inference-gpu-3-1"  # docs/ray/deployment/sagemaker.md
 
 from .conftest import ROOT
 from .test_published_images import assert_published
