@@ -62,8 +62,9 @@ class InferenceStack(EstateStack):
             ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms,
                            batch_state_machine_arn=self._batch_runs)
 
-    def _watch(self, kind: str, endpoint_name: str, p: InferencePlan) -> None:
-        self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu"))
+    def _watch(self, kind: str, endpoint_name: str, p: InferencePlan, *, component_name: str | None = None) -> None:
+        self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu",
+                                             component_name=component_name))
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None
@@ -93,7 +94,8 @@ class InferenceStack(EstateStack):
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         if endpoint.component is not None:  # invoke names the component (InvokeEndpoint InferenceComponentName)
             cdk.CfnOutput(self, "RealtimeInferenceComponentName", value=endpoint.component.component_name)
-        self._watch("realtime", endpoint.endpoint_name, p)
+        self._watch("realtime", endpoint.endpoint_name, p,
+                    component_name=endpoint.component.component_name if endpoint.component is not None else None)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
 
     def _serverless(self, p: InferencePlan) -> None:
