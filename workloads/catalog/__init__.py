@@ -250,6 +250,8 @@ def load_catalog() -> Catalog:
         for key, s in data["sources"].items()
     }
     types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
+    from .refreshed import apply  # a user's `prices refresh`, over the shipped figures
+    types, sources = apply(types, sources, Source)
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
     pcs = data["pcs_capacity_block_families"]
