@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ..errors import WARNING, Finding
 from ..packaged import read_packaged_yaml
 
 
@@ -78,11 +79,9 @@ def no_transform_host(container: str, title: str) -> str:
             f"transform hosts (TransformAmiVersion) offer drivers {drivers} only")
 
 
-def host_findings(inference: dict) -> tuple:
+def host_findings(inference: dict) -> tuple[Finding, ...]:
     """A WARNING for each kind whose container no host here runs (today: an LLM's GPU batch transform on the CUDA 13
     vLLM DLC). The way an expert takes instead is stated; the plan does not pretend the nightly job starts."""
-    from ..errors import WARNING, Finding
-
     out = []
     for kind, ip in inference.items():
         problem = ip.serving.host_problem if ip.serving else ""
