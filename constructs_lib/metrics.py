@@ -17,8 +17,9 @@ def metric(key: str, dimensions: dict[str, str], *, statistic: str, label: str |
            period_s: int = PERIOD_S) -> cloudwatch.Metric:
     fact = metric_facts()["metrics"].get(key)
     assert fact is not None, f"{key}: not in workloads/catalog/metrics.yaml"
-    assert sorted(dimensions) == sorted(fact["dimensions"]), f"{key}: dimensions {sorted(dimensions)}, published " \
-                                                             f"with {fact['dimensions']}"
+    published = [fact["dimensions"], *fact.get("dimension_sets", ())]
+    assert any(sorted(dimensions) == sorted(d) for d in published), f"{key}: dimensions {sorted(dimensions)}, " \
+                                                                    f"published with {published}"
     assert statistic in fact["statistics"], f"{key}: {statistic} is not among {fact['statistics']}"
     namespace, name = key.rsplit(":", 1)
     return cloudwatch.Metric(namespace=namespace, metric_name=name, dimensions_map=dimensions, statistic=statistic,

@@ -62,8 +62,9 @@ class InferenceStack(EstateStack):
             ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms,
                            batch_state_machine_arn=self._batch_runs)
 
-    def _watch(self, kind: str, endpoint_name: str, p: InferencePlan) -> None:
-        self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu"))
+    def _watch(self, kind: str, endpoint_name: str, p: InferencePlan, *, component_name: str | None = None) -> None:
+        self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu",
+                                             component_name=component_name))
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None
@@ -93,7 +94,8 @@ class InferenceStack(EstateStack):
         cdk.CfnOutput(self, "RealtimeEndpointName", value=endpoint.endpoint_name)
         if endpoint.component is not None:  # invoke names the component (InvokeEndpoint InferenceComponentName)
             cdk.CfnOutput(self, "RealtimeInferenceComponentName", value=endpoint.component.component_name)
-        self._watch("realtime", endpoint.endpoint_name, p)
+        self._watch("realtime", endpoint.endpoint_name, p,
+                    component_name=endpoint.component.component_name if endpoint.component is not None else None)
         cdk.CfnOutput(self, "RealtimeInstanceType", value=p.instance_type)
 
     def _serverless(self, p: InferencePlan) -> None:
@@ -127,6 +129,7 @@ class InferenceStack(EstateStack):
             max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,
             input_prefix=layout.BATCH_INPUT, output_prefix=layout.BATCH_OUTPUT, schedule=p.schedule, key=self._key,
-            volume_key=self._volume_key(p), logs_key=self._logs_key)
+            volume_key=self._volume_key(p), logs_key=self._logs_key,
+            transform_ami_version=p.serving.transform_ami_version)
         cdk.CfnOutput(self, "BatchStateMachineArn", value=batch.state_machine.state_machine_arn)
         self._batch_runs = batch.state_machine.state_machine_arn

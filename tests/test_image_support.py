@@ -11,12 +11,12 @@ from datetime import date, timedelta
 
 import pytest
 
-from workloads.catalog import ImageSupport, load_image_support
+from workloads.catalog import LATEST_RECHECK_DAYS, ImageSupport, load_image_support
 from workloads.planning.contracts import CONTAINERS
 
 from .test_published_images import serving_cases, team_plans, variant_plan
 
-TODAY = "2026-11-25"
+TODAY = "2026-11-28"
 # Found by this test, not fixed yet (see each container's note in serving_images.yaml). XGBoost 1.7-1 and
 # scikit-learn 1.2-1 were here until they moved to 3.2-0 and 1.9-0.
 NOT_REPLACED_YET: set[str] = set()
@@ -66,6 +66,30 @@ def test_the_check_fails_on_a_date_past_end_of_patch():
     # XGBoost 1.7-1: the support policy lists 3.0-5 and 3.2-0 only.
     old = ImageSupport("xgboost", "sagemaker-xgboost:1.7-1", None, None, "unlisted", "", ())
     assert "not among the versions" in old.problem("2000-01-01")
+
+
+def test_a_latest_only_image_fails_when_its_check_is_stale():
+    """AWS supports only the latest vLLM DLC: the pinned release carries the day it was found to be the latest, and
+    the support test turns red once that is older than LATEST_RECHECK_DAYS (before: v2.3 stayed pinned after v2.4-v2.6
+    shipped, with nothing to say so)."""
+    vllm = load_image_support()["vllm"]
+    assert vllm.status == "supported-while-latest" and vllm.latest_checked
+    assert vllm.image.startswith("vllm:server-sagemaker-cuda-v2.6")
+    checked = date.fromisoformat(vllm.latest_checked)
+    assert vllm.problem(str(checked + timedelta(days=LATEST_RECHECK_DAYS))) == ""
+    assert "latest release" in vllm.problem(str(checked + timedelta(days=LATEST_RECHECK_DAYS + 1)))
+    undated = ImageSupport("vllm", "vllm:x", None, None, "supported-while-latest", "", ())
+    assert "no check date" in undated.problem("2000-01-01")
+
+
+def test_the_pinned_vllm_is_the_newest_published():
+    """The vLLM tag the planner deploys is the newest Amazon Linux SageMaker build in AWS's published tags."""
+    import re
+
+    from .test_published_images import published
+    tags = [t for t in published()[1]["vllm"]["tags"] if re.fullmatch(r"server-sagemaker-cuda-v\d+\.\d+", t)]
+    newest = max(tags, key=lambda t: tuple(int(x) for x in t.rsplit("-v", 1)[1].split(".")))
+    assert dict(CONTAINERS["vllm"].image)["version"] == newest.rsplit("-v", 1)[1]
 
 
 @pytest.mark.parametrize(("container", "tag", "last_day"), [

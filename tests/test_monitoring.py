@@ -26,7 +26,8 @@ def test_every_metric_is_sourced():
 def _check(namespace: str, name: str, dimensions: list[str], statistic: str | None, where: str) -> None:
     fact = FACTS.get(f"{namespace}:{name}")
     assert fact is not None, f"{where}: {namespace} {name} is not in workloads/catalog/metrics.yaml"
-    assert sorted(dimensions) == sorted(fact["dimensions"]), f"{where}: {name} with {dimensions}"
+    published = [fact["dimensions"], *fact.get("dimension_sets", ())]
+    assert any(sorted(dimensions) == sorted(d) for d in published), f"{where}: {name} with {dimensions}"
     if statistic is not None:
         assert statistic in fact["statistics"], f"{where}: {name} {statistic}"
 
@@ -70,6 +71,67 @@ def test_alarms_and_dashboards_read_published_metrics(name, variant_synth_by_nam
                         namespace, metric, *dims = fields
                         _check(namespace, metric, dims[0::2], opts.get("stat"), f"{stack}/{lid} dashboard")
     assert monitors == len(plan_alarms(p.training, p.inference, latency_ms=p.workload.inference.latency_ms))
+
+
+INVOCATION_METRICS = {"Invocations", "Invocation4XXErrors", "Invocation5XXErrors", "ModelLatency"}
+
+
+def _endpoint_kinds(template: dict) -> dict[str, str]:
+    """Endpoint logical ID -> its kind's row in metrics.yaml invocation_dimensions, read from the template: an
+    endpoint with an inference component is `realtime-components`; async has AsyncInferenceConfig; serverless a
+    ServerlessConfig."""
+    res = template["Resources"]
+    kinds = {}
+    for lid, r in res.items():
+        if r["Type"] != "AWS::SageMaker::Endpoint":
+            continue
+        config = res[r["Properties"]["EndpointConfigName"]["Fn::GetAtt"][0]]["Properties"]
+        hosts_component = any(c["Type"] == "AWS::SageMaker::InferenceComponent"
+                              and lid in json.dumps(c["Properties"]["EndpointName"]) for c in res.values())
+        kind = "async" if "AsyncInferenceConfig" in config else \
+            "serverless" if any("ServerlessConfig" in v for v in config["ProductionVariants"]) else \
+            "realtime-components" if hosts_component else "realtime"
+        kinds[lid] = kind
+    return kinds
+
+
+def _names(template: dict) -> dict[str, str]:
+    """A token's JSON (endpoint name, component name) -> the endpoint logical ID it belongs to."""
+    res, out = template["Resources"], {}
+    for lid, r in res.items():
+        if r["Type"] == "AWS::SageMaker::Endpoint":
+            out[json.dumps(r["Properties"].get("EndpointName", {"Fn::GetAtt": [lid, "EndpointName"]}),
+                           sort_keys=True)] = lid
+            out[json.dumps({"Fn::GetAtt": [lid, "EndpointName"]}, sort_keys=True)] = lid
+            for c in res.values():
+                if c["Type"] == "AWS::SageMaker::InferenceComponent" and lid in json.dumps(c["Properties"]["EndpointName"]):
+                    out[json.dumps(c["Properties"]["InferenceComponentName"], sort_keys=True)] = lid
+    return out
+
+
+@pytest.mark.parametrize("name", ["small", "intermediate", "huge", "small-all-kinds", "intermediate-copies-to-zero"])
+def test_each_invocation_alarm_uses_its_endpoints_published_dimensions(name, variant_synth_by_name):
+    """Every alarm on requests, errors or latency names the dimensions its endpoint's kind publishes (metrics.yaml
+    invocation_dimensions): per InferenceComponentName on a component endpoint, per endpoint and variant elsewhere.
+    Before: the component endpoints' 5xx and latency alarms used EndpointName/VariantName, got no data, and stayed
+    silent (notBreaching) forever."""
+    template = variant_synth_by_name(name).templates["InferenceStack"]
+    kinds, names = _endpoint_kinds(template), _names(template)
+    table = metric_facts()["invocation_dimensions"]
+    seen = set()
+    for lid, r in template["Resources"].items():
+        props = r["Properties"] if r["Type"] == "AWS::CloudWatch::Alarm" else None
+        if not props or props["Namespace"] != "AWS/SageMaker" or props["MetricName"] not in INVOCATION_METRICS:
+            continue
+        dims = {d["Name"]: json.dumps(d["Value"], sort_keys=True) for d in props["Dimensions"]}
+        key = dims.get("InferenceComponentName") or dims["EndpointName"]
+        endpoint = names.get(key)
+        assert endpoint, f"{lid}: {props['MetricName']} names no endpoint or component of this stack ({key})"
+        assert sorted(dims) == sorted(table[kinds[endpoint]]), f"{lid} on {kinds[endpoint]} {endpoint}: {sorted(dims)}"
+        seen.add(kinds[endpoint])
+    assert seen, "no invocation alarm found"
+    if name == "intermediate":
+        assert "realtime-components" in seen
 
 
 def test_a_latency_target_is_an_alarm_at_the_plans_figure(synth):

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from workloads import ConfigError, load, plan
+from workloads import load, plan
 from workloads.catalog import load_image_support
-from workloads.planning.contracts import CONTAINERS, RAY_APP, GPU_HOST_AMI
+from workloads.planning.contracts import CONTAINERS, RAY_APP
+
+GPU_HOST_AMI = "al2-ami-sagemaker-inference-gpu-3-1"  # docs/ray/deployment/sagemaker.md
 
 from .conftest import ROOT
 from .test_published_images import assert_published
@@ -38,13 +40,13 @@ def test_on_cpu_no_host_ami_is_asked():
     assert ip.serving.container == "ray-serve" and ip.serving.inference_ami_version is None
 
 
-def test_batch_on_a_gpu_is_refused_naming_the_field_and_planned_on_cpu_when_left_to_choose():
-    with pytest.raises(ConfigError) as e:
-        plan(load(VISION, {"inference.batch.instance_type": "ml.g5.xlarge"}))
-    assert "inference.batch.instance_type" in str(e.value) and "TransformAmiVersion" in str(e.value)
-    batch = plan(load(VISION, {"inference.batch": {}})).inference["batch"]
-    assert batch.serving.container == "ray-serve" and batch.accelerator_kind is None
-    assert all(c.instance_type.startswith(("ml.c", "ml.m")) for c in batch.candidates)
+def test_batch_on_a_gpu_names_the_transform_host_whose_driver_runs_the_image():
+    """Before: refused (no TransformAmiVersion was set). The Ray DLC's GPU build is CUDA 12.9, which the batch host's
+    driver 535 runs (NVIDIA minor version compatibility; tests/test_hosts.py)."""
+    batch = plan(load(VISION, {"inference.batch.instance_type": "ml.g5.xlarge"})).inference["batch"]
+    assert batch.serving.container == "ray-serve" and batch.serving.transform_ami_version == "al2-ami-sagemaker-batch-gpu-535"
+    cpu = plan(load(VISION, {"inference.batch.instance_type": "ml.c6i.xlarge"})).inference["batch"]
+    assert cpu.serving.transform_ami_version is None
 
 
 def test_the_ray_image_is_published_and_supported():

@@ -125,9 +125,11 @@ def test_every_model_carries_what_its_container_needs(synth, variant):
     assert not problems, "\n".join(problems)
 
 
-# "GPU deployments require inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers"; both
-# DLCs' examples deploy on this one (aws/deep-learning-containers docs/vllm/ and docs/ray/deployment/sagemaker.md).
-HOST_AMI = {"vllm": "al2-ami-sagemaker-inference-gpu-3-1", "ray-serve": "al2-ami-sagemaker-inference-gpu-3-1"}
+# "GPU deployments require inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers"
+# (aws/deep-learning-containers docs/vllm/ and docs/ray/deployment/sagemaker.md). The Ray example's gpu-3-1 (driver 550)
+# runs its CUDA 12.9 build; the vLLM build is CUDA 13.0 since v2.0 ("requires NVIDIA driver 580+", docs/vllm/changelog),
+# which only gpu-4-1 has (SageMaker API Reference, ProductionVariant).
+HOST_AMI = {"vllm": "al2023-ami-sagemaker-inference-gpu-4-1", "ray-serve": "al2-ami-sagemaker-inference-gpu-3-1"}
 
 
 def _component_model(template: dict, config: str) -> dict:

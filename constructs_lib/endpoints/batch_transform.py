@@ -37,11 +37,30 @@ def _member(enum, api_value: str):
     return enum[re.sub(r"(?<=[a-z])(?=[A-Z])", "_", api_value).upper()]
 
 
+TIMEOUT = Duration.hours(24)
+
+
+def _definition(scope: Construct, transform: tasks.SageMakerCreateTransformJob,
+                ami: str | None) -> tuple[sfn.DefinitionBody, list[iam.PolicyStatement]]:
+    """The state machine's definition; with `ami`, the transform job's TransformResources.TransformAmiVersion, which
+    CreateTransformJob takes (SageMaker API Reference, TransformResources) and aws-cdk-lib's task does not render; then
+    the task's own statements, which the state machine's role needs (from_chainable adds them itself)."""
+    if ami is None:
+        return sfn.DefinitionBody.from_chainable(transform), []
+    state_graph = sfn.StateGraph(transform, "transform")
+    state_graph.timeout = TIMEOUT  # what the state machine's `timeout` renders with from_chainable
+    graph = state_graph.to_graph_json()
+    graph["States"][transform.id]["Parameters"]["TransformResources"]["TransformAmiVersion"] = ami
+    return sfn.DefinitionBody.from_string(Stack.of(scope).to_json_string(graph)), state_graph.policy_statements
+
+
 class ScheduledBatchTransform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
                  instance_type: str, instance_count: int, max_payload_mb: int, max_concurrent_transforms: int,
                  request: RequestContract, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
-                 key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey) -> None:
+                 key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey,
+                 transform_ami_version: str | None = None) -> None:
+        """`transform_ami_version`: the GPU host AMI whose driver runs the image (workloads/planning/hosts.py)."""
         super().__init__(scope, construct_id)
         allow_reading(model_role, bucket=bucket, key=input_prefix, listing=True)  # the job lists the input prefix (S3Prefix)
         bucket.grant_put(model_role, output_prefix + "*")
@@ -83,12 +102,15 @@ class ScheduledBatchTransform(Construct):
             batch_strategy=_member(tasks.BatchStrategy, request.batch_strategy),
         )
         log_group = kept_log_group(self, "Logs", key=logs_key)
+        definition, statements = _definition(self, transform, transform_ami_version)
         self.state_machine = sfn.StateMachine(
-            self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(transform),
-            timeout=Duration.hours(24), tracing_enabled=True,
+            self, "StateMachine", definition_body=definition,
+            timeout=TIMEOUT, tracing_enabled=True,
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL),
         )
         ignore_cfn_lint(self.state_machine, "W3005", "aws-cdk-lib adds a DependsOn on the role next to the GetAtt")
+        for statement in statements:
+            self.state_machine.add_to_role_policy(statement)
         stack = Stack.of(self)
         acknowledge_wildcards(self.state_machine.role, resources=[
             stack.format_arn(service="sagemaker", resource="transform-job", resource_name="*"), "*"], reason=(

@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.planning.monitoring import batch_alarms, endpoint_alarms
+from workloads.planning.monitoring import batch_alarms, endpoint_alarms, invocation_dimensions
 
 from ..metrics import alarm, metric
 from .scaling import VARIANT
@@ -22,6 +22,7 @@ class WatchedEndpoint:
     kind: str  # realtime | serverless | async
     endpoint_name: str  # a token
     accelerated: bool  # GPU instances (their use is graphed)
+    component_name: str | None = None  # a token: the endpoint hosts this inference component
 
 
 class ServingMonitor(Construct):
@@ -41,17 +42,20 @@ class ServingMonitor(Construct):
                     for what in ("Succeeded", "Failed", "TimedOut")]),
                 cloudwatch.AlarmStatusWidget(title="batch: alarms", width=8, alarms=made))
         for e in endpoints:
-            dims = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}
+            dims = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}  # the instances' metrics
+            # Requests, errors and latency: per component where the endpoint hosts one (catalog/metrics.yaml).
+            values = {"EndpointName": e.endpoint_name, "VariantName": VARIANT, "InferenceComponentName": e.component_name}
+            calls = {d: values[d] for d in invocation_dimensions(e.kind, components=e.component_name is not None)}
             specs = endpoint_alarms(e.kind, latency_ms=latency_ms)
-            made = [alarm(self, s, dims, topic=topic) for s in specs]
+            made = [alarm(self, s, calls, topic=topic) for s in specs]
             self.alarms += made
             invocations = [] if e.kind == "async" else [  # not published for async endpoints
-                metric("AWS/SageMaker:Invocations", dims, statistic="Sum", label="requests")]
-            latency = metric("AWS/SageMaker:ModelLatency", dims, statistic="Average", label="model latency (us)")
+                metric("AWS/SageMaker:Invocations", calls, statistic="Sum", label="requests")]
+            latency = metric("AWS/SageMaker:ModelLatency", calls, statistic="Average", label="model latency (us)")
             widgets: list[cloudwatch.IWidget] = [
                 cloudwatch.GraphWidget(title=f"{e.kind}: requests and failures", width=8, left=[
-                    *invocations, metric("AWS/SageMaker:Invocation4XXErrors", dims, statistic="Sum", label="4xx"),
-                    metric("AWS/SageMaker:Invocation5XXErrors", dims, statistic="Sum", label="5xx")]),
+                    *invocations, metric("AWS/SageMaker:Invocation4XXErrors", calls, statistic="Sum", label="4xx"),
+                    metric("AWS/SageMaker:Invocation5XXErrors", calls, statistic="Sum", label="5xx")]),
                 cloudwatch.GraphWidget(title=f"{e.kind}: model latency", width=8, left=[latency],
                                        left_annotations=[cloudwatch.HorizontalAnnotation(
                                            value=latency_ms * 1000.0, label="the plan's target")]
@@ -66,7 +70,9 @@ class ServingMonitor(Construct):
                     metric("AWS/SageMaker:ApproximateAgeOfOldestRequest", queue, statistic="Maximum",
                            label="oldest request (s)")]))
             if e.kind != "serverless":  # a serverless endpoint has no instances of its own
-                use = [metric("/aws/sagemaker/Endpoints:CPUUtilization", dims, statistic="Average", label="CPU %")]
+                use = [metric("/aws/sagemaker/Endpoints:CPUUtilization", dims, statistic="Average", label="CPU %"),
+                       metric("/aws/sagemaker/Endpoints:MemoryUtilization", dims, statistic="Average",
+                              label="memory %")]
                 if e.accelerated:
                     use += [metric("/aws/sagemaker/Endpoints:GPUUtilization", dims, statistic="Average",
                                    label="GPU %"),
@@ -77,4 +83,11 @@ class ServingMonitor(Construct):
                                label="instances", period_s=60)
                 widgets.append(cloudwatch.GraphWidget(title=f"{e.kind}: instances and their use", width=12,
                                                       left=use, right=[count]))
+            if e.component_name is not None and e.accelerated:  # each copy's use of the GPUs it reserved
+                copy = {"InferenceComponentName": e.component_name}
+                widgets.append(cloudwatch.GraphWidget(title=f"{e.kind}: model copies' GPU use", width=12, left=[
+                    metric(f"/aws/sagemaker/InferenceComponents:{name}Normalized", copy, statistic="Average",
+                           label=f"{label} % of reserved") for name, label in (
+                        ("GPUUtilization", "GPU"), ("GPUMemoryUtilization", "GPU memory"),
+                        ("MemoryUtilization", "memory"))]))
             self.dashboard.add_widgets(*widgets)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import date
 from functools import cache
 from pathlib import Path
 
@@ -249,6 +250,8 @@ def load_catalog() -> Catalog:
         for key, s in data["sources"].items()
     }
     types = {raw["type"]: _instance(raw, sources) for raw in data["instances"]}
+    from .refreshed import apply  # a user's `prices refresh`, over the shipped figures
+    types, sources = apply(types, sources, Source)
     regions_data = _load_yaml("regions.yaml")
     regions = {region: tuple(letters) for region, letters in regions_data["regions"].items()}
     pcs = data["pcs_capacity_block_families"]
@@ -579,6 +582,12 @@ def load_serving() -> ServingFacts:
     )
 
 
+# AWS's Amazon Linux vLLM DLC shipped a release every two to four weeks in 2026 (docs/vllm/changelog: v2.0 06-05,
+# v2.1 07-02, v2.2 08-03, v2.3 08-17, v2.4 08-25, v2.5 09-23): an image "supported while latest" not re-checked for
+# 45 days is most likely no longer the latest.
+LATEST_RECHECK_DAYS = 45
+
+
 @dataclass(frozen=True)
 class ImageSupport:
     """How long a serving container is supported (catalog/serving_images.yaml)."""
@@ -590,9 +599,18 @@ class ImageSupport:
     status: str  # dated | supported-while-latest | maintenance | unlisted | unknown
     note: str
     sources: tuple[str, ...]
+    latest_checked: str | None = None  # supported-while-latest: the day it was last found to be the latest release
 
     def problem(self, today: str) -> str:
         """'' while supported on `today` (ISO date); else why not."""
+        if self.status == "supported-while-latest":
+            if not self.latest_checked:
+                return f"{self.image} is supported only while it is the latest release, and no check date is recorded"
+            stale = date.fromisoformat(today) - date.fromisoformat(self.latest_checked)
+            if stale.days > LATEST_RECHECK_DAYS:
+                return (f"{self.image} is supported only while it is the latest release, last checked "
+                        f"{self.latest_checked} ({stale.days} days ago, more than {LATEST_RECHECK_DAYS}): check the "
+                        "publisher's image data for a newer one")
         if self.status == "maintenance":
             return f"{self.image} is in maintenance: {self.note}"
         if self.status == "unlisted":  # the publisher's support policy lists other versions, not this one
@@ -611,5 +629,5 @@ def load_image_support() -> dict[str, ImageSupport]:
     for key, raw in data["containers"].items():
         _cited(f"serving_images.yaml {key}", raw["sources"], known)
         out[key] = ImageSupport(key, raw["image"], raw["ga"], raw["eop"], raw["status"], raw["note"],
-                                tuple(raw["sources"]))
+                                tuple(raw["sources"]), raw.get("latest_checked"))
     return out

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from ..catalog import load_catalog
+from ..catalog import PRICED_REGIONS, load_catalog
 from ..config.loader import DEFAULT_WORKLOAD, load
 from ..errors import ConfigError, raise_all, report, strict
 from ..planning import layout
@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", metavar="RESULT.json", help="the calibration job's result: its measured speed beside "
                    "the plan's, and the run's time and cost recomputed from it")
     sub.add_parser("catalog", help="list the instance catalog with sources")
+    rp = sub.add_parser("prices", help="refresh the catalog's EC2 and SageMaker prices from the AWS Price List "
+                        "(read-only, your AWS credentials); the planner reads them over the shipped figures")
+    rp.add_argument("action", choices=("refresh",))
+    rp.add_argument("--regions", default=",".join(PRICED_REGIONS), help="comma-separated regions (default: %(default)s)")
     fp = sub.add_parser("preflight", help="check the account before cdk deploy: zones, offerings, quotas, capacity, "
                         "artifacts, CDK bootstrap, cost allocation tags, images (read-only, your AWS credentials)")
     fp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
@@ -98,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             from .report import print_catalog
             print_catalog(load_catalog())
             return 0
+        if args.command == "prices":
+            return _prices(args)
         overrides = parse_overrides(args.context)
         args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
@@ -128,6 +134,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     _show(result, as_json=args.json, calibrated=calibrated)
     return 0
+
+
+def _prices(args: argparse.Namespace) -> int:
+    regions = tuple(r.strip() for r in args.regions.split(",") if r.strip())
+    unknown = [r for r in regions if r not in load_catalog().regions]
+    if unknown or not regions:
+        raise ConfigError("--regions", args.regions, "comma-separated AWS regions the catalog knows, e.g. us-east-1",
+                          reason=f"unknown: {', '.join(unknown)}" if unknown else "none given")
+
+    def run() -> None:
+        import boto3
+
+        from . import prices
+
+        cat = load_catalog()
+        client = boto3.session.Session().client("pricing", region_name=prices.PRICING_REGION)
+        result = prices.refresh(client, cat, regions=regions)
+        print("\n".join(prices.summary(result, cat, prices.write(result))))
+    return _against_aws(run)
 
 
 def _file_errors(args: argparse.Namespace) -> list[ConfigError]:

@@ -4,9 +4,9 @@ the sagemaker SDK's image_uris (constructs_lib/images.py).
 
 What each container needs, checked at its source on 2026-11-22 (vLLM on 2026-11-25):
 
-- AWS's vLLM DLC for SageMaker, Amazon Linux 2023 build (sagemaker image `vllm-server` 2.3, tag
-  server-sagemaker-cuda-v2.3, vLLM 0.27.0): its sagemaker_entrypoint.sh runs sagemaker_args.py, which turns every
-  SM_VLLM_<FLAG> variable into `--<flag>` of vLLM's OpenAI server (SM_VLLM_TENSOR_PARALLEL_SIZE=8 ->
+- AWS's vLLM DLC for SageMaker, Amazon Linux 2023 build (sagemaker image `vllm-server` 2.6, tag
+  server-sagemaker-cuda-v2.6, vLLM 0.30.0, CUDA 13.0; checked 2026-11-28): its sagemaker_entrypoint.sh runs
+  sagemaker_args.py, which turns every SM_VLLM_<FLAG> variable into `--<flag>` of vLLM's OpenAI server (SM_VLLM_TENSOR_PARALLEL_SIZE=8 ->
   --tensor-parallel-size 8) and, when SM_VLLM_MODEL is unset, serves /opt/ml/model if it holds files, else
   HF_MODEL_ID (aws/deep-learning-containers e0ecedea, scripts/docker/vllm/sagemaker_entrypoint.sh and
   sagemaker_args.py; docker/vllm/Dockerfile.amzn2023 target vllm-sagemaker-amzn2023). Chosen over LMI (`djl-lmi`,
@@ -64,6 +64,7 @@ from ..config.model import artifact_format, attention_heads, model_shape
 from ..config.schema import Workload
 from ..errors import ConfigError
 from . import estimates as est
+from . import hosts
 
 MODEL_DIR = "/opt/ml/model"
 CODE_DIR = MODEL_DIR + "/code"
@@ -156,8 +157,6 @@ class Container:
     image: tuple[tuple[str, str], ...]  # sagemaker image_uris.retrieve arguments
     reads: str  # the artifact format
     accelerators: tuple[str | None, ...]  # accelerator kinds it runs on (None: CPU)
-    gpu_host_ami: str | None = None  # the InferenceAmiVersion its GPU build needs (None: SageMaker's default host)
-    batch_on_gpu: bool = True  # False: batch transform cannot give its GPU build the host it needs
     tag: str | None = None  # the published tag, where the SDK builds another
 
     @property
@@ -165,21 +164,16 @@ class Container:
         return REQUESTS[self.key]
 
 
-# The host AMI the vLLM and Ray Serve DLCs' own SageMaker examples deploy their GPU builds on: "GPU deployments require
-# inference_ami_version — the default SageMaker host AMI has incompatible NVIDIA drivers" (for vLLM: "for CUDA 13.0
-# images"; the vLLM 0.27.0 build is cu130); both examples pass inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"
-# (aws/deep-learning-containers e0ecedea, docs/vllm/deployment/sagemaker.md, docs/ray/deployment/sagemaker.md). A value
-# of ProductionVariant.InferenceAmiVersion (SageMaker API Reference, ProductionVariant: NVIDIA driver 550, CUDA 12.4,
-# CUDA-compat mounting disabled; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html).
-GPU_HOST_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+# GPU builds name their host AMI (workloads/planning/hosts.py, catalog/hosts.yaml): the driver runs the image's CUDA.
+# The vLLM DLC's own example passes al2-ami-sagemaker-inference-gpu-3-1 (driver 550) for its CUDA 13.0 build; NVIDIA's
+# minimum for CUDA 13 is driver 580, so the planner asks for al2023-ami-sagemaker-inference-gpu-4-1.
 VLLM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 
 CONTAINERS = {c.key: c for c in (
-    # vllm-server 2.3 is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published list read here
-    # (tests/sources/published_images/dlc_frameworks.yaml); the SDK's table goes to 2.6, not confirmed published.
-    Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.27.0, Amazon Linux 2023)",
-              (("framework", "vllm-server"), ("version", "2.3")), "huggingface", ("nvidia-gpu",),
-              gpu_host_ami=GPU_HOST_AMI),
+    # vllm-server 2.6 (vLLM 0.30.0, CUDA 13.0) is the newest Amazon Linux vLLM DLC for SageMaker in AWS's published
+    # data (tests/sources/published_images/dlc_frameworks.yaml), and the newest the installed SDK's table names.
+    Container("vllm", "AWS vLLM DLC for SageMaker (vLLM 0.30.0, Amazon Linux 2023)",
+              (("framework", "vllm-server"), ("version", "2.6")), "huggingface", ("nvidia-gpu",)),
     # The SDK's huggingface-vllm-neuronx goes to 0.4.4 and cannot build it for an inf2 type (processor "inf" refused);
     # asked with no type it names the account and repository, and the tag is pinned to the one AWS publishes:
     # 0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 (aws/deep-learning-containers e0ecedea, docs/src/data/
@@ -188,11 +182,9 @@ CONTAINERS = {c.key: c for c in (
               (("framework", "huggingface-vllm-neuronx"), ("version", "0.4.4"), ("image_scope", "inference")),
               "huggingface", ("inferentia",), tag=VLLM_NEURON_TAG),
     # Ray Serve DLC 1.4.0 (2026-08-12, Ray 2.57.0; docs/ray/changelog/index.md): tags serve-ml-sagemaker-{cpu,cuda}-v1.4
-    # (the SDK's ray-serve 1.4). Batch transform is CPU only: the GPU build needs TransformAmiVersion, which the
-    # Step Functions transform task here does not set.
+    # (the SDK's ray-serve 1.4). Its GPU build is CUDA 12.9: driver 535 runs it, in batch transform too.
     Container("ray-serve", "Ray Serve DLC 1.4 (Ray 2.57, PyTorch, Amazon Linux 2023)",
-              (("framework", "ray-serve"), ("version", "1.4")), "framework-archive", (None, "nvidia-gpu"),
-              gpu_host_ami=GPU_HOST_AMI, batch_on_gpu=False),
+              (("framework", "ray-serve"), ("version", "1.4")), "framework-archive", (None, "nvidia-gpu")),
     Container("tensorflow", "TensorFlow 2.20 Serving DLC",
               (("framework", "tensorflow"), ("version", "2.20"), ("image_scope", "inference")),
               "framework-archive", (None, "nvidia-gpu")),
@@ -246,6 +238,8 @@ class ServingPlan:
     request: RequestContract  # what /invocations reads; how batch transform splits and joins for it
     notes: tuple[str, ...] = ()
     inference_ami_version: str | None = None  # the endpoint variant's host AMI (None: SageMaker's default)
+    transform_ami_version: str | None = None  # the transform job's host AMI (None: SageMaker's default)
+    host_problem: str = ""  # why no host runs this container here ('' : one does)
 
 
 def kv_bytes_per_token(w: Workload) -> int:
@@ -341,10 +335,9 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
     # A framework archive runs on its framework's container (PyTorch: Ray Serve; TensorFlow Serving).
     archive = {"pytorch": "ray-serve"}.get(framework, framework)
     container = CONTAINERS[{"framework-archive": archive, "xgboost": "xgboost", "scikit-learn": "sklearn"}[fmt]]
-    if kind == "batch" and acc == "nvidia-gpu" and not container.batch_on_gpu:
+    if kind == "batch" and acc == "nvidia-gpu" and hosts.transform_host(container.key) is None:
         raise ConfigError(field, where, "a CPU type (c5, c6i, m5)",
-                          reason=f"the {container.title} GPU build needs host AMI {container.gpu_host_ami}, and the "
-                                 "batch transform here sets no TransformAmiVersion")
+                          reason=hosts.no_transform_host(container.key, container.title))
     if acc not in container.accelerators:
         neuron = "; Inferentia needs a Neuron-compiled model" if acc == "inferentia" else ""
         raise ConfigError(field, where, "CPU types (c5, m5)" if container.accelerators == (None,) else
@@ -368,11 +361,13 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
     if section is not None and section.artifact_key:
         key = section.artifact_key
     gpu = itype is not None and itype.accelerator is not None and itype.accelerator.kind == "nvidia-gpu"
-    # Endpoint variants take the host AMI; a transform job here cannot (no TransformAmiVersion), and says so.
-    ami = container.gpu_host_ami if gpu and kind != "batch" else None
+    # GPU endpoint variants and transform jobs name the host AMI whose driver runs the image (hosts.py).
+    host = hosts.endpoint_host(container.key) if gpu and kind != "batch" else None
+    batch_host = hosts.transform_host(container.key) if gpu and kind == "batch" else None
     common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
                   artifact_layout=layout, compressed=fmt != "huggingface", request=container.request,
-                  inference_ami_version=ami)
+                  inference_ami_version=host.ami if host else None,
+                  transform_ami_version=batch_host.ami if batch_host else None)
     if fmt != "huggingface":
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
             if container.key == "sklearn" else {}
@@ -380,10 +375,8 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
             env = {"SM_RAYSERVE_APP": RAY_APP}  # code/ is on PYTHONPATH; a config.yaml at the top wins over it
         return ServingPlan(**common, environment=env, tensor_parallel=None)
     plan = _llm(kind, w, itype, common, degree, batch)
-    if gpu and kind == "batch" and container.gpu_host_ami:
-        plan = replace(plan, notes=(*plan.notes, f"the transform job runs on SageMaker's default host AMI: the task here "
-                                    f"sets no TransformAmiVersion, and the {container.title} docs ask for "
-                                    f"{container.gpu_host_ami} on GPUs (its drivers); check the job starts"))
+    if gpu and kind == "batch" and batch_host is None:
+        plan = replace(plan, host_problem=hosts.no_transform_host(container.key, container.title))
     return plan
 
 

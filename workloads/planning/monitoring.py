@@ -61,6 +61,18 @@ def endpoint_alarms(kind: str, *, latency_ms: int | None) -> tuple[AlarmSpec, ..
     return tuple(out)
 
 
+def invocation_kind(kind: str, *, components: bool) -> str:
+    """The row of metrics.yaml invocation_dimensions an endpoint's requests, errors and latency are published under:
+    an endpoint hosting inference components publishes them per InferenceComponentName, the rest per endpoint and
+    variant (a component endpoint's alarms on EndpointName/VariantName would get no data and, notBreaching, never
+    fire)."""
+    return f"{kind}-components" if components else kind
+
+
+def invocation_dimensions(kind: str, *, components: bool) -> tuple[str, ...]:
+    return tuple(metric_facts()["invocation_dimensions"][invocation_kind(kind, components=components)])
+
+
 def batch_alarms() -> tuple[AlarmSpec, ...]:
     """A scheduled batch run that failed or ran out of time: its state machine's executions (the transform job runs
     inside it, .sync), so nobody learns of a nightly failure from an empty output prefix days later."""
