@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
+from ..catalog.sagemaker_apis import INFERENCE_API, ORCHESTRATOR_API, load_sagemaker_apis
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import model
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
@@ -74,7 +75,9 @@ def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
     return w.availability_zone, other
 
 
-def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
+def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool, api: str = "") -> InstanceType:
+    """The catalog's type; on SageMaker (`api`: the enum of botocore's model that takes it) one that API lists and the
+    catalog prices."""
     itype = cat.get(name)
     if itype is None:
         family = name.removeprefix(ML_PREFIX).split(".")[0]
@@ -87,8 +90,13 @@ def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> Inst
         families = sorted({t.family for t in cat.types.values()})
         raise ConfigError(field, name, "types of the families " + ", ".join(families) + " (python -m workloads catalog)",
                           reason="not in the instance catalog")
+    if api and (why := load_sagemaker_apis().refusal(api, itype.name)):
+        listed = sorted(n for n in load_sagemaker_apis().types[api] if cat.types[n].on_sagemaker)
+        raise ConfigError(field, name, "the catalog's types it lists: " + ", ".join(ML_PREFIX + n for n in listed),
+                          reason=why)
     if sagemaker and not itype.on_sagemaker:
-        raise ConfigError(field, name, "types with a SageMaker ml. form", reason="not offered on SageMaker")
+        raise ConfigError(field, name, "types with a recorded SageMaker price (python -m workloads catalog)",
+                          reason="the catalog records no SageMaker price for it, so it cannot be costed")
     return itype
 
 
@@ -184,10 +192,15 @@ def capacity_reservation_in_cluster_az(w: Workload, cat: Catalog) -> None:
 
 
 def orchestrator_supports_type(w: Workload, cat: Catalog) -> None:
+    """A HyperPod group or training job of a type its API's enum does not list (botocore's model) is refused."""
     itype = cat.get(w.training.instance_type) if w.training.instance_type else None
-    if itype is not None and w.training.orchestrator in ("hyperpod", "sagemaker-jobs") and not itype.on_sagemaker:
-        raise ConfigError("training.orchestrator", w.training.orchestrator, "slurm (EC2) for this type",
-                          reason=f"SageMaker does not offer ml.{itype.name}")
+    api = ORCHESTRATOR_API.get(w.training.orchestrator or "")
+    if itype is None or api is None or not (why := load_sagemaker_apis().refusal(api, itype.name)):
+        return
+    others = [o for o, a in ORCHESTRATOR_API.items() if o != w.training.orchestrator
+              and load_sagemaker_apis().takes(a, itype.name)]
+    raise ConfigError("training.orchestrator", w.training.orchestrator, " or ".join([*others, "slurm (EC2)"]) +
+                      " for this type", reason=why)
 
 
 def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
@@ -198,7 +211,8 @@ def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
 
 def notebook_type_is_known(w: Workload, cat: Catalog) -> None:
     if w.notebook is not None:
-        itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True)
+        itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True,
+                            api="InstanceType")
         _offered_in_region("notebook.instance_type", itype, w)
 
 
@@ -211,7 +225,7 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
         if not section.instance_type.startswith(ML_PREFIX):
             raise ConfigError(field, section.instance_type, f"the SageMaker form, e.g. ml.{section.instance_type}",
                               reason="inference types are SageMaker types")
-        itype = _known_type(field, section.instance_type, cat, sagemaker=True)
+        itype = _known_type(field, section.instance_type, cat, sagemaker=True, api=INFERENCE_API[kind])
         _offered_in_region(field, itype, w)
 
 

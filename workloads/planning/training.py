@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from ..catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
                       load_utilisation, network_interfaces)
+from ..catalog.sagemaker_apis import ORCHESTRATOR_API, load_sagemaker_apis
 from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from ..config.schema import CLASSIC_ML, Workload
 from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
@@ -273,6 +274,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
         return None, OUTSIDE_FAMILIES
     if w.region not in itype.regions:
         return None, f"not offered in {w.region}"
+    if (api := ORCHESTRATOR_API.get(orchestrator)) and (refusal := load_sagemaker_apis().refusal(api, name)):
+        return None, refusal
     if itype.accelerator and itype.accelerator.kind == "trainium":
         if w.model.framework != "pytorch" or not w.model.neuron_supported:
             return None, "Trainium needs a PyTorch model that compiles with Neuron"
