@@ -154,6 +154,8 @@ class Catalog:
     # EC2 Capacity Blocks for ML: what one account can hold (instances_per_block, instances_per_account, max_days,
     # source).
     capacity_block_limits: dict = field(default_factory=dict)
+    # SageMaker training plans: instance_counts (the quantities a plan reserves), max_days, source.
+    training_plan_limits: dict = field(default_factory=dict)
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -255,7 +257,10 @@ def load_catalog() -> Catalog:
     _cited("pcs_capacity_block_families", [pcs["source"]], sources)
     limits = dict(data["capacity_block_limits"])
     _cited("capacity_block_limits", [limits["source"]], sources)
+    plans = dict(data["training_plan_limits"])
+    _cited("training_plan_limits", [plans["source"]], sources)
     return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]), capacity_block_limits=limits,
+                   training_plan_limits=plans,
                    zone_id_prefixes=dict(regions_data["zone_id_prefixes"]),
                    pcs_capacity_block_families=frozenset(pcs["families"]), pcs_capacity_block_source=pcs["source"])
 
