@@ -138,3 +138,13 @@ def test_the_default_notebook_is_a_notebook_instance_type():
     from workloads.config.schema import Notebook
 
     assert Notebook().instance_type in enum("InstanceType")
+def test_training_plan_rows_are_members_of_the_reserved_capacity_enum():
+    # Every type the planner offers on a SageMaker training plan (capacity rows of the candidates table).
+    from workloads.planning.capacity import TRAINING_PLAN
+
+    w = load("huge", {"training.orchestrator": "hyperpod"})
+    rows = [c for c in plan(w).training.candidates if c.price_kind == TRAINING_PLAN]
+    assert rows
+    assert all(ML_PREFIX + c.instance_type in enum("ReservedCapacityInstanceType") for c in rows)
+
+

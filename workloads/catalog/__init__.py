@@ -398,6 +398,9 @@ class SoftwareStack:
     # the documents that say so. Empty for current stacks.
     legacy: str = ""
     legacy_sources: tuple[str, ...] = ()
+    # A stack its vendor calls beta (TorchNeuron in Neuron 2.33): what that means and where it is written.
+    beta: str = ""
+    beta_sources: tuple[str, ...] = ()
     # The parent DLAMI, for ec2:DescribeImages at deploy time (owner, name pattern); on Neuron its description names
     # the release (`release_marker`).
     parent_dlami_owner: str = "amazon"
@@ -463,10 +466,13 @@ def load_software() -> Software:
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
-            legacy_sources=tuple(raw.get("legacy_sources") or ()),
+            legacy_sources=tuple(raw.get("legacy_sources") or ()), beta=raw.get("beta") or "",
+            beta_sources=tuple(raw.get("beta_sources") or ()),
             parent_dlami_owner=raw["parent_dlami"]["owner"], parent_dlami_name=raw["parent_dlami"]["name"]))
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
+        if raw.get("beta"):
+            _cited(f"software.yaml stack {raw['name']} beta", raw["beta_sources"], known)
     for name, driver in data["drivers"].items():
         _cited(f"software.yaml driver {name}", driver["sources"], known)
     _cited("software.yaml cuda_majors_by_driver_branch", data["cuda_sources"], known)

@@ -569,8 +569,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
                                      decisions, count)
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
-    if software is not None and software.legacy:
-        findings.append(_legacy_warning(itype, software, cat))
+    if software is not None and (software.legacy or software.beta):
+        findings.append(_software_warning(itype, software, cat))
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
@@ -618,13 +618,13 @@ def _borrowed_utilisation(itype: InstanceType, precision: str, cat: Catalog) -> 
                    f"own: {entry[2]}; the run may be faster or slower than planned", f"{src.title} <{src.url}>")
 
 
-def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
-    """A family its vendor's current stack dropped trains on the last release that supports it: built, with a
-    warning that says what that means and where it is written."""
+def _software_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
+    """A family its vendor's current stack dropped trains on the last release that supports it, and a stack its vendor
+    calls beta is the current path: built, with a warning that says what that means and where it is written."""
     known = {**cat.sources, **load_software().sources}
-    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in software.legacy_sources)
-    return Finding(WARNING, "training.instance_type", itype.name, f"{software.legacy}; the nodes run {software.name}",
-                   source)
+    what, keys = (software.legacy, software.legacy_sources) if software.legacy else (software.beta, software.beta_sources)
+    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in keys)
+    return Finding(WARNING, "training.instance_type", itype.name, f"{what}; the nodes run {software.name}", source)
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str],
