@@ -511,7 +511,7 @@ def _capacity_advice(chosen: Candidate, cands: list[Candidate]) -> list[Finding]
         return []
     assert best.purchase
     return [Finding(INFO, "training.instance_type", chosen.instance_type,
-                    f"{best.instance_type} x{best.purchase.count} as a {best.price_kind} would cost "
+                    f"{best.instance_type} x{best.purchase.count} as {capacity.article(best.price_kind)} would cost "
                     f"{1 - best.usd_total / chosen.usd_total:.0%} less (${best.usd_total:,.0f} against "
                     f"${chosen.usd_total:,.0f}): {best.purchase.line()}")]
 
