@@ -200,3 +200,42 @@ def test_a_beta_stack_trains_with_a_warning_that_says_so(itype, stack):
     p = plan(load("huge", {**TRN2_PLAN, "training.instance_type": itype}))
     (warning,) = [f for f in p.warnings if f.field == "training.instance_type" and stack.beta in f.message]
     assert stack.name in warning.message and "neuron" in warning.source.lower()
+
+
+def test_a_training_job_runs_on_a_named_training_plan(monkeypatch):
+    """A SageMaker training job on a plan (ResourceConfig TrainingPlanArn): the plan prices it at the reserved rate,
+    and `submit` hands the plan's ARN to the job's compute."""
+    import sagemaker.train
+
+    from workloads.commands import jobs
+
+    arn = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/jobs-plan"
+    p = plan(load("intermediate", {"training.orchestrator": "sagemaker-jobs", "training.training_plan_arn": arn}))
+    t = p.training
+    assert t.orchestrator == "sagemaker-jobs" and t.estimate.price_note.startswith(TRAINING_PLAN)
+    rate = CAT.types[t.instance_type].capacity_block_prices["us-west-2"]
+    assert t.estimate.usd_per_hour == pytest.approx(rate * t.instance_count)
+    seen = {}
+
+    class Trainer:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+            self._latest_training_job = type("Job", (), {"training_job_name": "intermediate-train-1"})()
+
+        def train(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(sagemaker.train, "ModelTrainer", Trainer)
+    monkeypatch.setattr(jobs, "_session", lambda estate: None)
+    estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::123456789012:role/r", bucket="b",
+                         subnets=("subnet-1",), security_groups=("sg-1",))
+    submitted = jobs.submit(p, entry_point="train.py", source_dir="examples/slurm", estate=estate)
+    assert seen["compute"].training_plan_arn == arn and "on a training plan" in submitted.estimate
+
+
+def test_reserved_rows_of_a_training_job_buy_a_plan_for_training_jobs():
+    t = plan(load("intermediate")).training
+    rows = [c for c in t.candidates if c.purchase]
+    assert rows and all("--target-resources training-job" in c.purchase.search for c in rows)
+    assert all("-c training.orchestrator=sagemaker-jobs" in c.purchase.deploy for c in rows)
+    assert sum(c.chosen for c in t.candidates) == 1

@@ -204,9 +204,11 @@ def orchestrator_supports_type(w: Workload, cat: Catalog) -> None:
 
 
 def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
-    if w.training.training_plan_arn and w.training.orchestrator != "hyperpod":
-        raise ConfigError("training.orchestrator", w.training.orchestrator, "hyperpod",
-                          reason="a training plan reserves capacity for a HyperPod worker group")
+    """A training plan is used by a HyperPod instance group or a training job's ResourceConfig (TrainingPlanArn),
+    never by a Slurm cluster on EC2."""
+    if w.training.training_plan_arn and w.training.orchestrator not in ("hyperpod", "sagemaker-jobs"):
+        raise ConfigError("training.orchestrator", w.training.orchestrator, "hyperpod or sagemaker-jobs",
+                          reason="a training plan reserves capacity for a HyperPod worker group or training jobs")
 
 
 def notebook_type_is_known(w: Workload, cat: Catalog) -> None:

@@ -70,17 +70,15 @@ def training_plan_price(itype: InstanceType, region: str) -> Price | None:
 
 def reserved_price(w: Workload, cat: Catalog, itype: InstanceType, orchestrator: str) -> Price | None:
     """The capacity the plan could buy for `itype` when the config names none: a Capacity Block on a Slurm cluster
-    (a family PCS runs in blocks, sold as blocks in the region), a training plan for a HyperPod group; None when
-    there is none to buy, or capacity is already named (then every row is priced on it)."""
+    (a family PCS runs in blocks, sold as blocks in the region), a training plan for a HyperPod group or training
+    jobs; None when there is none to buy, or capacity is already named (then every row is priced on it)."""
     if capacity_named(w):
         return None
     if orchestrator == "slurm":
         if itype.family in cat.pcs_capacity_block_families and w.region in (itype.capacity_block_regions or ()):
             return _block_rate(itype, w.region)
         return None
-    if orchestrator == "hyperpod":
-        return training_plan_price(itype, w.region)
-    return None  # a training job on a plan needs training.training_plan_arn on jobs, which the config has not
+    return training_plan_price(itype, w.region)  # a HyperPod group's or a training job's plan
 
 
 def default_orchestrator(w: Workload, cat: Catalog, usual: str) -> tuple[str, str]:
@@ -140,7 +138,8 @@ def plan_count(count: int, cat: Catalog) -> int:
     return next((n for n in options if n >= count), options[-1])
 
 
-def purchase(w: Workload, cat: Catalog, itype: InstanceType, count: int, hours: float, kind: str) -> Purchase:
+def purchase(w: Workload, cat: Catalog, itype: InstanceType, count: int, hours: float, kind: str,
+             orchestrator: str = "hyperpod") -> Purchase:
     """The offering to buy for `count` x `itype` over `hours`, and the AWS CLI commands (operations and parameters of
     botocore's ec2 and sagemaker models: tests/test_capacity.py) that find and buy it."""
     days = days_to_buy(hours, kind)
@@ -148,13 +147,15 @@ def purchase(w: Workload, cat: Catalog, itype: InstanceType, count: int, hours: 
     if kind == TRAINING_PLAN:
         bought = plan_count(count, cat)
         name = f"{w.name}-{itype.family}"[:63]
+        # A plan serves one target resource (SageMakerResourceName): a HyperPod group's or training jobs'.
+        target = "training-job" if orchestrator == "sagemaker-jobs" else "hyperpod-cluster"
         return Purchase(
             kind, itype.name, bought, days,
-            search=(f"aws sagemaker search-training-plan-offerings {region} --target-resources hyperpod-cluster "
+            search=(f"aws sagemaker search-training-plan-offerings {region} --target-resources {target} "
                     f"--instance-type {ML_PREFIX}{itype.name} --instance-count {bought} --duration-hours {days * 24}"),
             buy=(f"aws sagemaker create-training-plan {region} --training-plan-name {name} "
                  "--training-plan-offering-id <TrainingPlanOfferingId>"),
-            deploy="-c training.orchestrator=hyperpod -c training.training_plan_arn=<TrainingPlanArn>")
+            deploy=f"-c training.orchestrator={orchestrator} -c training.training_plan_arn=<TrainingPlanArn>")
     return Purchase(
         kind, itype.name, count, days,
         search=(f"aws ec2 describe-capacity-block-offerings {region} --instance-type {itype.name} "

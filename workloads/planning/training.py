@@ -212,7 +212,7 @@ def _price(itype: InstanceType, w: Workload, orchestrator: str, cat: Catalog | N
     """$/h of one node on the capacity the config names (a Capacity Block, a training plan), else on-demand."""
     if orchestrator == "slurm" and cat is not None and capacity.capacity_block_pricing(w, cat):
         return itype.price(w.region, sagemaker=False, capacity_block=True)
-    if orchestrator == "hyperpod" and w.training.training_plan_arn:  # on-demand where no reserved rate is recorded
+    if orchestrator != "slurm" and w.training.training_plan_arn:  # on-demand where no reserved rate is recorded
         return capacity.training_plan_price(itype, w.region) or itype.price(w.region, sagemaker=True)
     return itype.price(w.region, sagemaker=orchestrator != "slurm")
 
@@ -442,7 +442,7 @@ def _reserved_row(row: Candidate | None, itype: InstanceType, w: Workload, cat: 
                        why=f"{nodes} nodes: a training plan reserves {', '.join(map(str, capacity.plan_counts(cat)))}")
     if not base.feasible or base.hours is None:
         return replace(base, price_kind=price.kind)
-    bought = capacity.purchase(w, cat, itype, base.count, base.hours, price.kind)
+    bought = capacity.purchase(w, cat, itype, base.count, base.hours, price.kind, orchestrator)
     hourly = price.usd_per_hour * bought.count
     return replace(base, usd_per_hour=hourly, usd_total=bought.days * 24 * hourly, price_kind=price.kind,
                    purchase=bought, why=f"{base.why}; buy {bought.days} days of {bought.count} first "
@@ -558,7 +558,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
                        epochs=w.training.epochs, training_hours=estimate.hours)
         decisions.append(f"FSx for Lustre PERSISTENT_2: {fsx.why}")
 
-    final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
+    final = tuple(replace(c, chosen=c is chosen) for c in cands)  # one row: a type may have a reserved row too
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
     if spread is not None:
