@@ -239,3 +239,20 @@ def test_reserved_rows_of_a_training_job_buy_a_plan_for_training_jobs():
     assert rows and all("--target-resources training-job" in c.purchase.search for c in rows)
     assert all("-c training.orchestrator=sagemaker-jobs" in c.purchase.deploy for c in rows)
     assert sum(c.chosen for c in t.candidates) == 1
+
+
+def test_synthesis_of_capacity_still_to_buy_is_refused_with_the_purchase():
+    """`plan` shows a run on capacity to buy; `cdk synth` would build a HyperPod group with nothing to start on, so it
+    refuses, naming the commands that buy it and the -c that deploys onto it; once named, it synthesizes."""
+    from workloads.commands.context import read_context
+
+    overrides = {"workload": "huge", **{k: v for k, v in TRN2_30B.items()}}
+    with pytest.raises(ConfigError) as err:
+        read_context(overrides)
+    message = str(err.value)
+    assert message.startswith("training.training_plan_arn = None") and "not bought yet" in message
+    assert "aws sagemaker search-training-plan-offerings" in message and "aws sagemaker create-training-plan" in message
+    assert "-c training.orchestrator=hyperpod -c training.training_plan_arn=<TrainingPlanArn>" in message
+    arn = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/bought"
+    target = read_context({**overrides, "training.orchestrator": "hyperpod", "training.training_plan_arn": arn})
+    assert target.plan.training.purchase is None

@@ -166,6 +166,18 @@ def purchase(w: Workload, cat: Catalog, itype: InstanceType, count: int, hours: 
                 "-c training.capacity_reservation_az=<AvailabilityZone> -c availability_zone=<AvailabilityZone>"))
 
 
+def bought_first(p: Purchase | None, where: str = "") -> None:
+    """Synthesis of a plan on capacity still to buy is refused: its nodes would have nothing to start on (a HyperPod
+    group without its plan, on-demand nodes of a type sold only as blocks). `python -m workloads plan` shows it; the
+    error names the commands that buy it and the -c that deploys onto it. `where`: a team's name."""
+    if p is None:
+        return
+    field = "training.training_plan_arn" if p.kind == TRAINING_PLAN else "training.capacity_reservation_id"
+    raise ConfigError(f"{where}: {field}" if where else field, None, f"the bought capacity: {p.deploy}",
+                      reason=f"{p.count} x {p.instance_type} is planned on {article(p.kind)} not bought yet, so "
+                             f"nothing would start; buy {p.days} days of it: {p.search}, then {p.buy}")
+
+
 def purchase_finding(p: Purchase, price: Price, cat: Catalog) -> Finding:
     """The WARNING a plan on capacity still to buy carries: nothing deploys onto it until it is bought and named."""
     source = "sagemaker-training-plans-search" if p.kind == TRAINING_PLAN else "ec2-capacity-blocks-guide"
