@@ -182,8 +182,8 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     for c in t.candidates:
         if c.purchase and c.feasible:  # the commands on lines of their own, never wrapped
             b = c.purchase
-            console.print(f"  - {b.count} x {b.instance_type} as {article(b.kind)} for {b.days} days: find the offering and "
-                          f"buy it, then deploy onto it with {escape(b.deploy)}")
+            console.print(f"  - {b.count} x {b.instance_type} as {article(b.kind)} for {b.days} days: find the "
+                          f"offering and buy it, then deploy onto it with {escape(b.deploy)}")
             for command in (b.search, b.buy):
                 console.print(f"      {escape(command)}", soft_wrap=True, highlight=False)
 
@@ -237,8 +237,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
     run += f" at this eager trainer's {e.utilisation:.0%} MFU, until calibrated (tuned stacks: " \
         f"{e.tuned_utilisation:.0%})" if e.tuned_utilisation and e.usd_total is not None else ""
-    bought = f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})" if t.purchase \
-        else ""
+    bought = "" if t.purchase is None else \
+        f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
     lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch":

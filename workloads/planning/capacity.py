@@ -111,8 +111,8 @@ class Purchase:
     deploy: str  # the -c overrides that deploy onto it
 
     def line(self) -> str:
-        return (f"buy {self.days} days of {self.count} x {self.instance_type} as {article(self.kind)}: `{self.search}`, then "
-                f"`{self.buy}`; then deploy onto it with {self.deploy}")
+        return (f"buy {self.days} days of {self.count} x {self.instance_type} as {article(self.kind)}: "
+                f"`{self.search}`, then `{self.buy}`; then deploy onto it with {self.deploy}")
 
 
 def article(kind: str) -> str:

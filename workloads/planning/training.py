@@ -622,7 +622,8 @@ def _software_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog
     """A family its vendor's current stack dropped trains on the last release that supports it, and a stack its vendor
     calls beta is the current path: built, with a warning that says what that means and where it is written."""
     known = {**cat.sources, **load_software().sources}
-    what, keys = (software.legacy, software.legacy_sources) if software.legacy else (software.beta, software.beta_sources)
+    what, keys = (software.legacy, software.legacy_sources) if software.legacy else \
+        (software.beta, software.beta_sources)
     source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in keys)
     return Finding(WARNING, "training.instance_type", itype.name, f"{what}; the nodes run {software.name}", source)
 
