@@ -140,6 +140,9 @@ RESERVATION = {"training.capacity_reservation_id": "cr-0123456789abcdef0",
 # EC2 sells Trn2 in us-east-2 only as Capacity Blocks, and AWS PCS runs no Trn2 block (catalog `sold`,
 # pcs_capacity_block_families): a Trn2 Slurm cluster runs on an On-Demand Capacity Reservation the user holds.
 TRN2 = {"training.instance_type": "trn2.48xlarge", **RESERVATION}
+# A HyperPod group of Trn2 on a SageMaker training plan bought in huge's region.
+TRN2_PLAN = {"training.orchestrator": "hyperpod", "training.instance_type": "trn2.48xlarge",
+             "training.training_plan_arn": "arn:aws:sagemaker:us-east-2:123456789012:training-plan/trn2-plan"}
 # A Capacity Block of a family PCS runs in blocks, sold as blocks in us-east-2.
 CAPACITY_BLOCK = {"training.instance_type": "p5.48xlarge", "training.capacity_block": "true", **RESERVATION}
 # Every variant the quality checks (cfn-lint, cdk-nag) cover: the presets and the cluster types.
@@ -164,6 +167,8 @@ VARIANTS = {
     "huge-trn1-nxd": ("huge", {"training.instance_type": "trn1.32xlarge"}),
     "huge-trn1n-nxd": ("huge", {"training.instance_type": "trn1n.32xlarge"}),
     "huge-hyperpod-trn1-nxd": ("huge", {**HYPERPOD, "training.instance_type": "trn1.32xlarge"}),
+    # Trn2 on the capacity SageMaker sells it as: a HyperPod group of ml.trn2.48xlarge on a training plan (issue 40).
+    "huge-hyperpod-trn2-plan": ("huge", TRN2_PLAN),
     # Zones named by AZ ID (the same physical zone in every account): the subnets are placed by AvailabilityZoneId.
     "small-zone-ids": ("small", {"availability_zone": "use1-az4", "second_availability_zone": "use1-az6"}),
     # Training only (issue 32): no InferenceStack.

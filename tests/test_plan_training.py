@@ -77,7 +77,8 @@ def test_small_deep_learning_gets_g4dn_or_g5():
 
 def test_intermediate_chooses_the_cheapest_total_and_shows_the_others():
     p = plan(load("intermediate"))
-    cands = {c.instance_type: c for c in p.training.candidates}
+    # The rows that deploy as they are (training plans to buy are ranked beside them: tests/test_capacity.py).
+    cands = {c.instance_type: c for c in p.training.candidates if c.purchase is None}
     chosen = cands[p.training.instance_type]
     assert chosen.chosen and chosen.feasible
     assert chosen.usd_total == min(c.usd_total for c in cands.values() if c.feasible)
@@ -96,10 +97,13 @@ def test_huge_deploys_as_shipped_on_a_type_sold_on_demand():
     itype = CAT.types[t.instance_type]
     assert itype.sold_on_demand("us-east-2") and not t.capacity_reservation_id and not t.capacity_block
     assert t.efa_interfaces == itype.efa_max_interfaces and t.placement_group
-    assert {c.price_kind for c in t.candidates} == {"EC2 on-demand"}
-    assert all(CAT.types[c.instance_type].sold_on_demand("us-east-2") for c in t.candidates)
+    # What deploys as it is is priced on-demand; Capacity Blocks to buy are ranked beside it (planning/capacity.py).
+    as_is = [c for c in t.candidates if c.purchase is None]
+    assert {c.price_kind for c in as_is} == {"EC2 on-demand"}
+    assert {c.price_kind for c in t.candidates if c.purchase} == {"EC2 Capacity Block"}
+    assert all(CAT.types[c.instance_type].sold_on_demand("us-east-2") for c in as_is)
     chosen = next(c for c in t.candidates if c.chosen)
-    assert chosen.usd_total == min(c.usd_total for c in t.candidates if c.feasible)
+    assert chosen.purchase is None and chosen.usd_total == min(c.usd_total for c in as_is if c.feasible)
     assert any("trn2.48xlarge: EC2 sells trn2.48xlarge in us-east-2 only as EC2 Capacity Blocks" in d
                for d in t.decisions)
     # The one warning a shipped huge plan may carry: Blackwell's bf16 utilisation borrowed from H100 rows.

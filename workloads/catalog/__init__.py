@@ -155,6 +155,8 @@ class Catalog:
     # EC2 Capacity Blocks for ML: what one account can hold (instances_per_block, instances_per_account, max_days,
     # source).
     capacity_block_limits: dict = field(default_factory=dict)
+    # SageMaker training plans: instance_counts (the quantities a plan reserves), max_days, source.
+    training_plan_limits: dict = field(default_factory=dict)
     # A team's allowed instance families (None: all): the planner compares and chooses only these.
     allowed_families: frozenset[str] | None = None
 
@@ -258,7 +260,10 @@ def load_catalog() -> Catalog:
     _cited("pcs_capacity_block_families", [pcs["source"]], sources)
     limits = dict(data["capacity_block_limits"])
     _cited("capacity_block_limits", [limits["source"]], sources)
+    plans = dict(data["training_plan_limits"])
+    _cited("training_plan_limits", [plans["source"]], sources)
     return Catalog(types=types, sources=sources, regions=regions, as_of=str(data["as_of"]), capacity_block_limits=limits,
+                   training_plan_limits=plans,
                    zone_id_prefixes=dict(regions_data["zone_id_prefixes"]),
                    pcs_capacity_block_families=frozenset(pcs["families"]), pcs_capacity_block_source=pcs["source"])
 
@@ -396,6 +401,9 @@ class SoftwareStack:
     # the documents that say so. Empty for current stacks.
     legacy: str = ""
     legacy_sources: tuple[str, ...] = ()
+    # A stack its vendor calls beta (TorchNeuron in Neuron 2.33): what that means and where it is written.
+    beta: str = ""
+    beta_sources: tuple[str, ...] = ()
     # The parent DLAMI, for ec2:DescribeImages at deploy time (owner, name pattern); on Neuron its description names
     # the release (`release_marker`).
     parent_dlami_owner: str = "amazon"
@@ -461,10 +469,13 @@ def load_software() -> Software:
             device=raw["device"], sources=tuple(raw["sources"]), note=raw.get("note") or "",
             neuron_release=str(raw["neuron_release"]) if raw.get("neuron_release") else None,
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
-            legacy_sources=tuple(raw.get("legacy_sources") or ()),
+            legacy_sources=tuple(raw.get("legacy_sources") or ()), beta=raw.get("beta") or "",
+            beta_sources=tuple(raw.get("beta_sources") or ()),
             parent_dlami_owner=raw["parent_dlami"]["owner"], parent_dlami_name=raw["parent_dlami"]["name"]))
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
+        if raw.get("beta"):
+            _cited(f"software.yaml stack {raw['name']} beta", raw["beta_sources"], known)
     for name, driver in data["drivers"].items():
         _cited(f"software.yaml driver {name}", driver["sources"], known)
     _cited("software.yaml cuda_majors_by_driver_branch", data["cuda_sources"], known)

@@ -214,8 +214,10 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
     estate = jobs.read_estate(result, stage=args.stage)
     if args.command == "submit":
         job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
-        print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
-              f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
+        on = "managed spot" if job.spot else \
+            "on a training plan" if result.workload.training.training_plan_arn else "on-demand"
+        print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, {on}; "
+              f"estimated cost {job.estimate}")
         stage = f" --stage {args.stage}" if args.stage else ""
         print(f"when it has finished: python -m workloads promote {args.workload}{stage} --job {job.job_name}")
     else:

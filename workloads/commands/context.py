@@ -9,6 +9,7 @@ from typing import Any
 
 from ..config.loader import DEFAULT_WORKLOAD, load, overrides_from_context
 from ..errors import ConfigError, Finding, raise_all, strict
+from ..planning.capacity import bought_first
 from ..planning.planner import Plan, plan
 from ..planning.teams import StampedTeam, load_teams
 
@@ -55,9 +56,13 @@ def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
             ignored.append(ConfigError("account", context["account"], f"account in each team's entry of "
                                        f"{context['teams']}", reason="-c account does not apply to a teams file"))
         raise_all(ignored)
-        return Target(teams=tuple(load_teams(str(context["teams"]), only=context.get("team"))))
+        teams = tuple(load_teams(str(context["teams"]), only=context.get("team")))
+        for stamped in teams:
+            bought_first(stamped.plan.training.purchase, stamped.team.name)
+        return Target(teams=teams)
     if context.get("team") is not None:
         raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
                           reason="picks a team of a teams file, and no teams file was given")
-    return Target(plan=plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides)),
-                  account=context.get("account"))
+    planned = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides))
+    bought_first(planned.training.purchase)  # a deployment needs the capacity `plan` says to buy
+    return Target(plan=planned, account=context.get("account"))

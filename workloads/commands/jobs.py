@@ -296,7 +296,8 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         compute=Compute(instance_type=t.sagemaker_instance_type, instance_count=t.instance_count,
                         volume_kms_key_id=estate.volume_key(t.sagemaker_instance_type),
                         volume_size_in_gb=volume_gb(plan, llm_trainer=llm) or DEFAULT_VOLUME_GB,
-                        enable_managed_spot_training=w.training.spot),
+                        enable_managed_spot_training=w.training.spot,
+                        training_plan_arn=w.training.training_plan_arn),  # ResourceConfig TrainingPlanArn
         stopping_condition=StoppingCondition(max_runtime_in_seconds=runtime,
                                              max_wait_time_in_seconds=min(MAX_RUNTIME_S, 2 * runtime)
                                              if w.training.spot else None),
@@ -317,7 +318,8 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     trainer.train(input_data_config=[channel], wait=False, logs=False)
     job = trainer._latest_training_job  # the SDK keeps the job it just created
     e = t.estimate
-    cost = f"{_money(e.usd_total)} on-demand" if e.usd_total is not None else f"{_money(e.usd_per_hour)}/h"
+    kind = "on a training plan" if w.training.training_plan_arn else "on-demand"
+    cost = f"{_money(e.usd_total)} {kind}" if e.usd_total is not None else f"{_money(e.usd_per_hour)}/h"
     if w.training.spot and e.spot_usd_total is not None:
         cost += f", about {_money(e.spot_usd_total)} with managed spot"
     return Submitted(job.training_job_name, t.sagemaker_instance_type, t.instance_count,

@@ -13,6 +13,7 @@ from rich.table import Table
 from ..catalog import Catalog
 from ..config.model import artifact_format
 from ..planning import estimates as est
+from ..planning.capacity import article
 from ..planning.planner import Plan
 from ..planning.training import TrainingPlan
 from .jobs import TRAINING_IMAGES
@@ -170,14 +171,23 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     kinds = sorted({c.price_kind for c in t.candidates if c.price_kind})
     table = Table(title="Training candidates, side by side" + (f" (all at {kinds[0]} prices)" if len(kinds) == 1 else
                   f" (prices: {', '.join(kinds)})" if kinds else ""), title_justify="left")
-    for col in ("type", "nodes", "accelerators", "$/h (cluster)", "time", "total", "fits", "why"):
+    for col in ("type", "capacity", "nodes", "accelerators", "$/h (cluster)", "time", "total", "fits", "why"):
         table.add_column(col, justify="right" if col in ("nodes", "$/h (cluster)", "time", "total") else "left")
-    for c in t.candidates:
+    # Ranked by total, capacity still to buy beside what deploys as it is (planning/capacity.py).
+    for c in sorted(t.candidates, key=lambda c: (not c.feasible, c.usd_total is None, c.usd_total or 0)):
         style = "bold green" if c.chosen else ("dim" if not c.feasible else "")
-        table.add_row(("* " if c.chosen else "") + c.instance_type, str(c.count), c.accelerators,
+        what = c.price_kind + (f", buy {c.purchase.days} days" if c.purchase else "")
+        table.add_row(("* " if c.chosen else "") + c.instance_type, what, str(c.count), c.accelerators,
                       money(c.usd_per_hour), _hours(c.hours), money(c.usd_total),
                       "yes" if c.feasible else "no", c.why, style=style)
     console.print(table)
+    for c in t.candidates:
+        if c.purchase and c.feasible:  # the commands on lines of their own, never wrapped
+            b = c.purchase
+            console.print(f"  - {b.count} x {b.instance_type} as {article(b.kind)} for {b.days} days: find the "
+                          f"offering and buy it, then deploy onto it with {escape(b.deploy)}")
+            for command in (b.search, b.buy):
+                console.print(f"      {escape(command)}", soft_wrap=True, highlight=False)
 
     table = Table(title="Inference", title_justify="left")
     for col in ("kind", "instance", "min-max", "$/h at min", "$/h at max", "$ per million requests", "why"):
@@ -231,7 +241,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
     run += f" at this eager trainer's {e.utilisation:.0%} MFU, until calibrated (tuned stacks: " \
         f"{e.tuned_utilisation:.0%})" if e.tuned_utilisation and e.usd_total is not None else ""
-    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}): {run}"]
+    bought = "" if t.purchase is None else \
+        f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
+    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch":
             what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")

@@ -82,7 +82,7 @@ class Training(_Frozen):
     # the plan says so.
     sequence_length: int | None = Field(default=None, ge=128, le=1_048_576)
     global_batch_tokens: int | None = Field(default=None, ge=128, le=1 << 30)
-    # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
+    # A SageMaker training plan (reserved capacity) for the HyperPod worker group or the training jobs.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
-from ..catalog.apis import accepts, serving_api
+from ..catalog.sagemaker_apis import INFERENCE_API, ORCHESTRATOR_API, load_sagemaker_apis
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import model
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
@@ -75,7 +75,9 @@ def hosting_zones(w: Workload, cat: Catalog) -> tuple[str, str]:
     return w.availability_zone, other
 
 
-def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> InstanceType:
+def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool, api: str = "") -> InstanceType:
+    """The catalog's type; on SageMaker (`api`: the enum of botocore's model that takes it) one that API lists and the
+    catalog prices."""
     itype = cat.get(name)
     if itype is None:
         family = name.removeprefix(ML_PREFIX).split(".")[0]
@@ -88,8 +90,13 @@ def _known_type(field: str, name: str, cat: Catalog, *, sagemaker: bool) -> Inst
         families = sorted({t.family for t in cat.types.values()})
         raise ConfigError(field, name, "types of the families " + ", ".join(families) + " (python -m workloads catalog)",
                           reason="not in the instance catalog")
+    if api and (why := load_sagemaker_apis().refusal(api, itype.name)):
+        listed = sorted(n for n in load_sagemaker_apis().types[api] if cat.types[n].on_sagemaker)
+        raise ConfigError(field, name, "the catalog's types it lists: " + ", ".join(ML_PREFIX + n for n in listed),
+                          reason=why)
     if sagemaker and not itype.on_sagemaker:
-        raise ConfigError(field, name, "types with a SageMaker ml. form", reason="not offered on SageMaker")
+        raise ConfigError(field, name, "types with a recorded SageMaker price (python -m workloads catalog)",
+                          reason="the catalog records no SageMaker price for it, so it cannot be costed")
     return itype
 
 
@@ -185,21 +192,29 @@ def capacity_reservation_in_cluster_az(w: Workload, cat: Catalog) -> None:
 
 
 def orchestrator_supports_type(w: Workload, cat: Catalog) -> None:
+    """A HyperPod group or training job of a type its API's enum does not list (botocore's model) is refused."""
     itype = cat.get(w.training.instance_type) if w.training.instance_type else None
-    if itype is not None and w.training.orchestrator in ("hyperpod", "sagemaker-jobs") and not itype.on_sagemaker:
-        raise ConfigError("training.orchestrator", w.training.orchestrator, "slurm (EC2) for this type",
-                          reason=f"SageMaker does not offer ml.{itype.name}")
+    api = ORCHESTRATOR_API.get(w.training.orchestrator or "")
+    if itype is None or api is None or not (why := load_sagemaker_apis().refusal(api, itype.name)):
+        return
+    others = [o for o, a in ORCHESTRATOR_API.items() if o != w.training.orchestrator
+              and load_sagemaker_apis().takes(a, itype.name)]
+    raise ConfigError("training.orchestrator", w.training.orchestrator, " or ".join([*others, "slurm (EC2)"]) +
+                      " for this type", reason=why)
 
 
 def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
-    if w.training.training_plan_arn and w.training.orchestrator != "hyperpod":
-        raise ConfigError("training.orchestrator", w.training.orchestrator, "hyperpod",
-                          reason="a training plan reserves capacity for a HyperPod worker group")
+    """A training plan is used by a HyperPod instance group or a training job's ResourceConfig (TrainingPlanArn),
+    never by a Slurm cluster on EC2."""
+    if w.training.training_plan_arn and w.training.orchestrator not in ("hyperpod", "sagemaker-jobs"):
+        raise ConfigError("training.orchestrator", w.training.orchestrator, "hyperpod or sagemaker-jobs",
+                          reason="a training plan reserves capacity for a HyperPod worker group or training jobs")
 
 
 def notebook_type_is_known(w: Workload, cat: Catalog) -> None:
     if w.notebook is not None:
-        itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True)
+        itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True,
+                            api="InstanceType")
         _offered_in_region("notebook.instance_type", itype, w)
 
 
@@ -212,20 +227,8 @@ def inference_types_are_known(w: Workload, cat: Catalog) -> None:
         if not section.instance_type.startswith(ML_PREFIX):
             raise ConfigError(field, section.instance_type, f"the SageMaker form, e.g. ml.{section.instance_type}",
                               reason="inference types are SageMaker types")
-        itype = _known_type(field, section.instance_type, cat, sagemaker=True)
+        itype = _known_type(field, section.instance_type, cat, sagemaker=True, api=INFERENCE_API[kind])
         _offered_in_region(field, itype, w)
-        _api_accepts(kind, field, section.instance_type)
-
-
-def _api_accepts(kind: str, field: str, name: str) -> None:
-    """The kind's SageMaker API takes the type (its enum in botocore's model): batch transform has no p4d or p5, and
-    CreateTransformJob would refuse every scheduled run."""
-    if accepts(kind, name):
-        return
-    api = serving_api(kind)
-    families = sorted({t.split(".")[1] for t in api.types})
-    raise ConfigError(field, name, f"types of {api.shape}: the families " + ", ".join(families),
-                      reason=f"{api.api} does not accept it (botocore's SageMaker service model)")
 
 
 def _fits_serverless(w: Workload, memory_mb: int) -> bool:

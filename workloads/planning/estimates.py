@@ -76,10 +76,13 @@ def min_instances_for_memory(parameters_billion: float, itype: InstanceType) -> 
 
 def billed_hours(hours: float, price_kind: str) -> float:
     """Hours paid for: Capacity Blocks are bought in whole days (EC2 User Guide, Capacity Blocks for ML: 1-day
-    increments up to 14 days, then 7-day increments); other kinds bill by the second."""
-    if price_kind != "EC2 Capacity Block":
+    increments up to 14 days, then 7-day increments), SageMaker training plans in 1-day increments (SageMaker
+    Developer Guide, Search training plan offerings); other kinds bill by the second."""
+    if price_kind not in ("EC2 Capacity Block", "SageMaker training plan"):
         return hours
     days = max(1, math.ceil(hours / 24 - 1e-9))
+    if price_kind == "SageMaker training plan":
+        return 24 * days
     return 24 * (days if days <= 14 else 7 * math.ceil(days / 7))
 
 
@@ -384,6 +387,11 @@ def cluster_lines(training, hours: float) -> list[MonthlyLine]:
                 "capacity reservation outside the training run", round(each * t.instance_count * outside, 2),
                 f"{nodes} x {outside:,.0f} h: static nodes on the reservation, which bills whether they run or not "
                 "(a month assumed; its term is yours)", f"${each:,.4g}/h a node ({kind})", "catalog"))
+    elif t.orchestrator == "hyperpod" and kind.startswith("SageMaker training plan"):
+        lines.append(MonthlyLine(
+            "training plan outside the training run", 0.0, f"{nodes} on a SageMaker training plan: bought up front "
+            "for whole days, which the training run counts; its capacity ends with the plan", f"${each:,.4g}/h a node "
+            f"({kind})", "catalog"))
     elif t.orchestrator == "hyperpod" and t.estimate.usd_total is not None:
         # a training plan's capacity is bought at its own, unrecorded price
         lines.append(MonthlyLine(

@@ -10,16 +10,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, SoftwareStack, devices, load_software,
-                      load_utilisation, network_interfaces)
+from ..catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, Price, SoftwareStack, devices,
+                      load_software, load_utilisation, network_interfaces)
+from ..catalog.sagemaker_apis import ORCHESTRATOR_API, load_sagemaker_apis
 from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from ..config.schema import CLASSIC_ML, Workload
 from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
-from . import communication
+from . import capacity, communication
 from . import estimates as est
 from . import layout
 from . import nxd
 from . import parallelism
+from .capacity import Purchase
 from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .parallelism import Parallelism
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
@@ -80,6 +82,7 @@ class Candidate:
     price_kind: str = ""  # EC2 on-demand | SageMaker on-demand | EC2 Capacity Block
     refused_by: str = "training.instance_count"  # the field to change when it does not fit (a set type refuses)
     ranked_by: str = "cost"  # what picks among the rows that fit: total cost (deep learning) or $/h (classic ML)
+    purchase: Purchase | None = None  # capacity to buy before deploying (a Capacity Block or training plan row)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ class TrainingPlan:
     compute_min_nodes: int | None = None
     scale_down_idle_s: int = SCALE_DOWN_IDLE_S
     precision: str = ""  # accelerators: the compute precision the estimate is priced at (bf16 | fp8 | fp16)
+    purchase: Purchase | None = None  # the capacity to buy before deploying (planning/capacity.py)
 
 
 
@@ -205,67 +209,15 @@ def _default_orchestrator(tier: str) -> str:
     return "slurm" if tier == "large-dl" else "sagemaker-jobs"
 
 
-def capacity_block_pricing(w: Workload, cat: Catalog) -> bool:
-    """Price every candidate as a Capacity Block when the config says so, or when its type is not sold on-demand in
-    the region but a block price is recorded (trn2.48xlarge on a reservation): candidates are compared on one kind of
-    price, never on-demand against Capacity Block."""
-    if w.training.capacity_block:
-        return True
-    wanted = cat.get(w.training.instance_type) if w.training.instance_type else None
-    return bool(wanted and not wanted.sold_on_demand(w.region)
-                and wanted.price(w.region, sagemaker=False, capacity_block=True) is not None)
-
-
-def slurm_capacity_refusal(itype: InstanceType, w: Workload, cat: Catalog) -> str:
-    """Why a Slurm (AWS PCS) cluster of `itype` would never start its nodes in the config's capacity, or "": PCS runs
-    Capacity Blocks of some families only, and on-demand nodes need an on-demand offering (catalog `sold`)."""
-    t = w.training
-    if t.capacity_block and itype.family not in cat.pcs_capacity_block_families:
-        families = ", ".join(sorted(cat.pcs_capacity_block_families))
-        return f"AWS PCS runs Capacity Blocks of {families} only, not of {itype.family}"
-    if not t.capacity_reservation_id and not itype.sold_on_demand(w.region):
-        how = "only as EC2 Capacity Blocks for ML" if w.region in (itype.capacity_block_regions or ()) else \
-            "without an on-demand offering"
-        return f"EC2 sells {itype.name} in {w.region} {how}, so on-demand nodes would never launch"
-    return ""
-
-
-def _capacity_as_sold(w: Workload, cat: Catalog, tier: str) -> None:
-    """A Slurm cluster of the config's type is refused when its nodes could never start: the type is not sold
-    on-demand in the region and no capacity is named, or it is named as a Capacity Block PCS does not run. The error
-    says what to set instead."""
-    t = w.training
-    itype = cat.get(t.instance_type) if t.instance_type else None
-    if itype is None or not (why := slurm_capacity_refusal(itype, w, cat)):
-        return
-    sold = [n for n in TRAINING_CANDIDATES[tier] if (x := cat.get(n)) and x.sold_on_demand(w.region) and cat.allows(n)]
-    on_demand = f"a type sold on-demand in {w.region}: {', '.join(sold)}" if sold else \
-        "a region where a type of this tier is sold on-demand"
-    source = cat.sources[cat.pcs_capacity_block_source if t.capacity_block else
-                         (itype.sold_sources or ("ec2-capacity-blocks-guide",))[0]]
-    cited = f" ({source.title} <{source.url}>, checked {source.checked})"
-    reservation = (f"an On-Demand Capacity Reservation of {itype.name} in {w.availability_zone}: "
-                   f"-c training.capacity_reservation_id=cr-... -c training.capacity_reservation_az={w.availability_zone}")
-    if t.capacity_block:
-        raise ConfigError("training.capacity_block", True, f"{reservation} (with training.capacity_block=false); or "
-                          f"{on_demand}", reason=why + cited)
-    if itype.family in cat.pcs_capacity_block_families and w.region in (itype.capacity_block_regions or ()):
-        block = (f"buy a Capacity Block of {itype.name} in {w.availability_zone}, then name it: -c "
-                 f"training.capacity_block=true -c training.capacity_reservation_id=cr-... -c "
-                 f"training.capacity_reservation_az={w.availability_zone}")
-        raise ConfigError("training.instance_type", itype.name, f"{block}; or {on_demand}", reason=why + cited)
-    pcs = "" if itype.family in cat.pcs_capacity_block_families else \
-        f"; AWS PCS does not run {itype.family} Capacity Blocks"
-    raise ConfigError("training.instance_type", itype.name, f"{on_demand}; or {reservation}",
-                      reason=why + pcs + cited)
-
-
 OUTSIDE_FAMILIES = "outside the team's allowed families"
 
 
 def _price(itype: InstanceType, w: Workload, orchestrator: str, cat: Catalog | None = None):
-    if orchestrator == "slurm" and cat is not None and capacity_block_pricing(w, cat):
+    """$/h of one node on the capacity the config names (a Capacity Block, a training plan), else on-demand."""
+    if orchestrator == "slurm" and cat is not None and capacity.capacity_block_pricing(w, cat):
         return itype.price(w.region, sagemaker=False, capacity_block=True)
+    if orchestrator != "slurm" and w.training.training_plan_arn:  # on-demand where no reserved rate is recorded
+        return capacity.training_plan_price(itype, w.region) or itype.price(w.region, sagemaker=True)
     return itype.price(w.region, sagemaker=orchestrator != "slurm")
 
 
@@ -277,6 +229,8 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
         return None, OUTSIDE_FAMILIES
     if w.region not in itype.regions:
         return None, f"not offered in {w.region}"
+    if (api := ORCHESTRATOR_API.get(orchestrator)) and (refusal := load_sagemaker_apis().refusal(api, name)):
+        return None, refusal
     if itype.accelerator and itype.accelerator.kind == "trainium":
         if w.model.framework != "pytorch" or not w.model.neuron_supported:
             return None, "Trainium needs a PyTorch model that compiles with Neuron"
@@ -288,13 +242,19 @@ def _eligible(name: str, w: Workload, cat: Catalog, orchestrator: str) -> tuple[
         return None, stack
     if itype.accelerator and not (precision := precision_of(w, itype))[0]:
         return None, f"training.precision {w.training.precision}: {precision[1]}"
-    if orchestrator == "slurm" and (refusal := slurm_capacity_refusal(itype, w, cat)):
-        return None, refusal
-    if _price(itype, w, orchestrator, cat) is None:
-        kind = "Capacity Block" if orchestrator == "slurm" and capacity_block_pricing(w, cat) else \
-            "EC2 on-demand" if orchestrator == "slurm" else "SageMaker"
-        return None, f"no {kind} price recorded (compared like for like)"
     return itype, ""
+
+
+def _unpriced(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str) -> str:
+    """Why `itype` has no row on the config's capacity (on-demand unless it names some), or "": its nodes would
+    never start there, or no price of that kind is recorded (rows are compared like for like)."""
+    if orchestrator == "slurm" and (refusal := capacity.slurm_capacity_refusal(itype, w, cat)):
+        return refusal
+    if _price(itype, w, orchestrator, cat) is None:
+        kind = "Capacity Block" if orchestrator == "slurm" and capacity.capacity_block_pricing(w, cat) else \
+            "EC2 on-demand" if orchestrator == "slurm" else "SageMaker"
+        return f"no {kind} price recorded (compared like for like)"
+    return ""
 
 
 def _decoder(w: Workload) -> dict:
@@ -337,8 +297,11 @@ def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism 
     return nxd.choose(**shape)
 
 
-def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float) -> Candidate:
-    price = _price(itype, w, orchestrator, cat)
+def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str, flops: float,
+                  price: Price | None = None) -> Candidate:
+    """The type's row: its node count (memory and the target time), hours and total at `price` (default: the config's
+    capacity, _price)."""
+    price = price or _price(itype, w, orchestrator, cat)
     assert price and itype.accelerator
     precision = priced_precision(w, itype)
     peak = est.peak_tflops(itype, precision, load_utilisation())
@@ -437,8 +400,9 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
 
 
 def _pick(cands: list[Candidate]) -> Candidate:
-    """The cheapest feasible candidate: lowest total cost (DL) or $/h then fewest nodes (CPU)."""
-    feasible = [c for c in cands if c.feasible]
+    """The cheapest feasible candidate: lowest total cost (DL) or $/h then fewest nodes (CPU); among the rows that
+    deploy as they are, and only where there is none, among those on capacity still to buy."""
+    feasible = [c for c in cands if c.feasible and c.purchase is None] or [c for c in cands if c.feasible]
     if not feasible:
         best = min(cands, key=lambda c: c.usd_per_hour)
         raise ConfigError("training", best.instance_type, "a larger instance_count or max_hours, or less data",
@@ -457,15 +421,42 @@ def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
     cands, skipped = [], []
     for name in names:
         itype, reason = _eligible(name, w, cat, orchestrator)
-        if itype is None:
+        if itype is None or (reason := _unpriced(itype, w, cat, orchestrator)) and (
+                flops is None or capacity.reserved_price(w, cat, itype, orchestrator) is None):
             skipped.append(f"{name}: {reason}")
         elif flops is None:
             cands.append(_cpu_candidate(itype, w, orchestrator))
         elif itype.accelerator is None:
             skipped.append(f"{name}: CPU type for a neural network; no FLOP estimate")
         else:
-            cands.append(_dl_candidate(itype, w, cat, orchestrator, flops))
+            row = None if reason else _dl_candidate(itype, w, cat, orchestrator, flops)
+            if reason:
+                skipped.append(f"{name} on-demand: {reason}")
+            cands += [r for r in (row, _reserved_row(row, itype, w, cat, orchestrator, flops)) if r is not None]
     return cands, skipped
+
+
+def _reserved_row(row: Candidate | None, itype: InstanceType, w: Workload, cat: Catalog, orchestrator: str,
+                  flops: float) -> Candidate | None:
+    """The type's row on capacity bought for the run (a Capacity Block, a training plan), beside its on-demand `row`
+    (None: it has none): the nodes it buys for the whole days it buys them, with the purchase to make first."""
+    price = capacity.reserved_price(w, cat, itype, orchestrator)
+    if price is None or (row is not None and not row.feasible):
+        return None
+    base = row or _dl_candidate(itype, w, cat, orchestrator, flops, price)
+    if price.kind == capacity.TRAINING_PLAN and base.feasible and not w.training.instance_count and \
+            (nodes := capacity.plan_count(base.count, cat)) != base.count:
+        # A plan reserves one of its quantity options: train on every node bought (at most the largest, for longer).
+        fixed = w.model_copy(update={"training": w.training.model_copy(update={"instance_count": nodes})})
+        base = replace(_dl_candidate(itype, fixed, cat, orchestrator, flops, price),
+                       why=f"{nodes} nodes: a training plan reserves {', '.join(map(str, capacity.plan_counts(cat)))}")
+    if not base.feasible or base.hours is None:
+        return replace(base, price_kind=price.kind)
+    bought = capacity.purchase(w, cat, itype, base.count, base.hours, price.kind, orchestrator)
+    hourly = price.usd_per_hour * bought.count
+    return replace(base, usd_per_hour=hourly, usd_total=bought.days * 24 * hourly, price_kind=price.kind,
+                   purchase=bought, why=f"{base.why}; buy {bought.days} days of {bought.count} first "
+                   f"(`{bought.buy.split(' --')[0]}`, commands below the table)")
 
 
 def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: list[str],
@@ -488,9 +479,13 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
         why = "" if chosen.ranked_by == "cost" else (" (classic ML takes the cheapest node per hour that holds the "
                                                      "data; each row's time assumes every vCPU busy)")
         decisions.append(f"{chosen.instance_type}: lowest {chosen.ranked_by} among the {fit} of {len(cands)} "
-                         f"candidates that fit{why}")
+                         f"candidates that fit{why}" + (" and deploy as they are" if chosen.purchase is None and
+                                                        any(c.purchase for c in cands) else ""))
+        findings.extend(_capacity_advice(chosen, cands))
         return chosen
-    chosen = next((c for c in cands if c.instance_type == wanted), None)
+    # The config's type as it deploys today, else on the capacity it must buy (trn2.48xlarge: reserved only).
+    chosen = next((c for c in cands if c.instance_type == wanted and c.purchase is None),
+                  next((c for c in cands if c.instance_type == wanted), None))
     if chosen is None:
         why = next((r.split(": ", 1)[1] for r in skipped if r.startswith(f"{wanted}: ")), "not a candidate")
         plannable = [c.instance_type for c in cands if c.feasible]
@@ -504,26 +499,44 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
         raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
                           reason=f"{wanted} x{chosen.count}: {chosen.why}")
     decisions.append(f"instance type {wanted} set by the config")
-    others = [c for c in cands if c.instance_type != wanted and c.feasible]
+    others = [c for c in cands if c.instance_type != wanted and c.feasible and c.purchase is None]
     if others and chosen.usd_total and chosen.ranked_by == "cost":
         best = _pick(others)
         if best.usd_total and best.usd_total < chosen.usd_total * 0.95:
             # Advice, not a refusal: the config's type is built as asked.
             findings.append(Finding(INFO, "training.instance_type", wanted, f"{best.instance_type} x{best.count} would "
                                     f"cost {1 - best.usd_total / chosen.usd_total:.0%} less (the candidates table)"))
+    findings.extend(_capacity_advice(chosen, cands))
     return chosen
+
+
+def _capacity_advice(chosen: Candidate, cands: list[Candidate]) -> list[Finding]:
+    """INFO where capacity bought for the run (a row with a purchase) costs over 5% less than the chosen row that
+    deploys as it is: the table ranks them side by side, and the pick stays what deploys without buying first."""
+    bought = [c for c in cands if c.feasible and c.purchase and c.usd_total]
+    if chosen.purchase or not chosen.usd_total or not bought:
+        return []
+    best = min(bought, key=lambda c: c.usd_total or 0)
+    if not best.usd_total or best.usd_total >= chosen.usd_total * 0.95:
+        return []
+    assert best.purchase
+    return [Finding(INFO, "training.instance_type", chosen.instance_type,
+                    f"{best.instance_type} x{best.purchase.count} as {capacity.article(best.price_kind)} would cost "
+                    f"{1 - best.usd_total / chosen.usd_total:.0%} less (${best.usd_total:,.0f} against "
+                    f"${chosen.usd_total:,.0f}): {best.purchase.line()}")]
 
 
 def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     tier = tier_of(w)
     decisions = [TIER_REASON[tier]]
-    orchestrator = w.training.orchestrator or _default_orchestrator(tier)
+    orchestrator, sold_as = (w.training.orchestrator, "") if w.training.orchestrator else \
+        capacity.default_orchestrator(w, cat, _default_orchestrator(tier))
     classic = tier in CLASSIC_ML
     tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
     flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
     if orchestrator == "slurm":
-        _capacity_as_sold(w, cat, tier)
+        capacity.capacity_as_sold(w, cat, TRAINING_CANDIDATES[tier])
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
     findings: list[Finding] = []
     chosen = _choose(w, cands, skipped, decisions, findings, allowed=cat.allowed_families)
@@ -531,7 +544,9 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         decisions.append("not considered: " + "; ".join(skipped))
     itype, count = cat.types[chosen.instance_type], chosen.count
 
-    if w.training.orchestrator is None and orchestrator == "slurm" and count == 1:
+    if sold_as:
+        decisions.append(sold_as)
+    elif w.training.orchestrator is None and orchestrator == "slurm" and count == 1 and chosen.purchase is None:
         orchestrator = "sagemaker-jobs"
         decisions.append("single node: SageMaker training job rather than a Slurm cluster")
     elif w.training.orchestrator is None:
@@ -541,15 +556,19 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     storage = _storage(w, orchestrator, tier, decisions)
     # Multi-node jobs use every EFA interface the type has (SageMaker and HyperPod attach them too).
     efa = itype.efa_max_interfaces if count > 1 else 0
-    placement = _placement(w, orchestrator, efa, decisions)
-    estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops)
+    placement = capacity.placement(w, orchestrator, efa, decisions)
+    reserved = capacity.reserved_price(w, cat, itype, orchestrator) if chosen.purchase else None
+    estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops, reserved, chosen.purchase)
+    if chosen.purchase and reserved:
+        findings.append(capacity.purchase_finding(chosen.purchase, reserved, cat))
+    findings.extend(capacity.plan_arn_findings(w))
     fsx = None
     if storage == "fsx-lustre":
         fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
                        epochs=w.training.epochs, training_hours=estimate.hours)
         decisions.append(f"FSx for Lustre PERSISTENT_2: {fsx.why}")
 
-    final = tuple(replace(c, chosen=c.instance_type == chosen.instance_type) for c in cands)
+    final = tuple(replace(c, chosen=c is chosen) for c in cands)  # one row: a type may have a reserved row too
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
     if spread is not None:
@@ -562,8 +581,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
             spread = nxd.planned(w, spread, decisions, findings, billions=trained_billion(w))
     software = load_software().for_type(itype) if acc else None
     assert not isinstance(software, str)  # _eligible refused types without a stack
-    if software is not None and software.legacy:
-        findings.append(_legacy_warning(itype, software, cat))
+    if software is not None and (software.legacy or software.beta):
+        findings.append(_software_warning(itype, software, cat))
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
@@ -577,8 +596,9 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         findings.append(borrowed)
     if spread is not None and (mismatch := _shape_mismatch(w)):
         findings.append(mismatch)
-    findings.extend(_capacity_at_scale(w, cat, itype, count, orchestrator, estimate))
-    min_nodes = _compute_scaling(w, orchestrator, count, decisions)
+    if chosen.purchase is None:
+        findings.extend(capacity.capacity_at_scale(w, cat, itype, count, orchestrator, estimate.hours))
+    min_nodes = capacity.compute_scaling(w, orchestrator, count, decisions)
     return TrainingPlan(
         instance_type=itype.name, sagemaker_instance_type=ML_PREFIX + itype.name, instance_count=count,
         orchestrator=orchestrator, storage=storage, tier=tier,
@@ -589,71 +609,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
-        compute_min_nodes=min_nodes, precision=precision,
+        compute_min_nodes=min_nodes, precision=precision, purchase=chosen.purchase,
     )
-
-
-# The largest cluster planned on-demand without a capacity warning. An assumption, not an AWS figure: EC2 publishes
-# no on-demand capacity for accelerated types, and clusters beyond a few nodes are bought as Capacity Blocks or
-# SageMaker training plans in practice.
-ON_DEMAND_CLUSTER_NODES = 16
-
-
-def _capacity_at_scale(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
-                       estimate: TrainingEstimate) -> list[Finding]:
-    """A WARNING for accelerated clusters beyond what on-demand realistically gets, priced as Capacity Blocks where
-    a rate is recorded, naming each published Capacity Block limit the run exceeds (catalog capacity_block_limits)."""
-    if itype.accelerator is None or count <= ON_DEMAND_CLUSTER_NODES or estimate.hours is None:
-        return []
-    limits = cat.capacity_block_limits
-    src = cat.sources[limits["source"]]
-    days = math.ceil(estimate.hours / 24)
-    exceeded = []
-    if count > limits["instances_per_block"]:
-        exceeded.append(f"{count} nodes exceed {limits['instances_per_block']} instances per Capacity Block (it "
-                        f"takes {math.ceil(count / limits['instances_per_block'])} blocks, each its own reservation)")
-    if count > limits["instances_per_account"]:
-        exceeded.append(f"{count} nodes exceed {limits['instances_per_account']} instances across an account's "
-                        "Capacity Blocks")
-    if days > limits["max_days"]:
-        exceeded.append(f"{days} days exceed a block's {limits['max_days']}-day maximum")
-    cited = f"{src.title} <{src.url}>, checked {src.checked}"
-    if w.training.capacity_block:
-        if not exceeded:
-            return []
-        return [Finding(WARNING, "training.instance_count", count, "beyond the Capacity Block limits: " +
-                        "; ".join(exceeded), cited)]
-    block = itype.price(w.region, sagemaker=False, capacity_block=True)
-    priced = ""
-    if block is not None and block.region == w.region:
-        total = est.billed_hours(estimate.hours, block.kind) * block.usd_per_hour * count
-        priced = f"; as Capacity Blocks at ${block.usd_per_hour:g}/h a node ({block.label}) it costs ${total:,.0f}"
-    else:
-        priced = f"; no {itype.name} Capacity Block rate is recorded for {w.region}"
-    what = "SageMaker training plans" if orchestrator != "slurm" else \
-        "EC2 Capacity Blocks (-c training.capacity_block=true with the reservation) or SageMaker training plans"
-    limits_line = ("; " + "; ".join(exceeded)) if exceeded else \
-        f"; within the Capacity Block limits ({limits['instances_per_block']} instances a block, " \
-        f"{limits['instances_per_account']} across an account's blocks, {limits['max_days']} days)"
-    return [Finding(WARNING, "training.capacity_block", False,
-                    f"{count} x {itype.name} for {days} days priced on-demand: clusters beyond "
-                    f"{ON_DEMAND_CLUSTER_NODES} nodes rarely get on-demand capacity; reserve {what}{priced}"
-                    f"{limits_line}", cited)]
-
-
-def _compute_scaling(w: Workload, orchestrator: str, count: int, decisions: list[str]) -> int | None:
-    """The Slurm compute group's minimum: static nodes only where the capacity is paid whether they run or not (a
-    Capacity Block, or a reservation); dynamic nodes otherwise, so an idle on-demand cluster bills no compute."""
-    if orchestrator != "slurm":
-        return None
-    if w.training.capacity_reservation_id:
-        paid = "Capacity Block, bought up front for its days" if w.training.capacity_block else \
-            "capacity reservation, billed whether its instances run or not"
-        decisions.append(f"static compute nodes ({count} of {count}): the {paid}")
-        return count
-    decisions.append(f"dynamic compute nodes (0 to {count}): PCS starts them for queued jobs and ends them after "
-                     f"{SCALE_DOWN_IDLE_S} s idle (ScaleDownIdleTimeInSeconds), so an idle cluster bills no compute")
-    return 0
 
 
 def _borrowed_utilisation(itype: InstanceType, precision: str, cat: Catalog) -> Finding | None:
@@ -673,13 +630,14 @@ def _borrowed_utilisation(itype: InstanceType, precision: str, cat: Catalog) -> 
                    f"own: {entry[2]}; the run may be faster or slower than planned", f"{src.title} <{src.url}>")
 
 
-def _legacy_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
-    """A family its vendor's current stack dropped trains on the last release that supports it: built, with a
-    warning that says what that means and where it is written."""
+def _software_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:
+    """A family its vendor's current stack dropped trains on the last release that supports it, and a stack its vendor
+    calls beta is the current path: built, with a warning that says what that means and where it is written."""
     known = {**cat.sources, **load_software().sources}
-    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in software.legacy_sources)
-    return Finding(WARNING, "training.instance_type", itype.name, f"{software.legacy}; the nodes run {software.name}",
-                   source)
+    what, keys = (software.legacy, software.legacy_sources) if software.legacy else \
+        (software.beta, software.beta_sources)
+    source = "; ".join(f"{known[k].title} <{known[k].url}>" for k in keys)
+    return Finding(WARNING, "training.instance_type", itype.name, f"{what}; the nodes run {software.name}", source)
 
 
 def _parallelism(w: Workload, itype: InstanceType, count: int, decisions: list[str],
@@ -822,21 +780,12 @@ def _nothing_ignored(w: Workload, orchestrator: str) -> None:
     raise_all(errors)
 
 
-def _placement(w: Workload, orchestrator: str, efa: int, decisions: list[str]) -> bool:
-    """A cluster placement group for EFA clusters we launch ourselves, except on a Capacity Block."""
-    if orchestrator != "slurm" or efa == 0:
-        return False
-    if w.training.capacity_block:
-        decisions.append("no placement group: AWS already places a Capacity Block, and a placement group on it "
-                         "causes insufficient-capacity errors")
-        return False
-    decisions.append("cluster placement group: all nodes close on the network, in one AZ")
-    return True
-
-
 def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
-              tokens: float | None, flops: float | None) -> TrainingEstimate:
-    price = _price(itype, w, orchestrator, cat)
+              tokens: float | None, flops: float | None, reserved: Price | None = None,
+              purchase: Purchase | None = None) -> TrainingEstimate:
+    """Time and cost of the run: on the config's capacity, or on `reserved` capacity still to buy (`purchase`: its
+    nodes, for whole days)."""
+    price = reserved or _price(itype, w, orchestrator, cat)
     assert price
     util = util_range = tuned = None
     basis = ""
@@ -851,22 +800,26 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
         basis = "; ".join(f"{m.what}: {m.value / 1e6:g} M cell-rounds per vCPU-second [{m.source}]"
                           for m in u.classic_rates)
-    cluster_usd_h = price.usd_per_hour * count
+    cluster_usd_h = price.usd_per_hour * (purchase.count if purchase else count)
     total = est.billed_hours(hrs, price.kind) * cluster_usd_h
     total_range = (est.billed_hours(low_h, price.kind) * cluster_usd_h,
                    est.billed_hours(high_h, price.kind) * cluster_usd_h)
     spot = total * (1 - est.SPOT_SAVING) if managed_spot(orchestrator) else None
     note = price.label
-    if price.kind == "EC2 Capacity Block" and w.training.capacity_block:
-        note += "; bought in whole days up front, so the total is whole days of the block"
-    elif price.kind == "EC2 Capacity Block":
+    if purchase:
+        note += (f"; to buy: {purchase.days} days of {purchase.count} nodes, paid up front, so the total is whole days "
+                 "of them")
+    elif price.kind in (capacity.CAPACITY_BLOCK, capacity.TRAINING_PLAN) and \
+            (w.training.capacity_block or w.training.training_plan_arn):
+        note += "; bought in whole days up front, so the total is whole days of it"
+    elif price.kind == capacity.CAPACITY_BLOCK:
         note += (f"; {itype.name} is not sold on-demand in {w.region}, so the named reservation is priced at the "
                  "type's Capacity Block rate in whole days (the reservation's own rate is not recorded)")
-    if w.training.training_plan_arn:
-        # A training plan is bought up front at its own price, not at on-demand rates.
+    elif w.training.training_plan_arn:
+        # No reserved rate of the type is recorded: a training plan's own up-front price is unknown here.
         total = spot = total_range = None
-        note = ("SageMaker training plan: bought at its own up-front price, which the catalog does not record, so "
-                f"the total is unknown; {price.kind} $/h shown for reference only")
+        note = (f"SageMaker training plan: no reserved rate of {itype.name} is recorded in {w.region}, so the total "
+                f"is unknown; {price.kind} $/h shown for reference only")
     return TrainingEstimate(
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
