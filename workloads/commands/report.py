@@ -14,6 +14,7 @@ from ..catalog import Catalog
 from ..config.model import artifact_format
 from ..planning import estimates as est
 from ..planning.planner import Plan
+from ..planning.precision import trainer_flags
 from ..planning.training import TrainingPlan
 from .jobs import TRAINING_IMAGES
 
@@ -146,7 +147,6 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"{f.throughput_mb_s:,.0f} MB/s against a need of {max(f.read_need_mb_s, f.checkpoint_need_mb_s):,.0f} MB/s "
                       f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
     line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)} likely"
-    line += " (this trainer, eager, uncalibrated)" if e.tuned_utilisation else ""
     if e.hours_range:
         line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
         if e.usd_total_range:
@@ -157,9 +157,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if e.flops and e.utilisation_range:
         console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%} "
                       f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
-        if e.tuned_utilisation:
-            console.print(f"  tuned stacks reach {e.tuned_utilisation:.1%} MFU; this trainer, eager, about "
-                          f"{e.utilisation:.1%} until calibrated (`plan --calibrate` measures it)")
+        if t.precision:
+            how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
+            console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
+                          f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
@@ -225,8 +226,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     many warnings follow."""
     t, e = p.training, p.training.estimate
     run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
-    run += f" at this eager trainer's {e.utilisation:.0%} MFU, until calibrated (tuned stacks: " \
-        f"{e.tuned_utilisation:.0%})" if e.tuned_utilisation and e.usd_total is not None else ""
+    run += f" in {t.precision} at {e.utilisation:.0%} MFU, until calibrated" \
+        if t.precision and e.utilisation and e.usd_total is not None else ""
     lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}): {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch":

@@ -73,9 +73,8 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
-    # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
-    # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell), priced at bf16
-    # while the shipped trainer has no float8 layers (planning/training.py priced_precision).
+    # Compute precision: None = fp8 where the accelerator has FP8 tensor cores (Hopper, Blackwell) and the model's
+    # linears take it (planning/precision.py), else bf16, or fp16 (with loss scaling) where there is no bf16 (T4, V100).
     precision: Literal["bf16", "fp8", "fp16"] | None = None
     # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
     # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);

@@ -21,6 +21,7 @@ from . import layout
 from . import parallelism
 from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .parallelism import Parallelism
+from .precision import choose as choose_precision, compiles, trainer_flags
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -96,7 +97,6 @@ class TrainingEstimate:
     price_note: str = ""
     assumptions: tuple[str, ...] = ()
     basis: str = ""  # the published measurements the range rests on
-    tuned_utilisation: float | None = None  # the tuned stacks' likely MFU where `utilisation` is the eager trainer's
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,12 @@ class TrainingPlan:
     compute_min_nodes: int | None = None
     scale_down_idle_s: int = SCALE_DOWN_IDLE_S
     precision: str = ""  # accelerators: the compute precision the estimate is priced at (bf16 | fp8 | fp16)
+    compiled: bool = False  # the trainer compiles its blocks (train.py --compile): NVIDIA GPUs
+
+    @property
+    def speed_flags(self) -> tuple[str, ...]:
+        """train.py's flags for the precision and compiler the estimate is priced at."""
+        return tuple(trainer_flags(self.precision, self.compiled))
 
 
 
@@ -147,36 +153,21 @@ def utilisation(itype: InstanceType, parameters_billion: float, *, precision: st
                 recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
     `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range).
-    On NVIDIA GPUs the published rows are tuned stacks' and the shipped trainer runs eager: scaled to it (est.eager)
-    until a calibration job measures it."""
-    r = est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                              recompute=recompute, sequence=sequence)
-    return est.eager(r) if itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else r
+    The published rows are compiled or hand-tuned stacks'; the shipped trainer compiles its blocks on NVIDIA GPUs
+    (precision.compiles) and Neuron compiles its graph, so they stand as published until `plan --calibrate`."""
+    return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
+                                 recompute=recompute, sequence=sequence)
 
 
 def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
-    """The run's compute precision on `itype` and why, or ("", why not) when the config's precision is impossible."""
-    assert itype.accelerator
-    has_bf16 = (itype.peak_tflops_dtype or "bf16") == "bf16"
-    model = itype.accelerator.model
-    wanted = w.training.precision
-    if wanted is None:
-        return ("bf16", "bf16 (the default)") if has_bf16 else \
-            ("fp16", f"fp16 with dynamic loss scaling: {model} has no bf16 tensor cores")
-    if wanted == "bf16" and not has_bf16:
-        return "", f"{model} has no bf16 tensor cores (fp16 with loss scaling is what it trains in)"
-    if est.peak_tflops(itype, wanted, load_utilisation()) is None:
-        offered = sorted(m for m, _ in load_utilisation().peaks.get(wanted, {}).items())
-        return "", f"{model} has no recorded {wanted} peak (fp8 is offered on {', '.join(offered)})"
-    return wanted, f"{wanted} set by training.precision"
+    """The run's compute precision on `itype` and why, or ("", why not) when the config's precision is impossible
+    (precision.choose: fp8 where the accelerator and the model allow it)."""
+    return choose_precision(w, itype)
 
 
 def priced_precision(w: Workload, itype: InstanceType) -> str:
-    """The precision the estimate is priced at: what the shipped trainer computes in. examples/slurm/train.py runs bf16
-    (or fp16 with loss scaling) and has no float8 layers (torchao is not among its packages), so fp8 is priced at
-    bf16's peak and published bf16 runs; precision_of still refuses fp8 where the accelerator has none."""
-    precision = precision_of(w, itype)[0]
-    return "bf16" if precision == "fp8" else precision
+    """The precision the estimate is priced at: the one the trainer runs (train.py --precision fp8 --compile)."""
+    return precision_of(w, itype)[0]
 
 
 def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
@@ -555,12 +546,6 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
-    if precision and precision_of(w, itype)[0] == "fp8" and spread is not None:
-        # Priced at what the shipped trainer runs (priced_precision). Not an impossibility: a warning.
-        findings.append(Finding(WARNING, "training.precision", "fp8",
-                                "priced at bf16: the shipped train.py computes in bf16 (no float8 layers), so the "
-                                "estimate uses bf16's peak and published bf16 runs; a trainer with float8 (torchao "
-                                "float8, Transformer Engine) would train faster, at the published fp8 runs' rate", ""))
     if precision and (borrowed := _borrowed_utilisation(itype, precision, cat)):
         findings.append(borrowed)
     if spread is not None and (mismatch := _shape_mismatch(w)):
@@ -577,7 +562,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         placement_group=placement, capacity_reservation_id=w.training.capacity_reservation_id,
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
-        compute_min_nodes=min_nodes, precision=precision,
+        compute_min_nodes=min_nodes, precision=precision, compiled=bool(acc and not classic and compiles(itype)),
     )
 
 
@@ -826,14 +811,16 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
               tokens: float | None, flops: float | None) -> TrainingEstimate:
     price = _price(itype, w, orchestrator, cat)
     assert price
-    util = util_range = tuned = None
+    util = util_range = None
     basis = ""
     if flops is not None:
         precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
-        util, util_range, basis, tuned = r.likely, (r.low, r.high), r.basis, r.tuned
+        util, util_range, basis = r.likely, (r.low, r.high), r.basis
         peak = est.peak_tflops(itype, precision, load_utilisation())
         low_h, hrs, high_h = (_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
+        # a faster compute hides less communication, so the range's ends are the extremes of the three
+        low_h, high_h = min(low_h, hrs, high_h), max(low_h, hrs, high_h)
     else:
         u = load_utilisation()
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
@@ -859,7 +846,6 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
         spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
-        tuned_utilisation=tuned,
     )
 
 
