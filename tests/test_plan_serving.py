@@ -15,7 +15,7 @@ import pytest
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog
 from workloads.planning.estimates import billed_hours, load_services
-from workloads.planning.serving import runs_per_month
+from workloads.planning.schedule import runs_per_month
 
 from .conftest import CAPACITY_BLOCK, ROOT, TRN2
 

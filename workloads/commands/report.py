@@ -247,6 +247,7 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     m = p.monthly
     if m is not None:
         lines.append(f"         a month of the estate {money(m.usd_month)}" + (
+            f" with its {m.training_runs:,.1f} training runs" if m.training_runs else
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:
         lines.append(f"         team {budget['team']}: {money(budget['monthly_estimate_usd'])} against its budget of "
@@ -263,6 +264,9 @@ def _print_monthly(p: Plan, console: Console) -> None:
         return
     head = f"one training run {money(m.training_run_usd)} + a month {money(m.usd_month)} = {money(m.headline_usd)}" \
         if m.headline_usd is not None else f"a month {money(m.usd_month)} (training run not priced)"
+    if m.training_runs and m.headline_usd is not None:
+        head = f"a month {money(m.usd_month)}, its {m.training_runs:,.1f} training runs of {money(m.training_run_usd)} " \
+            "included"
     table = Table(title=f"The whole estate: {head}", title_justify="left")
     for col in ("item", "$ a month", "quantity", "price (kind)", "source"):
         table.add_column(col, justify="right" if col == "$ a month" else "left")

@@ -85,11 +85,23 @@ class Training(_Frozen):
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
 
+    # How often the workload trains (a nightly retrain): an EventBridge schedule, cron(...) or rate(...) as
+    # inference.batch.schedule, or runs a month. The monthly estimate counts every run; absent: one run.
+    schedule: str | None = Field(default=None, pattern=r"^(cron\(.+\)|rate\(.+\))$")
+    runs_per_month: float | None = Field(default=None, gt=0, le=50_000)
+
     @field_validator("instance_type")
     @classmethod
     def _ec2_name(cls, value: str | None) -> str | None:
         # Training types are named in EC2 form; the ml. form is accepted and normalised.
         return value.removeprefix("ml.") if value else value
+
+    @model_validator(mode="after")
+    def _one_frequency(self) -> "Training":
+        if self.schedule and self.runs_per_month:
+            raise ValueError(f"schedule {self.schedule!r} and runs_per_month {self.runs_per_month:g} both set; "
+                             "allowed: one of them")
+        return self
 
 
 class Realtime(_Frozen):

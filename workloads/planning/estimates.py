@@ -217,11 +217,12 @@ class MonthlyLine:
 @dataclass(frozen=True)
 class Monthly:
     lines: tuple[MonthlyLine, ...]
-    usd_month: float  # every line but the training run
+    usd_month: float  # every line but the one training run (a scheduled workload's runs are a line of it)
     training_run_usd: float | None
-    headline_usd: float | None  # one training run plus a month of everything else
+    headline_usd: float | None  # one training run plus a month of everything else; the month where runs are in it
     note: str
     sources: dict[str, str]  # key -> "title <url>, checked date"
+    training_runs: float | None = None  # runs a month (training.schedule or runs_per_month), in usd_month
 
 
 # What the stacks create whatever the workload, counted here for their monthly lines (tests/test_billed_resources.py
@@ -326,6 +327,13 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
             "serving; an account's first three are free, not counted here)",
             f"${cd['usd_per_dashboard_month']:g}/dashboard-month (CloudWatch list price)", cd["source"])
     lines.extend(cluster_lines(training, hours))
+    from .schedule import training_runs_per_month
+
+    runs, said = training_runs_per_month(w)
+    run = training.estimate.usd_total
+    if runs and run is not None:
+        add("training runs", run * runs, f"{runs:,.1f} runs x ${run:,.4g} ({said})", training.estimate.price_note,
+            "catalog")
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
         add("notebook", notebook_price.usd_per_hour * h, f"{h} h (assumed: stops itself after "
@@ -337,15 +345,17 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         f"{gb_logs} GB ingested and stored (assumed)", f"${logs['usd_per_gb_ingested']}/GB ingested + "
         f"${logs['usd_per_gb_month_stored']}/GB-month (CloudWatch list price)", logs["source"])
     month = round(sum(line.usd for line in lines), 2)
-    run = training.estimate.usd_total
     region = "" if w.region == "us-east-1" else f"; service prices are us-east-1's ({w.region} may differ)"
     region += "; the PCS controller's fee is not recorded" if training.orchestrator == "slurm" else ""
-    return Monthly(tuple(lines), month, None if run is None else round(run, 2),
-                   None if run is None else round(run + month, 2),
-                   f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "
-                   f"network, the cluster's always-on nodes and logs{region}; compute nodes that run only for jobs "
-                   "are in the training run",
-                   {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()})
+    # A workload that trains on a schedule has its runs in the month; else the headline adds its one run.
+    headline = None if run is None else round(month if runs else run + month, 2)
+    what = f"a month with its {runs:,.1f} training runs ({said})" if runs else \
+        f"one training run ({training.estimate.price_note}) + a month"
+    return Monthly(tuple(lines), month, None if run is None else round(run, 2), headline,
+                   f"headline = {what} of serving, storage, network, the cluster's always-on nodes and logs{region}; "
+                   "compute nodes that run only for jobs are in the training run" + ("s" if runs else ""),
+                   {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()},
+                   training_runs=runs)
 
 
 def cluster_lines(training, hours: float) -> list[MonthlyLine]:

@@ -15,6 +15,7 @@ from ..catalog import (ML_PREFIX, Catalog, InstanceType, NetworkInterface, Softw
 from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from ..config.schema import CLASSIC_ML, Workload
 from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
+from . import classic as classic_types
 from . import communication
 from . import estimates as est
 from . import layout
@@ -49,18 +50,15 @@ TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
                  "p6-b300.48xlarge"),
     "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
     "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
-    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge",
-                "r5.xlarge", "r5.2xlarge", "r5.4xlarge", "r5.12xlarge"),
-    "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
-                     "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
-}
+}  # classic ML: every CPU type a sourced reason does not exclude (classic.candidates)
 TIER_REASON = {
     "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA; Trainium means "
                 "Trn2 now, the generation Neuron still trains on",
     "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed",
     "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5",
-    "xgboost": "XGBoost is memory-bound: general purpose m5 and memory optimized r5, not compute optimized c5; one "
-               "node that holds the data before distributed training",
+    "xgboost": "XGBoost trains on CPU, memory-bound: every CPU family is a candidate (m5 and r5 hold more memory a "
+               "vCPU, c5 costs less an hour where it holds the data); one node that holds the data before distributed "
+               "training",
     "scikit-learn": "classic ML trains on CPU, never a GPU",
 }
 # Inference families in order of preference per need; the cheapest that holds the model wins.
@@ -225,7 +223,7 @@ def _capacity_as_sold(w: Workload, cat: Catalog, tier: str) -> None:
     itype = cat.get(t.instance_type) if t.instance_type else None
     if itype is None or not (why := slurm_capacity_refusal(itype, w, cat)):
         return
-    sold = [n for n in TRAINING_CANDIDATES[tier] if (x := cat.get(n)) and x.sold_on_demand(w.region) and cat.allows(n)]
+    sold = [n for n in TRAINING_CANDIDATES.get(tier, ()) if (x := cat.get(n)) and x.sold_on_demand(w.region) and cat.allows(n)]
     on_demand = f"a type sold on-demand in {w.region}: {', '.join(sold)}" if sold else \
         "a region where a type of this tier is sold on-demand"
     source = cat.sources[cat.pcs_capacity_block_source if t.capacity_block else
@@ -432,7 +430,7 @@ def _pick(cands: list[Candidate]) -> Candidate:
 def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
                 flops: float | None) -> tuple[list[Candidate], list[str]]:
     """Every eligible type of the tier (plus the config's own choice), costed side by side."""
-    names = list(TRAINING_CANDIDATES[tier])
+    names = classic_types.candidates(cat, orchestrator)[0] if tier in CLASSIC_ML else list(TRAINING_CANDIDATES[tier])
     if w.training.instance_type and w.training.instance_type not in names:
         names.insert(0, w.training.instance_type)
     cands, skipped = [], []
@@ -510,6 +508,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     chosen = _choose(w, cands, skipped, decisions, findings, allowed=cat.allowed_families)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
+    if classic and (excluded := classic_types.candidates(cat, orchestrator)[1]):
+        decisions.append("not candidates: " + "; ".join(excluded))
     itype, count = cat.types[chosen.instance_type], chosen.count
 
     if w.training.orchestrator is None and orchestrator == "slurm" and count == 1:
