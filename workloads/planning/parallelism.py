@@ -117,6 +117,7 @@ class Parallelism:
     warmup_steps: int = 0  # linear warmup before the cosine decay
     checkpoint_every: int = 0  # steps between the background checkpoints (0: the trainer's default)
     shard_group: int = 0  # sharding "hybrid": data ranks each shard group holds the state over (0: all data ranks)
+    task: str = "causal-lm"  # what is trained: a decoder language model, or an encoder's sequence classification
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON."""

@@ -17,6 +17,7 @@ from ..config.schema import CLASSIC_ML, Workload
 from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
 from . import classic as classic_types
 from . import communication
+from . import encoder
 from . import estimates as est
 from . import layout
 from . import parallelism
@@ -183,7 +184,7 @@ def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str)
 
 def planned_sequence(w: Workload) -> int:
     """The sequence length the plan trains at: training.sequence_length, else the layout's default."""
-    return w.training.sequence_length or parallelism.SEQUENCE
+    return encoder.sequence(w) if encoder.is_classifier(w) else w.training.sequence_length or parallelism.SEQUENCE
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -292,8 +293,11 @@ def _decoder(w: Workload) -> dict:
 
 
 def trained_billion(w: Workload) -> float:
-    """The parameters (billions) of the decoder the trainer builds (config/model.py decoder_parameters): what memory and
-    time are sized from, whatever model.parameters_billion says (a WARNING when they differ by over a tenth)."""
+    """The parameters (billions) of the model the trainer builds (config/model.py decoder_parameters, or the encoder
+    classifier's): what memory and time are sized from, whatever model.parameters_billion says (a WARNING when a
+    decoder's differ by over a tenth)."""
+    if encoder.is_classifier(w):
+        return encoder.parameters_billion(w)
     return decoder_parameters(**_decoder(w)) / 1e9
 
 
@@ -301,7 +305,7 @@ def _shape_mismatch(w: Workload) -> Finding | None:
     """A WARNING when the decoder the trainer builds differs from model.parameters_billion by more than a tenth: the
     plan sizes memory and time from the shape's count, so the stated size is not what is trained or priced."""
     stated, built = w.model.parameters_billion, trained_billion(w)
-    if abs(built / stated - 1) <= SHAPE_TOLERANCE:
+    if encoder.is_classifier(w) or abs(built / stated - 1) <= SHAPE_TOLERANCE:
         return None
     return Finding(WARNING, "model.parameters_billion", stated,
                    f"the decoder the trainer builds ({shape_line(w)}) has {built:.3g}B parameters, not the "
@@ -311,7 +315,10 @@ def _shape_mismatch(w: Workload) -> Finding | None:
 
 
 def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
-    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count."""
+    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count; an encoder
+    classifier's own layout (encoder.layout)."""
+    if encoder.is_classifier(w):
+        return encoder.layout(w, itype, count)
     return parallelism.choose(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                               sequence=w.training.sequence_length or parallelism.SEQUENCE,
                               global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
@@ -498,7 +505,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     decisions = [TIER_REASON[tier]]
     orchestrator = w.training.orchestrator or _default_orchestrator(tier)
     classic = tier in CLASSIC_ML
-    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
+    epochs = encoder.epochs(w) if encoder.is_classifier(w) else w.training.epochs
+    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, epochs)
     flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
     if orchestrator == "slurm":
@@ -535,7 +543,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
-        spread = _run_length(w, spread, tokens, decisions)
+        spread = encoder.run_length(w, spread, tokens, decisions) if encoder.is_classifier(w) else \
+            _run_length(w, spread, tokens, decisions)
         # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
         spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
                                      decisions, count)
