@@ -95,3 +95,22 @@ def test_a_precision_the_hardware_cannot_run_is_refused_in_one_line():
                          capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr and "training.precision" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_calibrate_compares_the_measured_mfu_over_the_plans_precision_peak():
+    """`plan --calibrate` puts the measured rate on the plan's basis: over the FP8 peak for an fp8 plan (the bf16 peak
+    would double it), and says when the run measured another precision."""
+    from workloads.planning.calibration import calibrate
+
+    t = plan(load("huge", _pretrain("us-east-1", "us-east-1a"))).training
+    itype = CAT.types[t.instance_type]
+    peak = est.peak_tflops(itype, "fp8", U)
+    parameters = t.estimate.flops / 6 / (t.estimate.tokens_billion * 1e9)
+    tokens_s = t.estimate.utilisation * peak * 1e12 * t.instance_count / (6 * parameters)
+    result = {"tokens_per_s": tokens_s, "ranks": t.parallelism.ranks, "nodes": t.instance_count,
+              "parameters": parameters}
+    c = calibrate(t, result)
+    assert c.mfu == pytest.approx(t.estimate.utilisation) and c.verdict == "within the planned range"
+    other = calibrate(t, {**result, "precision": "bf16"})
+    assert any("measured in bf16, the plan trains in fp8" in w and "--precision fp8 --compile" in w
+               for w in other.warnings)

@@ -81,6 +81,10 @@ def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
     if lay and result["ranks"] != lay.ranks:
         warnings.append(f"measured on {result['ranks']} ranks, the plan's layout has {lay.ranks}: run the Calibrate "
                         "output's job on the cluster for the plan's own figure")
+    measured_in = result.get("precision")
+    if t.precision and isinstance(measured_in, str) and measured_in != t.precision:
+        warnings.append(f"measured in {measured_in}, the plan trains in {t.precision}: run the Calibrate output's job, "
+                        f"which passes train.py {' '.join(t.speed_flags)}")
     if result.get("device") == "cpu":
         warnings.append("measured on CPU ranks: a test of the path, not the cluster's speed")
     itype = load_catalog().get(t.instance_type)
