@@ -143,7 +143,7 @@ def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
     hyperpod = t.orchestrator == "hyperpod"
     cdk.CfnOutput(stack, "Submit", value=slurm_submit(workload=workload, nodes=t.instance_count,
                                                       accelerator_kind=t.accelerator_kind, parallelism=t.parallelism,
-                                                      auto_resume=hyperpod),
+                                                      auto_resume=hyperpod, speed=t.speed_flags),
                   description="Tokenize datasets/text/ with datasets/tokenizer/, then train the plan's steps on every "
                               "node and export the model where serving reads it (docs/training.md)")
     itype = load_catalog().get(t.instance_type)
@@ -153,6 +153,7 @@ def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
                               "the type's EFA line rate (docs/operations.md)")
     if t.parallelism and not t.parallelism.nxdt:  # NxD Training's layouts rest on Neuron's published throughput
         cdk.CfnOutput(stack, "Calibrate", value=calibration_submit(
-            workload=workload, nodes=t.instance_count, itype=itype, accelerator_kind=t.accelerator_kind),
+            workload=workload, nodes=t.instance_count, itype=itype, accelerator_kind=t.accelerator_kind,
+            precision=t.precision, speed=t.speed_flags),
             description="The trainer for a few steps on the plan's layout; then `python -m "
                                                  "workloads plan --calibrate RESULT.json` (docs/operations.md)")

@@ -88,19 +88,31 @@ def test_the_penalty_scales_only_rows_measured_without_recompute():
 
 # ---------------------------------------------------------------- precision
 
-def test_fp8_is_priced_at_bf16_because_the_shipped_trainer_computes_in_bf16():
-    """Issue 33 M3: train.py has no float8 layers, so an fp8 plan costs what a bf16 one does (bf16 peak, published
-    bf16 runs), and says why."""
-    bf16 = _training({**PRETRAIN_70B, "training.instance_type": "p5.48xlarge"})
-    fp8 = _training({**PRETRAIN_70B, "training.instance_type": "p5.48xlarge", "training.precision": "fp8"})
-    assert (bf16.precision, fp8.precision) == ("bf16", "bf16")
-    assert "fp8 MFU" not in fp8.estimate.basis
-    peak = CAT.types["p5.48xlarge"].peak_tflops  # the catalog's bf16 peak of the node
-    w = load("huge", {**PRETRAIN_70B, "training.instance_type": "p5.48xlarge", "training.precision": "fp8"})
-    comm = step_communication(w, CAT.types["p5.48xlarge"], fp8.instance_count, fp8.estimate.utilisation, peak)
+def test_fp8_is_planned_where_the_hardware_has_it_and_priced_at_fp8s_peak_and_runs():
+    """Issue 42: the trainer runs torchao's Float8 linears and torch.compile, so on H100/B200 the plan trains in fp8 by
+    default, at the FP8 peak and the published fp8 runs; training.precision bf16 opts out, priced at bf16's."""
+    over = {**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge"}
+    fp8 = _training(over)
+    bf16 = _training({**over, "training.precision": "bf16"})
+    assert (fp8.precision, bf16.precision, fp8.compiled) == ("fp8", "bf16", True)
+    assert "fp8 MFU" in fp8.estimate.basis and "bf16 MFU" in bf16.estimate.basis
+    itype = CAT.types["p6-b200.48xlarge"]
+    peak = est.peak_tflops(itype, "fp8", U)
+    assert peak == 8 * U.peaks["fp8"]["NVIDIA B200"][0] and peak == 2 * itype.peak_tflops
+    w = load("huge", over)
+    comm = step_communication(w, itype, fp8.instance_count, fp8.estimate.utilisation, peak)
     assert fp8.estimate.hours == pytest.approx(fp8.estimate.flops / (peak * 1e12 * fp8.instance_count
                                                                      * fp8.estimate.utilisation) / 3600 * comm.factor)
-    assert (fp8.estimate.hours, fp8.instance_count) == (bf16.estimate.hours, bf16.instance_count)
+    assert fp8.estimate.usd_total < bf16.estimate.usd_total
+    assert any("fp8 (torchao Float8 training" in d for d in fp8.decisions)
+
+
+def test_fp8_is_not_chosen_where_the_hardware_or_the_model_cannot_take_it():
+    a100 = _training({**PRETRAIN_70B, "training.instance_type": "p4d.24xlarge", "training.max_hours": None})
+    assert a100.precision == "bf16" and any("not fp8: NVIDIA A100 40GB has no recorded FP8" in d for d in a100.decisions)
+    odd = _training({**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge", "model.hidden_size": "8200",
+                     "model.attention_heads": "40", "model.kv_heads": "8"})
+    assert odd.precision == "bf16" and any("divisible by 16 (hidden 8200" in d for d in odd.decisions)
 
 
 def test_fp8_is_refused_where_the_accelerator_has_none():
@@ -129,7 +141,7 @@ def test_a_t4_plan_is_fp16_and_never_says_bf16():
 
 def test_a_large_on_demand_run_is_warned_and_priced_as_capacity_blocks():
     p = plan(load("huge", {**PRETRAIN_70B, "region": "us-east-2", "availability_zone": "us-east-2b",
-                           "training.instance_type": "p5.48xlarge"}))
+                           "training.instance_type": "p5.48xlarge", "training.max_hours": None}))
     t = p.training
     warning, = [f for f in t.findings if f.level == WARNING and f.field == "training.capacity_block"]
     assert f"{t.instance_count} x p5.48xlarge" in warning.message and "Capacity Block" in warning.message
@@ -173,8 +185,8 @@ def test_llama2_70b_gpu_hours_are_within_the_plans_range():
                       "data.tokens_billion": str(r["tokens_billion"]), "region": "us-west-2",
                       "availability_zone": "us-west-2a"})
     itype = CAT.types["p4d.24xlarge"]
-    # Meta's tuned stack: held to the tuned stacks' range, before the eager trainer's factor (est.eager)
-    compute = [est.hours(t.estimate.flops, itype, nodes, u / est.EAGER_FRACTION, itype.peak_tflops)
+    # Meta's tuned stack: held to the published stacks' range (the trainer compiles its blocks: no eager factor)
+    compute = [est.hours(t.estimate.flops, itype, nodes, u, itype.peak_tflops)
                for u in t.estimate.utilisation_range]
     high, low = (h * nodes * 8 for h in compute)
     assert low <= r["gpu_hours"] <= high, (low, r["gpu_hours"], high)
@@ -192,8 +204,8 @@ def test_llama3_405b_mfu_bounds_the_plans_range_from_above():
                    "model.parameters_billion": str(r["parameters_billion"]), "model.layers": str(r["layers"]),
                    "model.hidden_size": str(r["hidden_size"]), "model.attention_heads": str(r["attention_heads"]),
                    "model.kv_heads": str(r["kv_heads"]), "model.vocab_size": str(r["vocab_size"]),
-                   "data.tokens_billion": "2000"})
-    low, high = (u / est.EAGER_FRACTION for u in t.estimate.utilisation_range)  # the tuned stacks' range
+                   "data.tokens_billion": "2000", "training.precision": "bf16"})
+    low, high = t.estimate.utilisation_range  # the published (compiled or tuned) stacks' range
     assert 0.75 * r["bf16_mfu"][0] <= low and high <= r["bf16_mfu"][1], (low, high)
 
 
@@ -210,14 +222,27 @@ def test_megatron_bridge_fp8_runs_are_within_the_fp8_range(system, model, gpus, 
     assert U.peaks["fp8"][CAT.types[itype].accelerator.model][0] == peak
 
 
-def test_an_fp8_plan_warns_that_the_shipped_trainer_computes_in_bf16():
-    """train.py has no float8 layers: the plan prices bf16 and says fp8 would need a trainer with float8."""
-    p = plan(load("huge", {"training.precision": "fp8", "training.instance_type": "p5.48xlarge"}))
-    assert p.training.precision == "bf16" and p.training.parallelism.precision == "bf16"
-    assert [f.field for f in p.findings if f.level == "WARNING" and "computes in bf16" in f.message] == \
-        ["training.precision"]
-    assert not [f for f in plan(load("huge", {"training.instance_type": "p5.48xlarge"})).findings
-                if "computes in bf16" in f.message]
+def test_the_launch_commands_run_the_precision_and_compiler_the_plan_prices():
+    """The Submit line, a job's hyperparameters and the calibration job pass train.py --precision fp8 --compile where
+    the plan trains in fp8; a bf16 plan passes --compile alone; the calibration's MFU is over the fp8 peak."""
+    from workloads.planning.acceptance import calibration_submit
+    from workloads.planning.train_commands import job_hyperparameters, slurm_submit
+
+    t = _training({**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge"})
+    assert t.speed_flags == ("--precision", "fp8", "--compile")
+    submit = slurm_submit(workload="w", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
+                          parallelism=t.parallelism, speed=t.speed_flags)
+    assert "train-gpu.sbatch --data" in submit and " --precision fp8 --compile " in submit
+    hyper = job_hyperparameters(t.parallelism, t.speed_flags)
+    assert (hyper["precision"], hyper["compile"]) == ("fp8", "true")
+    itype = CAT.types["p6-b200.48xlarge"]
+    calibrate = calibration_submit(workload="w", nodes=2, itype=itype, accelerator_kind="nvidia-gpu",
+                                   precision=t.precision, speed=t.speed_flags)
+    assert "--precision fp8 --compile" in calibrate and f"--peak-tflops {U.peaks['fp8']['NVIDIA B200'][0]:g}" in calibrate
+    bf16 = _training({**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge", "training.precision": "bf16"})
+    assert bf16.speed_flags == ("--compile",)
+    from workloads.planning.precision import compiles, trainer_flags
+    assert not compiles(CAT.types["trn1.32xlarge"]) and trainer_flags("bf16", False) == []  # Neuron compiles itself
 
 
 # ---------------------------------------------------------------- Blackwell utilisation (issue 33, part 3)
@@ -231,16 +256,16 @@ def test_blackwell_bf16_rests_on_borrowed_rows_marked_in_the_data_and_warned_in_
     assert model in U.borrowed and U.stand_in[model] == "NVIDIA H100 80GB" and not U.figures(model, "large", "bf16")
     precision, source, why = U.borrowed[model]
     assert precision == "bf16" and source in CAT.sources and "GPT OSS 120B" in why and "searched 2026-11-25" in why
-    t = _training({**PRETRAIN_70B, "training.instance_type": itype})
+    t = _training({**PRETRAIN_70B, "training.instance_type": itype, "training.precision": "bf16"})
     warned = [f for f in t.findings if f.level == WARNING and f.field == "training.instance_type"]
     assert len(warned) == 1 and "NVIDIA H100 80GB's published utilisation" in warned[0].message, t.findings
     assert "Megatron-Bridge" in warned[0].source
 
 
-# fp8 is priced at bf16 while the trainer has no float8 layers (priced_precision), so fp8 on B200 borrows H100's
-# bf16 rows too; H100 has its own either way.
-@pytest.mark.parametrize("overrides", [{"training.instance_type": "p5.48xlarge"},
-                                       {"training.instance_type": "p5.48xlarge", "training.precision": "fp8"}])
+# H100 has its own rows in either precision; B200 its own fp8 rows (the default there).
+@pytest.mark.parametrize("overrides", [{"training.instance_type": "p5.48xlarge", "training.max_hours": None},
+                                       {"training.instance_type": "p5.48xlarge", "training.precision": "bf16"},
+                                       {"training.instance_type": "p6-b200.48xlarge"}])
 def test_a_plan_on_its_own_published_rows_has_no_borrowed_warning(overrides):
     t = _training({**PRETRAIN_70B, **overrides})
     assert not [f for f in t.findings if "published utilisation on" in f.message], t.findings
@@ -294,48 +319,40 @@ def test_every_row_from_a_source_that_counts_attention_says_so_and_carries_its_s
                                            (8192, ("MPT-30B on 8 x H100, seq 8192",))])
 def test_the_plan_uses_the_rows_at_its_own_sequence_length_where_published(seq, expected):
     """Before: plans at 4,096 or 8,192 tokens took the 2,048-token rows (MPT-30B: 43.9% at 2,048, 29.9% at 8,192)."""
-    t = _training({"training.instance_type": "p5.48xlarge", "training.sequence_length": str(seq)})
+    t = _training({"training.instance_type": "p5.48xlarge", "training.sequence_length": str(seq),
+                   "training.precision": "bf16"})
     assert t.parallelism.sequence == seq
     r = est.utilisation_range(CAT.types["p5.48xlarge"], 70, U, sequence=seq, recompute=t.parallelism.recompute)
     shown = [part.split(" 0.")[0] for part in r.basis.split(": ", 1)[1].split("; ")]
     assert all(any(e in part for e in expected) for part in shown) and len(shown) == len(expected), r.basis
-    assert t.estimate.tuned_utilisation == pytest.approx(r.likely)
+    assert t.estimate.utilisation == pytest.approx(r.likely)
     assert all(e in t.estimate.basis for e in expected) and "seq 2048" not in t.estimate.basis
 
 
-# ---------------------------------------------------------------- the trainer we ship (M1)
+# ---------------------------------------------------------------- the trainer we ship (issue 42)
 
-# torchtitan docs/performance.md (pytorch/torchtitan eaea6f6a), Table 1: Llama 3.1 8B, FSDP, 8 H100, tokens/s/GPU.
-TORCHTITAN_EAGER, TORCHTITAN_COMPILED = 5762, 6667
-
-
-def test_the_plan_prices_the_eager_trainer_it_ships_and_says_what_tuned_stacks_reach():
-    """Before: the likely figure was the tuned stacks' own (llm-foundry, Megatron-Bridge), though train.py runs eager
-    FSDP2 (no torch.compile, unfused norms). Now it is scaled by torchtitan's eager/compiled ratio until calibrated,
-    and the summary says which figure the cost is at."""
+def test_the_compiled_trainer_is_priced_as_published_and_the_summary_says_its_precision():
+    """Before: the published rows were scaled by torchtitan's eager/compiled ratio (5,762 / 6,667) because train.py ran
+    eager. It now compiles its blocks (--compile), so the rows stand as published, and the summary says the precision
+    and MFU the cost is at."""
     from workloads.commands.report import print_plan
     from rich.console import Console
 
-    assert est.EAGER_FRACTION == pytest.approx(TORCHTITAN_EAGER / TORCHTITAN_COMPILED)
-    p = plan(load("huge", {"training.instance_type": "p5.48xlarge"}))
+    p = plan(load("huge", {**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge"}))
     t = p.training
-    tuned = est.utilisation_range(CAT.types["p5.48xlarge"], 70, U, recompute=t.parallelism.recompute,
-                                  sequence=t.parallelism.sequence)
-    assert t.estimate.tuned_utilisation == pytest.approx(tuned.likely)
-    assert t.estimate.utilisation == pytest.approx(tuned.likely * TORCHTITAN_EAGER / TORCHTITAN_COMPILED)
-    assert t.estimate.utilisation_range == pytest.approx((tuned.low * est.EAGER_FRACTION,
-                                                          tuned.high * est.EAGER_FRACTION))
-    assert "torchtitan" in t.estimate.basis
+    published = est.utilisation_range(CAT.types["p6-b200.48xlarge"], 70, U, precision="fp8",
+                                       recompute=t.parallelism.recompute, sequence=t.parallelism.sequence)
+    assert (t.estimate.utilisation, t.estimate.utilisation_range) == (published.likely, (published.low, published.high))
     console = Console(record=True, width=400)
     print_plan(p, console=console)
     out = console.export_text()
     summary = next(line for line in out.splitlines() if "summary: train on" in line)
-    assert "eager" in summary and "until calibrated" in summary and f"{tuned.likely:.0%}" in summary
-    assert f"tuned stacks reach {tuned.likely:.1%} MFU; this trainer, eager, about {t.estimate.utilisation:.1%}" in out
+    assert f"in fp8 at {published.likely:.0%} MFU, until calibrated" in summary and "eager" not in out
+    assert "train.py --precision fp8 --compile" in out
 
 
-def test_trainium_figures_are_not_scaled_for_an_eager_gpu_trainer():
+def test_trainium_figures_stand_as_published():
     from workloads.planning.training import utilisation
 
     r = utilisation(CAT.types["trn1.32xlarge"], 70)  # Neuron compiles the graph: its rows stand as published
-    assert r.tuned is None and "torchtitan" not in r.basis and r == est.utilisation_range(CAT.types["trn1.32xlarge"], 70, U)
+    assert r == est.utilisation_range(CAT.types["trn1.32xlarge"], 70, U)

@@ -282,7 +282,10 @@ def test_a_language_model_job_runs_the_shipped_trainer_on_the_plans_data(emulato
 
     p = plan(load("intermediate"))
     request, printed = _recorded_submit(monkeypatch, "intermediate")
-    assert request["HyperParameters"] == {k: str(v) for k, v in job_hyperparameters(p.training.parallelism).items()}
+    assert request["HyperParameters"] == {k: str(v) for k, v in
+                                          job_hyperparameters(p.training.parallelism, p.training.speed_flags).items()}
+    # the precision and compiler the estimate is priced at (issue 42): --compile on NVIDIA GPUs, fp8 where it trains so
+    assert request["HyperParameters"]["compile"] == "true" and p.training.compiled
     assert request["HyperParameters"]["steps"] == str(p.training.parallelism.steps)
     assert request["HyperParameters"]["text"] == keys_in_job(layout.TEXT)
     assert request["OutputDataConfig"]["CompressionType"] == "NONE"

@@ -20,7 +20,7 @@ def _types():
 
 @pytest.mark.parametrize("preset, overrides, sharding, ranks", [
     ("intermediate", {"training.instance_type": "p5.48xlarge"}, "none", 8),  # 3B in 80 GB: DDP
-    ("intermediate", None, "hybrid", 8),  # the preset's p4d (40 GB): sharded within the node
+    ("intermediate", {"training.instance_type": "p4d.24xlarge"}, "hybrid", 8),  # p4d (40 GB): sharded in the node
     ("huge", TRN2, "full", 16 * 64), ("huge", None, "full", 16 * 8)])
 def test_presets_get_the_simplest_layout_that_fits(preset, overrides, sharding, ranks):
     spread = plan(load(preset, overrides)).training.parallelism

@@ -198,8 +198,10 @@ def test_a_team_whose_families_cannot_train_its_workload_is_told_which_would():
         load_teams_from(tabular)
     assert [str(e) for e in err.value.errors] == [
         "teams[tabular].allowed_instance_families = ['g5']: none of the team's families can train this workload; "
-        "allowed: a list including m5 or r5 (the families of the types that could train this workload: m5.xlarge, "
-        "m5.2xlarge, m5.4xlarge, m5.12xlarge, m5.24xlarge, r5.xlarge, r5.2xlarge, r5.4xlarge, r5.12xlarge)"]
+        "allowed: a list including c5 or c6i or m5 or r5 (the families of the types that could train this workload: "
+        "c5.xlarge, c5.2xlarge, c5.4xlarge, c5.9xlarge, c5.18xlarge, c6i.xlarge, c6i.2xlarge, c6i.4xlarge, "
+        "c6i.8xlarge, m5.large, m5.xlarge, m5.2xlarge, m5.4xlarge, m5.12xlarge, m5.24xlarge, r5.xlarge, r5.2xlarge, "
+        "r5.4xlarge, r5.12xlarge)"]  # every CPU family the catalog offers and SageMaker trains on (issue 42)
 
 
 def load_teams_from(*teams: dict, folder=None):

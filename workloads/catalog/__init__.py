@@ -293,6 +293,9 @@ class MfuFigure(Measurement):
     layers: int | None = None
     hidden: int | None = None
     parameters_billion: float | None = None
+    # The software that ran it (torchtitan, Megatron-Bridge, llm-foundry, Neuron ...): the planner takes a band's
+    # likely figure from its fastest stack (estimates.utilisation_range). Absent in the data: the source's own.
+    stack: str = ""
 
     @property
     def on_6n(self) -> float:
@@ -356,7 +359,8 @@ def load_utilisation() -> Utilisation:
         rows.setdefault((m["accelerator"], m["band"], precision), []).append(MfuFigure(
             float(m["mfu"]), m["source"], m["what"], precision=precision, recompute=m["recompute"],
             global_batch_tokens=m["global_batch_tokens"], attention=m.get("attention"), sequence=m.get("seq"),
-            layers=shape.get("layers"), hidden=shape.get("hidden"), parameters_billion=shape.get("parameters_billion")))
+            layers=shape.get("layers"), hidden=shape.get("hidden"), parameters_billion=shape.get("parameters_billion"),
+            stack=m.get("stack", m["source"])))
     peaks: dict[str, dict[str, tuple[float, str]]] = {}
     for precision, by_model in data["peak_tflops_per_device"].items():
         for model, peak in by_model.items():

@@ -346,8 +346,10 @@ def _team_plan(overrides: dict[str, str]) -> tuple[Plan, dict]:
     month = m.headline_usd if m and m.headline_usd is not None else (m.usd_month if m else None)
     budget = {"team": t.name, "allowed_instance_families": list(t.allowed_instance_families),
               "monthly_budget_usd": t.budget.monthly_usd, "monthly_estimate_usd": month,
-              "estimate_is": "one training run plus a month of the estate" if m and m.headline_usd is not None
-              else "a month of the estate (training run not priced)",
+              "estimate_is": (f"a month of the estate with its {m.training_runs:,.1f} training runs" if m and
+                              m.training_runs and m.headline_usd is not None else
+                              "one training run plus a month of the estate" if m and m.headline_usd is not None
+                              else "a month of the estate (training run not priced)"),
               "fits_budget": None if month is None else month <= t.budget.monthly_usd,
               "largest_lines": _largest_lines(m)}
     return stamped.plan, budget

@@ -15,6 +15,7 @@ from ..config.model import artifact_format
 from ..planning import estimates as est
 from ..planning.capacity import article
 from ..planning.planner import Plan
+from ..planning.precision import trainer_flags
 from ..planning.training import TrainingPlan
 from .jobs import TRAINING_IMAGES
 
@@ -131,7 +132,7 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
         lay = t.parallelism
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
                       f"ranks, {SHARDING_WORDS[lay.sharding].format(lay=lay)}; about "
-                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{f' (priced at {t.precision})' if t.precision and t.precision != lay.precision else ''}, fp32 weights + AdamW, "
+                      f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{', fp8 linears (torchao Float8)' if t.precision == 'fp8' else ''}, fp32 weights + AdamW, "
                       f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
                       f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.orchestrator in ("slurm", "hyperpod") and t.accelerator_kind:
@@ -149,7 +150,6 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"{f.throughput_mb_s:,.0f} MB/s against a need of {max(f.read_need_mb_s, f.checkpoint_need_mb_s):,.0f} MB/s "
                       f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
     line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)} likely"
-    line += " (this trainer, eager, uncalibrated)" if e.tuned_utilisation else ""
     if e.hours_range:
         line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
         if e.usd_total_range:
@@ -160,9 +160,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
     if e.flops and e.utilisation_range:
         console.print(f"  [dim]{e.tokens_billion:,.1f}B tokens, {e.flops:.2e} FLOPs, utilisation {e.utilisation:.1%} "
                       f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
-        if e.tuned_utilisation:
-            console.print(f"  tuned stacks reach {e.tuned_utilisation:.1%} MFU; this trainer, eager, about "
-                          f"{e.utilisation:.1%} until calibrated (`plan --calibrate` measures it)")
+        if t.precision:
+            how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
+            console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
+                          f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
@@ -239,8 +240,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     many warnings follow."""
     t, e = p.training, p.training.estimate
     run = f"{_hours(e.hours)}, {money(e.usd_total)} likely" if e.usd_total is not None else f"{money(e.usd_per_hour)}/h"
-    run += f" at this eager trainer's {e.utilisation:.0%} MFU, until calibrated (tuned stacks: " \
-        f"{e.tuned_utilisation:.0%})" if e.tuned_utilisation and e.usd_total is not None else ""
+    run += f" in {t.precision} at {e.utilisation:.0%} MFU, until calibrated" \
+        if t.precision and e.utilisation and e.usd_total is not None else ""
     bought = "" if t.purchase is None else \
         f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
     lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
@@ -262,6 +263,7 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
     m = p.monthly
     if m is not None:
         lines.append(f"         a month of the estate {money(m.usd_month)}" + (
+            f" with its {m.training_runs:,.1f} training runs" if m.training_runs else
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:
         lines.append(f"         team {budget['team']}: {money(budget['monthly_estimate_usd'])} against its budget of "
@@ -278,6 +280,9 @@ def _print_monthly(p: Plan, console: Console) -> None:
         return
     head = f"one training run {money(m.training_run_usd)} + a month {money(m.usd_month)} = {money(m.headline_usd)}" \
         if m.headline_usd is not None else f"a month {money(m.usd_month)} (training run not priced)"
+    if m.training_runs and m.headline_usd is not None:
+        head = f"a month {money(m.usd_month)}, its {m.training_runs:,.1f} training runs of {money(m.training_run_usd)} " \
+            "included"
     table = Table(title=f"The whole estate: {head}", title_justify="left")
     for col in ("item", "$ a month", "quantity", "price (kind)", "source"):
         table.add_column(col, justify="right" if col == "$ a month" else "left")

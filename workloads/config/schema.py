@@ -73,9 +73,8 @@ class Training(_Frozen):
     max_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     # Managed spot: allowed when the job tolerates interruption (checkpoints to S3).
     spot: bool = False
-    # Compute precision: None = bf16 where the accelerator has it, fp16 (with loss scaling) where it does not (T4,
-    # V100); fp8 only on accelerators with FP8 tensor cores and published FP8 runs (Hopper, Blackwell), priced at bf16
-    # while the shipped trainer has no float8 layers (planning/training.py priced_precision).
+    # Compute precision: None = fp8 where the accelerator has FP8 tensor cores (Hopper, Blackwell) and the model's
+    # linears take it (planning/precision.py), else bf16, or fp16 (with loss scaling) where there is no bf16 (T4, V100).
     precision: Literal["bf16", "fp8", "fp16"] | None = None
     # Tokens per training sequence and per optimizer step (the global batch, fixed whatever the node count: gradient
     # accumulation makes it up). Absent: 4,096 and Llama 2's 4M tokens (parallelism.SEQUENCE, GLOBAL_BATCH_TOKENS);
@@ -86,11 +85,23 @@ class Training(_Frozen):
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
 
+    # How often the workload trains (a nightly retrain): an EventBridge schedule, cron(...) or rate(...) as
+    # inference.batch.schedule, or runs a month. The monthly estimate counts every run; absent: one run.
+    schedule: str | None = Field(default=None, pattern=r"^(cron\(.+\)|rate\(.+\))$")
+    runs_per_month: float | None = Field(default=None, gt=0, le=50_000)
+
     @field_validator("instance_type")
     @classmethod
     def _ec2_name(cls, value: str | None) -> str | None:
         # Training types are named in EC2 form; the ml. form is accepted and normalised.
         return value.removeprefix("ml.") if value else value
+
+    @model_validator(mode="after")
+    def _one_frequency(self) -> "Training":
+        if self.schedule and self.runs_per_month:
+            raise ValueError(f"schedule {self.schedule!r} and runs_per_month {self.runs_per_month:g} both set; "
+                             "allowed: one of them")
+        return self
 
 
 class Realtime(_Frozen):

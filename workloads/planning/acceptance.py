@@ -43,17 +43,22 @@ def acceptance_submit(*, workload: str, nodes: int, itype: InstanceType, acceler
     return f"cd {layout.FSX_MOUNT} && {shlex.join(command)}"
 
 
-def calibration_submit(*, workload: str, nodes: int, itype: InstanceType, accelerator_kind: str | None) -> str:
+def calibration_submit(*, workload: str, nodes: int, itype: InstanceType, accelerator_kind: str | None,
+                       precision: str = "", speed: tuple[str, ...] = ()) -> str:
     """The shipped trainer for CALIBRATION_STEPS on the plan's layout and nodes (the training script, so the same
-    environment), writing its measured rate where the FSx link exports it to the bucket. Random tokens: the rate does
+    environment), at the plan's precision and compiler (`speed`), writing its measured rate where the FSx link exports
+    it to the bucket; its MFU over the dense peak of that precision, as the plan's is. Random tokens: the rate does
     not depend on the data, and the run needs no prepare step."""
+    from ..catalog import load_utilisation
+    from .estimates import peak_tflops
     from .train_commands import sbatch_script
 
     assert itype.peak_tflops and itype.accelerator
     per_node, _ = devices(itype)
+    peak = (peak_tflops(itype, precision, load_utilisation()) if precision else None) or itype.peak_tflops
     result = f"{CALIBRATION_DIR}/{workload}.json"
     command = ["sbatch", f"--job-name={workload}-calibrate", f"--nodes={nodes}", "--no-requeue",
                f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind)}",
-               "--steps", str(CALIBRATION_STEPS), "--calibrate-output", result,
-               "--peak-tflops", f"{itype.peak_tflops / per_node:g}"]
+               "--steps", str(CALIBRATION_STEPS), *speed, "--calibrate-output", result,
+               "--peak-tflops", f"{peak / per_node:g}"]
     return f"cd {layout.FSX_MOUNT} && {shlex.join(command)}"

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import load_catalog
+from ..catalog import load_catalog, load_utilisation
 from ..errors import ConfigError
 from . import estimates as est
 from .training import TrainingPlan
@@ -81,6 +81,10 @@ def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
     if lay and result["ranks"] != lay.ranks:
         warnings.append(f"measured on {result['ranks']} ranks, the plan's layout has {lay.ranks}: run the Calibrate "
                         "output's job on the cluster for the plan's own figure")
+    measured_in = result.get("precision")
+    if t.precision and isinstance(measured_in, str) and measured_in != t.precision:
+        warnings.append(f"measured in {measured_in}, the plan trains in {t.precision}: run the Calibrate output's job, "
+                        f"which passes train.py {' '.join(t.speed_flags)}")
     if result.get("device") == "cpu":
         warnings.append("measured on CPU ranks: a test of the path, not the cluster's speed")
     itype = load_catalog().get(t.instance_type)
@@ -89,7 +93,9 @@ def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
     if planned_parameters and abs(parameters / planned_parameters - 1) > 0.1:
         warnings.append(f"measured a {parameters / 1e9:.3g}B-parameter model, the plan trains "
                         f"{planned_parameters / 1e9:.3g}B: the time and cost below are that model's")
-    mfu = 6 * parameters * tokens_s / (itype.peak_tflops * 1e12 * t.instance_count) if itype.peak_tflops else None
+    # over the dense peak of the plan's precision (fp8's where it trains in fp8), the basis of its planned range
+    peak = (est.peak_tflops(itype, t.precision, load_utilisation()) if t.precision else None) or itype.peak_tflops
+    mfu = 6 * parameters * tokens_s / (peak * 1e12 * t.instance_count) if peak else None
     _refuse_impossible(result, mfu, t)
     if mfu is not None and isinstance(result.get("mfu"), (int, float)) and not result.get("peak_tflops_per_rank") \
             and abs(result["mfu"] / mfu - 1) > 0.1:

@@ -101,24 +101,6 @@ class UtilisationRange:
     likely: float
     high: float
     basis: str  # which published figures, or the stand-in used
-    tuned: float | None = None  # the tuned stacks' likely figure, where `likely` is the eager trainer's (eager())
-
-
-# The shipped trainer (examples/slurm/train.py) is eager PyTorch FSDP2: no torch.compile, unfused norms, while the
-# published rows come from tuned stacks (fused kernels, compiled or hand-written). torchtitan, the same FSDP2 with
-# and without torch.compile on the same H100s: Llama 3.1 8B, 8 GPUs, selective activation checkpointing, 5,762
-# tokens/s/GPU eager against 6,667 compiled (docs/performance.md Table 1; Table 3, 128 GPUs: 5,605 against 6,514,
-# 0.860), https://github.com/pytorch/torchtitan/blob/main/docs/performance.md (read at eaea6f6a). One factor, until a
-# calibration job measures this trainer (`plan --calibrate`).
-EAGER_FRACTION = 5762 / 6667
-EAGER_SOURCE = "torchtitan docs/performance.md Table 1: FSDP 5,762 against FSDP + torch.compile 6,667 tokens/s/GPU"
-
-
-def eager(r: UtilisationRange) -> UtilisationRange:
-    """The range for the shipped eager trainer: the tuned stacks' scaled by EAGER_FRACTION, saying both."""
-    f = EAGER_FRACTION
-    return UtilisationRange(r.low * f, r.likely * f, r.high * f, r.basis + f"; this trainer runs eager (no "
-                            f"torch.compile, unfused norms): x{f:.3f} until calibrated ({EAGER_SOURCE})", tuned=r.likely)
 
 
 def peak_tflops(itype: InstanceType, precision: str, u: Utilisation) -> float | None:
@@ -173,7 +155,13 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
     def scaled(f: MfuFigure) -> float:
         return f.on_6n * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else f.on_6n
     values = sorted(scaled(f) for f in figures)
-    likely = statistics.median(values)
+    # The likely figure is the fastest published stack's median: the plan runs the expert's techniques (FP8, compiled
+    # blocks) and holds itself to what the best stack published, the others' rows widening the range below it.
+    by_stack: dict[str, list[float]] = {}
+    for f in figures:
+        by_stack.setdefault(f.stack or f.source, []).append(scaled(f))
+    fastest = max(sorted(by_stack), key=lambda s: statistics.median(by_stack[s]))
+    likely = statistics.median(by_stack[fastest])
     low, high = values[0], values[-1]
     if len(values) == 1:  # one figure: the relative spread of the reference band around its median
         ref = sorted(f.value for f in u.mfu[(u.spread_from, band)])
@@ -189,6 +177,8 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
     runs = "; ".join(shown(f) for f in figures)
     size = f"{u.large_band_billion:g}B+" if band == "large" else f"under {u.large_band_billion:g}B"
     basis = (borrowed + ": " if borrowed else "") + f"{model} {precision} MFU at {size} parameters: {runs}"
+    if len(by_stack) > 1:
+        basis += f"; likely: {fastest}'s median, the fastest of the {len(by_stack)} published stacks"
     return UtilisationRange(low, likely, high, basis)
 
 
@@ -230,11 +220,12 @@ class MonthlyLine:
 @dataclass(frozen=True)
 class Monthly:
     lines: tuple[MonthlyLine, ...]
-    usd_month: float  # every line but the training run
+    usd_month: float  # every line but the one training run (a scheduled workload's runs are a line of it)
     training_run_usd: float | None
-    headline_usd: float | None  # one training run plus a month of everything else
+    headline_usd: float | None  # one training run plus a month of everything else; the month where runs are in it
     note: str
     sources: dict[str, str]  # key -> "title <url>, checked date"
+    training_runs: float | None = None  # runs a month (training.schedule or runs_per_month), in usd_month
 
 
 # What the stacks create whatever the workload, counted here for their monthly lines (tests/test_billed_resources.py
@@ -339,6 +330,13 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
             "serving; an account's first three are free, not counted here)",
             f"${cd['usd_per_dashboard_month']:g}/dashboard-month (CloudWatch list price)", cd["source"])
     lines.extend(cluster_lines(training, hours))
+    from .schedule import training_runs_per_month
+
+    runs, said = training_runs_per_month(w)
+    run = training.estimate.usd_total
+    if runs and run is not None:
+        add("training runs", run * runs, f"{runs:,.1f} runs x ${run:,.4g} ({said})", training.estimate.price_note,
+            "catalog")
     if w.notebook and notebook_price is not None:
         h = assumed["notebook_hours_per_month"]
         add("notebook", notebook_price.usd_per_hour * h, f"{h} h (assumed: stops itself after "
@@ -350,15 +348,17 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         f"{gb_logs} GB ingested and stored (assumed)", f"${logs['usd_per_gb_ingested']}/GB ingested + "
         f"${logs['usd_per_gb_month_stored']}/GB-month (CloudWatch list price)", logs["source"])
     month = round(sum(line.usd for line in lines), 2)
-    run = training.estimate.usd_total
     region = "" if w.region == "us-east-1" else f"; service prices are us-east-1's ({w.region} may differ)"
     region += "; the PCS controller's fee is not recorded" if training.orchestrator == "slurm" else ""
-    return Monthly(tuple(lines), month, None if run is None else round(run, 2),
-                   None if run is None else round(run + month, 2),
-                   f"headline = one training run ({training.estimate.price_note}) + a month of serving, storage, "
-                   f"network, the cluster's always-on nodes and logs{region}; compute nodes that run only for jobs "
-                   "are in the training run",
-                   {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()})
+    # A workload that trains on a schedule has its runs in the month; else the headline adds its one run.
+    headline = None if run is None else round(month if runs else run + month, 2)
+    what = f"a month with its {runs:,.1f} training runs ({said})" if runs else \
+        f"one training run ({training.estimate.price_note}) + a month"
+    return Monthly(tuple(lines), month, None if run is None else round(run, 2), headline,
+                   f"headline = {what} of serving, storage, network, the cluster's always-on nodes and logs{region}; "
+                   "compute nodes that run only for jobs are in the training run" + ("s" if runs else ""),
+                   {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()},
+                   training_runs=runs)
 
 
 def cluster_lines(training, hours: float) -> list[MonthlyLine]:

@@ -120,6 +120,7 @@ class Parallelism:
     # sharding "zero1" (NxD Training on Trn1, nxd.py): its KV replication, sequence parallel and recompute modules,
     # then the config, model config and checkpoint conversion the launcher (train-nxdt.sbatch) writes out and runs.
     nxdt: dict | None = None
+    task: str = "causal-lm"  # what is trained: a decoder language model, or an encoder's sequence classification
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON (`nxdt` only where

@@ -31,9 +31,11 @@ def tokens_dir(export_dir: str, workload: str) -> str:
     return f"{layout.FSX_TOKENS}/{name}"
 
 
-def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str = "", text: str = "") -> list[str]:
-    """train.py's arguments beyond the layout: the shards, the tokenizer the export carries, the plan's steps."""
-    args = ["--data", data, "--tokenizer", tokenizer]
+def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str = "", text: str = "",
+                       speed: tuple[str, ...] = ()) -> list[str]:
+    """train.py's arguments beyond the layout: the shards, the tokenizer the export carries, the plan's steps, and the
+    precision and compiler it is priced at (`speed`: precision.trainer_flags, e.g. --precision fp8 --compile)."""
+    args = ["--data", data, "--tokenizer", tokenizer, *speed]
     if text:
         args += ["--text", text]  # a job tokenizes on its own nodes first (train.py's prepare step)
     if steps:
@@ -44,7 +46,7 @@ def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str
 
 
 def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism,
-                 auto_resume: bool = False) -> str:
+                 auto_resume: bool = False, speed: tuple[str, ...] = ()) -> str:
     """The prepare job on every node, then the training job once it succeeded (afterok; a failed prepare cancels it
     instead of leaving it pending), from /fsx. The jobs are named after the workload: the sbatch scripts keep
     checkpoints in /fsx/checkpoints/<job name>, one folder per workload (train.py refuses another run's).
@@ -62,15 +64,21 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
     train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind, parallelism)}")
     train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
-                                export_dir=export)
+                                export_dir=export, speed=speed)
     # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
     return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
             f"{'AUTO_RESUME=1 ' if auto_resume else ''}sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
 
 
-def job_hyperparameters(parallelism) -> dict[str, str]:
+def job_hyperparameters(parallelism, speed: tuple[str, ...] = ()) -> dict[str, str]:
     """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
-    tokenizer, node-local shards, the plan's steps; the export goes to SM_MODEL_DIR (train.py's default there)."""
+    tokenizer, node-local shards, the plan's steps, its precision and compiler; the export goes to SM_MODEL_DIR
+    (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
     args = training_arguments(data=layout.JOB_TOKENS, tokenizer=layout.in_job(layout.TOKENIZER),
                               steps=parallelism.steps if parallelism else 0, text=layout.in_job(layout.TEXT))
-    return {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
+    out = {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
+    flags = list(speed)
+    while flags:
+        flag = flags.pop(0).removeprefix("--")
+        out[flag] = flags.pop(0) if flags and not flags[0].startswith("--") else "true"
+    return out

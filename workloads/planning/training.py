@@ -17,6 +17,8 @@ from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters,
 from ..config.schema import CLASSIC_ML, Workload
 from ..errors import INFO, WARNING, ConfigError, Finding, raise_all
 from . import capacity, communication
+from . import classic as classic_types
+from . import encoder
 from . import estimates as est
 from . import layout
 from . import nxd
@@ -24,6 +26,7 @@ from . import parallelism
 from .capacity import Purchase
 from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .parallelism import Parallelism
+from .precision import choose as choose_precision, compiles, trainer_flags
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
@@ -51,18 +54,15 @@ TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
                  "p6-b300.48xlarge"),
     "medium-dl": ("g5.12xlarge", "g5.48xlarge", "g6.48xlarge", "p4d.24xlarge", "p5.48xlarge"),
     "small-dl": ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge"),
-    "xgboost": ("m5.xlarge", "m5.2xlarge", "m5.4xlarge", "m5.12xlarge", "m5.24xlarge",
-                "r5.xlarge", "r5.2xlarge", "r5.4xlarge", "r5.12xlarge"),
-    "scikit-learn": ("c5.xlarge", "c5.2xlarge", "c5.4xlarge", "c5.9xlarge", "c5.18xlarge",
-                     "m5.12xlarge", "m5.24xlarge", "r5.12xlarge"),
-}
+}  # classic ML: every CPU type a sourced reason does not exclude (classic.candidates)
 TIER_REASON = {
     "large-dl": "10B+ parameters on TB-scale data: Trainium or P4d/P5-class cluster with EFA; Trainium means "
                 "Trn2 now, the generation Neuron still trains on",
     "medium-dl": "big deep learning: G5 for cost, P4d/P5 for speed",
     "small-dl": "small deep learning / fine-tuning on small data: G4dn/G5",
-    "xgboost": "XGBoost is memory-bound: general purpose m5 and memory optimized r5, not compute optimized c5; one "
-               "node that holds the data before distributed training",
+    "xgboost": "XGBoost trains on CPU, memory-bound: every CPU family is a candidate (m5 and r5 hold more memory a "
+               "vCPU, c5 costs less an hour where it holds the data); one node that holds the data before distributed "
+               "training",
     "scikit-learn": "classic ML trains on CPU, never a GPU",
 }
 # Inference families in order of preference per need; the cheapest that holds the model wins.
@@ -100,7 +100,6 @@ class TrainingEstimate:
     price_note: str = ""
     assumptions: tuple[str, ...] = ()
     basis: str = ""  # the published measurements the range rests on
-    tuned_utilisation: float | None = None  # the tuned stacks' likely MFU where `utilisation` is the eager trainer's
 
 
 @dataclass(frozen=True)
@@ -134,6 +133,12 @@ class TrainingPlan:
     scale_down_idle_s: int = SCALE_DOWN_IDLE_S
     precision: str = ""  # accelerators: the compute precision the estimate is priced at (bf16 | fp8 | fp16)
     purchase: Purchase | None = None  # the capacity to buy before deploying (planning/capacity.py)
+    compiled: bool = False  # the trainer compiles its blocks (train.py --compile): NVIDIA GPUs
+
+    @property
+    def speed_flags(self) -> tuple[str, ...]:
+        """train.py's flags for the precision and compiler the estimate is priced at."""
+        return tuple(trainer_flags(self.precision, self.compiled))
 
 
 
@@ -152,36 +157,21 @@ def utilisation(itype: InstanceType, parameters_billion: float, *, precision: st
                 recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
     `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range).
-    On NVIDIA GPUs the published rows are tuned stacks' and the shipped trainer runs eager: scaled to it (est.eager)
-    until a calibration job measures it."""
-    r = est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                              recompute=recompute, sequence=sequence)
-    return est.eager(r) if itype.accelerator and itype.accelerator.kind == "nvidia-gpu" else r
+    The published rows are compiled or hand-tuned stacks'; the shipped trainer compiles its blocks on NVIDIA GPUs
+    (precision.compiles) and Neuron compiles its graph, so they stand as published until `plan --calibrate`."""
+    return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
+                                 recompute=recompute, sequence=sequence)
 
 
 def precision_of(w: Workload, itype: InstanceType) -> tuple[str, str]:
-    """The run's compute precision on `itype` and why, or ("", why not) when the config's precision is impossible."""
-    assert itype.accelerator
-    has_bf16 = (itype.peak_tflops_dtype or "bf16") == "bf16"
-    model = itype.accelerator.model
-    wanted = w.training.precision
-    if wanted is None:
-        return ("bf16", "bf16 (the default)") if has_bf16 else \
-            ("fp16", f"fp16 with dynamic loss scaling: {model} has no bf16 tensor cores")
-    if wanted == "bf16" and not has_bf16:
-        return "", f"{model} has no bf16 tensor cores (fp16 with loss scaling is what it trains in)"
-    if est.peak_tflops(itype, wanted, load_utilisation()) is None:
-        offered = sorted(m for m, _ in load_utilisation().peaks.get(wanted, {}).items())
-        return "", f"{model} has no recorded {wanted} peak (fp8 is offered on {', '.join(offered)})"
-    return wanted, f"{wanted} set by training.precision"
+    """The run's compute precision on `itype` and why, or ("", why not) when the config's precision is impossible
+    (precision.choose: fp8 where the accelerator and the model allow it)."""
+    return choose_precision(w, itype)
 
 
 def priced_precision(w: Workload, itype: InstanceType) -> str:
-    """The precision the estimate is priced at: what the shipped trainer computes in. examples/slurm/train.py runs bf16
-    (or fp16 with loss scaling) and has no float8 layers (torchao is not among its packages), so fp8 is priced at
-    bf16's peak and published bf16 runs; precision_of still refuses fp8 where the accelerator has none."""
-    precision = precision_of(w, itype)[0]
-    return "bf16" if precision == "fp8" else precision
+    """The precision the estimate is priced at: the one the trainer runs (train.py --precision fp8 --compile)."""
+    return precision_of(w, itype)[0]
 
 
 def _layout_recomputes(w: Workload, itype: InstanceType, count: int) -> bool:
@@ -202,7 +192,7 @@ def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str)
 
 def planned_sequence(w: Workload) -> int:
     """The sequence length the plan trains at: training.sequence_length, else the layout's default."""
-    return w.training.sequence_length or parallelism.SEQUENCE
+    return encoder.sequence(w) if encoder.is_classifier(w) else w.training.sequence_length or parallelism.SEQUENCE
 
 
 def _default_orchestrator(tier: str) -> str:
@@ -267,8 +257,11 @@ def _decoder(w: Workload) -> dict:
 
 
 def trained_billion(w: Workload) -> float:
-    """The parameters (billions) of the decoder the trainer builds (config/model.py decoder_parameters): what memory and
-    time are sized from, whatever model.parameters_billion says (a WARNING when they differ by over a tenth)."""
+    """The parameters (billions) of the model the trainer builds (config/model.py decoder_parameters, or the encoder
+    classifier's): what memory and time are sized from, whatever model.parameters_billion says (a WARNING when a
+    decoder's differ by over a tenth)."""
+    if encoder.is_classifier(w):
+        return encoder.parameters_billion(w)
     return decoder_parameters(**_decoder(w)) / 1e9
 
 
@@ -276,7 +269,7 @@ def _shape_mismatch(w: Workload) -> Finding | None:
     """A WARNING when the decoder the trainer builds differs from model.parameters_billion by more than a tenth: the
     plan sizes memory and time from the shape's count, so the stated size is not what is trained or priced."""
     stated, built = w.model.parameters_billion, trained_billion(w)
-    if abs(built / stated - 1) <= SHAPE_TOLERANCE:
+    if encoder.is_classifier(w) or abs(built / stated - 1) <= SHAPE_TOLERANCE:
         return None
     return Finding(WARNING, "model.parameters_billion", stated,
                    f"the decoder the trainer builds ({shape_line(w)}) has {built:.3g}B parameters, not the "
@@ -286,8 +279,11 @@ def _shape_mismatch(w: Workload) -> Finding | None:
 
 
 def _choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism | None:
-    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count; on the
-    Neuron 2.28 XLA stack (Trn1/Trn1n) NxD Training's layout where the shipped trainer's DDP does not fit (nxd.py)."""
+    """parallelism.choose for the decoder the trainer builds (_decoder), sized at its own parameter count; an encoder
+    classifier's own layout (encoder.layout); on the Neuron 2.28 XLA stack (Trn1/Trn1n) NxD Training's layout where the
+    shipped trainer's DDP does not fit (nxd.py)."""
+    if encoder.is_classifier(w):
+        return encoder.layout(w, itype, count)
     shape = dict(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                  sequence=w.training.sequence_length or parallelism.SEQUENCE,
                  global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
@@ -415,7 +411,7 @@ def _pick(cands: list[Candidate]) -> Candidate:
 def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
                 flops: float | None) -> tuple[list[Candidate], list[str]]:
     """Every eligible type of the tier (plus the config's own choice), costed side by side."""
-    names = list(TRAINING_CANDIDATES[tier])
+    names = classic_types.candidates(cat, orchestrator)[0] if tier in CLASSIC_ML else list(TRAINING_CANDIDATES[tier])
     if w.training.instance_type and w.training.instance_type not in names:
         names.insert(0, w.training.instance_type)
     cands, skipped = [], []
@@ -532,16 +528,19 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     orchestrator, sold_as = (w.training.orchestrator, "") if w.training.orchestrator else \
         capacity.default_orchestrator(w, cat, _default_orchestrator(tier))
     classic = tier in CLASSIC_ML
-    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, w.training.epochs)
+    epochs = encoder.epochs(w) if encoder.is_classifier(w) else w.training.epochs
+    tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, epochs)
     flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
     if orchestrator == "slurm":
-        capacity.capacity_as_sold(w, cat, TRAINING_CANDIDATES[tier])
+        capacity.capacity_as_sold(w, cat, TRAINING_CANDIDATES.get(tier, ()))
     cands, skipped = _candidates(w, cat, tier, orchestrator, flops)
     findings: list[Finding] = []
     chosen = _choose(w, cands, skipped, decisions, findings, allowed=cat.allowed_families)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
+    if classic and (excluded := classic_types.candidates(cat, orchestrator)[1]):
+        decisions.append("not candidates: " + "; ".join(excluded))
     itype, count = cat.types[chosen.instance_type], chosen.count
 
     if sold_as:
@@ -573,7 +572,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
-        spread = _run_length(w, spread, tokens, decisions)
+        spread = encoder.run_length(w, spread, tokens, decisions) if encoder.is_classifier(w) else \
+            _run_length(w, spread, tokens, decisions)
         # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
         spread = _checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
                                      decisions, count)
@@ -586,12 +586,6 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
-    if precision and precision_of(w, itype)[0] == "fp8" and spread is not None:
-        # Priced at what the shipped trainer runs (priced_precision). Not an impossibility: a warning.
-        findings.append(Finding(WARNING, "training.precision", "fp8",
-                                "priced at bf16: the shipped train.py computes in bf16 (no float8 layers), so the "
-                                "estimate uses bf16's peak and published bf16 runs; a trainer with float8 (torchao "
-                                "float8, Transformer Engine) would train faster, at the published fp8 runs' rate", ""))
     if precision and (borrowed := _borrowed_utilisation(itype, precision, cat)):
         findings.append(borrowed)
     if spread is not None and (mismatch := _shape_mismatch(w)):
@@ -610,6 +604,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         capacity_block=w.training.capacity_block, fsx=fsx, decisions=tuple(decisions), candidates=final,
         estimate=estimate, parallelism=spread, software=software, findings=tuple(findings),
         compute_min_nodes=min_nodes, precision=precision, purchase=chosen.purchase,
+        compiled=bool(acc and not classic and compiles(itype)),
     )
 
 
@@ -787,14 +782,16 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
     nodes, for whole days)."""
     price = reserved or _price(itype, w, orchestrator, cat)
     assert price
-    util = util_range = tuned = None
+    util = util_range = None
     basis = ""
     if flops is not None:
         precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
-        util, util_range, basis, tuned = r.likely, (r.low, r.high), r.basis, r.tuned
+        util, util_range, basis = r.likely, (r.low, r.high), r.basis
         peak = est.peak_tflops(itype, precision, load_utilisation())
         low_h, hrs, high_h = (_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
+        # a faster compute hides less communication, so the range's ends are the extremes of the three
+        low_h, high_h = min(low_h, hrs, high_h), max(low_h, hrs, high_h)
     else:
         u = load_utilisation()
         low_h, hrs, high_h = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, u)
@@ -824,7 +821,6 @@ def _estimate(w: Workload, cat: Catalog, itype: InstanceType, count: int, orches
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
         spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
-        tuned_utilisation=tuned,
     )
 
 
