@@ -35,6 +35,7 @@ from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknow
 from .node_bootstrap import OFI_NCCL_DIRS
 from .node_metrics import bake_script as metrics_bake_script
 from .parent_image import ParentImage
+from .signed_download import pinned_keyring, verified
 
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
@@ -69,7 +70,6 @@ class BakeStep:
 # tarball (not -latest), the AWS PCS public key checked against its published fingerprint, then the tarball's
 # detached signature; the installer runs only after both hold.
 PCS_AGENT_VERSION = "1.3.1-1"
-PCS_KEY_ID = "7EEF030EDDF5C21C"
 PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
 # The Slurm installer, pinned and verified the same way ("Step 3 - Install Slurm",
 # https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_custom_install-slurm.html): the guide downloads
@@ -78,14 +78,7 @@ PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
 # source: that 25.11.2-1 is published (the stored guide names 25.05.5-1; 25.11.2-1 is seen only in a third-party
 # Image Builder component). A version that is not published fails the bake's first step (curl -f), not a later one.
 SLURM_INSTALLER_VERSION = "25.11.2-1"
-
-
-def _verified(base: str, name: str) -> str:
-    """Download `name` and its detached signature from `base` and verify it with the AWS PCS key (imported and
-    fingerprint-checked before): nothing is unpacked unless the signature is good."""
-    return f"""curl -fsSL "{base}/{name}" -o {name}
-curl -fsSL "{base}/{name}.sig" -o {name}.sig
-gpg --batch --verify {name}.sig {name} || {{ echo "{name}: bad signature, not installing" >&2; exit 1; }}"""
+PCS_KEYRING = "/tmp/aws-pcs-pinned.gpg"  # the PCS key alone (signed_download.py): nothing else signs for PCS
 
 
 def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
@@ -97,14 +90,10 @@ def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
-GNUPGHOME=$(mktemp -d)  # a keyring holding the PCS key only: a good signature is that key's
-export GNUPGHOME
-curl -fsSL "https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub" -o aws-pcs-public-key.pub
-gpg --batch --import aws-pcs-public-key.pub
-gpg --batch --with-colons --fingerprint {PCS_KEY_ID} | grep -qx "fpr:::::::::{PCS_KEY_FINGERPRINT.replace(" ", "")}:" \
-  || {{ echo "AWS PCS public key fingerprint is not {PCS_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
-{_verified(repo + "/aws-pcs-agent", agent)}
-{_verified(repo + "/aws-pcs-slurm", slurm)}
+{pinned_keyring(key_url="https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub",
+                fingerprint=PCS_KEY_FINGERPRINT, keyring=PCS_KEYRING, what="AWS PCS public key")}
+{verified(url=f"{repo}/aws-pcs-agent/{agent}", name=agent, keyring=PCS_KEYRING)}
+{verified(url=f"{repo}/aws-pcs-slurm/{slurm}", name=slurm, keyring=PCS_KEYRING)}
 tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
 tar zxf {slurm} && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
@@ -114,17 +103,40 @@ echo 'export PATH={slurm_bin}:$PATH' > /etc/profile.d/slurm.sh""",
                           f"grep -qx \"SLURM_VERSION='{slurm_version}'\" /opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"
                           f" && grep -qx \"PCS_SLURM_RELEASE='{slurm_release}'\" "
                           f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"))
-    lustre = BakeStep("InstallLustreClient", f"""
+    lustre = BakeStep("InstallLustreClient", lustre_script(LUSTRE_KEY_FINGERPRINT), check="modinfo lustre")
+    return [*parent_checks(software, region=region), pcs, lustre, install_metrics(software),
+            install_framework(software), *network_checks(software), *ship_examples()]
+
+
+# The FSx for Lustre Ubuntu repository's key (FSx User Guide, "Installing the Lustre client", Ubuntu:
+# https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html) is published with no fingerprint, and
+# its fingerprint was not read here: None until someone verifies the key out of band and records it. Without it the
+# bake adds no repository: a parent with a Lustre client (the step then does nothing) bakes, one without fails here.
+LUSTRE_KEY_URL = "https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc"
+LUSTRE_KEY_FINGERPRINT: str | None = None
+LUSTRE_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
+
+
+def lustre_script(fingerprint: str | None) -> str:
+    """The Lustre client from the FSx apt repository, only when the parent lacks one, signed-by a keyring holding the
+    pinned key alone; no pinned fingerprint: the bake stops rather than trust whatever key the URL serves."""
+    if fingerprint is None:
+        return f"""
 if ! modinfo lustre >/dev/null 2>&1; then
-  wget -qO - https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \\
-    | gpg --dearmor --yes -o /usr/share/keyrings/fsx-ubuntu-public-key.gpg
-  echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
+  echo "the parent DLAMI has no Lustre client, and the FSx repository key {LUSTRE_KEY_URL} has no pinned fingerprint \\
+(node_image.LUSTRE_KEY_FINGERPRINT): not installing from an unverified repository" >&2
+  exit 1
+fi"""
+    key = pinned_keyring(key_url=LUSTRE_KEY_URL, fingerprint=fingerprint, keyring=LUSTRE_KEYRING,
+                         what="FSx Lustre client repository key").replace("\n", "\n  ")
+    return f"""
+if ! modinfo lustre >/dev/null 2>&1; then
+  {key}
+  echo "deb [signed-by={LUSTRE_KEYRING}] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
     > /etc/apt/sources.list.d/fsxlustreclientrepo.list
   {APT} update
   {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
-fi""", check="modinfo lustre")
-    return [*parent_checks(software, region=region), pcs, lustre, install_metrics(software),
-            install_framework(software), *network_checks(software), *ship_examples()]
+fi"""
 
 
 def install_metrics(software: SoftwareStack) -> BakeStep:
