@@ -27,6 +27,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_software
+from workloads.catalog.node_locks import node_lock
 from workloads.planning.launches import NODE_IMAGE_BUILD_TYPE
 from workloads.planning.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
@@ -171,19 +172,32 @@ echo "parent $AMI: $DESCRIPTION"
 def install_framework(software: SoftwareStack) -> BakeStep:
     """The plan's pinned stack (workloads/catalog/software.yaml) in its own venv; the check proves the pinned torch
     (and, on Trainium, torch_neuronx; on the XLA path torch_xla) imports. The DLAMI's python3 has no ensurepip until
-    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts."""
+    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts.
+    Where the stack has a hash lock (catalog/node_locks.py), every wheel comes from it: `--require-hashes --no-deps`
+    refuses a wheel whose bytes differ from the lock's sha256 and any dependency the lock does not name."""
     indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
-    packages = " ".join(f"'{p}'" for p in software.pip)
     extra = {"neuron": ", torch_neuronx", "xla": ", torch_neuronx, torch_xla"}.get(software.device, "")
-    examples = " ".join(f"'{p}'" for p in load_software().example_pip)
+    locked = node_lock(software.device)
+    if locked is not None:
+        lines = "\n".join(line for line in locked.text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+        install = f"""# Every wheel by exact version and sha256: catalog/locks/{software.device}.txt (tools/lock_node_packages.py)
+cat > {ML_VENV}/node-lock.txt <<'LOCK'
+{lines}
+LOCK
+{ML_VENV}/bin/pip install --require-hashes --no-deps --only-binary=:all:{indexes} -r {ML_VENV}/node-lock.txt"""
+    else:
+        packages = " ".join(f"'{p}'" for p in software.pip)
+        examples = " ".join(f"'{p}'" for p in load_software().example_pip)
+        install = f"""# NOT hash-locked (no catalog/locks/{software.device}.txt): dependencies resolve from the index at bake time
+{ML_VENV}/bin/pip install{indexes} {packages}
+# The example trainer's and prepare step's own packages (catalog/software.yaml example_pip)
+{ML_VENV}/bin/pip install {examples}"""
     return BakeStep("InstallFramework", f"""
 # {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
 python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install{indexes} {packages}
-# The example trainer's and prepare step's own packages (catalog/software.yaml example_pip)
-{ML_VENV}/bin/pip install {examples}
+{install}
 echo {software.device} > {ML_VENV}/DEVICE""", check=(
         f"{ML_VENV}/bin/python -c 'import numpy, tokenizers, safetensors, torch{extra}; v = torch.__version__; print(v); "
         f"assert v.startswith(\"{software.torch}.\"), v'"))

@@ -20,6 +20,7 @@ from . import estimates as est
 from . import layout
 from . import parallelism
 from .cluster_nodes import SCALE_DOWN_IDLE_S
+from .node_packages import node_lock, unlocked_warning
 from .parallelism import Parallelism
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
 
@@ -552,6 +553,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and software.legacy:
         findings.append(_legacy_warning(itype, software, cat))
+    if software is not None and orchestrator != "sagemaker-jobs" and node_lock(software.device) is None:
+        findings.append(unlocked_warning(itype.name, software))
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")
