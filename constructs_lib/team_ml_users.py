@@ -189,6 +189,11 @@ class TeamMlUsers(Construct):
                  {"StringNotEqualsIfExists": {"sagemaker:DirectInternetAccess": "Disabled"}}),
             deny("NotebooksWithoutRoot", ["sagemaker:CreateNotebookInstance"],
                  {"StringNotEqualsIfExists": {"sagemaker:RootAccess": "Disabled"}}),
+            # IMDSv2 only: a request that leaves the minimum out gets IMDSv1 (CreateNotebookInstance API,
+            # InstanceMetadataServiceConfiguration), and a key absent from the request fails StringEquals, so this
+            # negation refuses it too. Users get no UpdateNotebookInstance, so no later downgrade.
+            deny("NotebooksImdsV2Only", ["sagemaker:CreateNotebookInstance"],
+                 {"StringNotEquals": {"sagemaker:MinimumInstanceMetadataServiceVersion": "2"}}),
         ])
         acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"],
                               resources=["*", *created, named("model"), named("endpoint"),

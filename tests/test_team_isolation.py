@@ -59,7 +59,7 @@ def _notebook(t: dict, team: str, **override) -> Call:
     context = {"aws:RequestTag/team": team, "sagemaker:InstanceTypes": ["ml.m5.xlarge"],
                "sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": [t["workspace"]],
                "sagemaker:VolumeKmsKey": t["key"], "sagemaker:DirectInternetAccess": "Disabled",
-               "sagemaker:RootAccess": "Disabled", **override}
+               "sagemaker:RootAccess": "Disabled", "sagemaker:MinimumInstanceMetadataServiceVersion": "2", **override}
     return Call("sagemaker:CreateNotebookInstance", _arn(t, "notebook-instance", f"{team}-n"), DOC,
                 context={k: v for k, v in context.items() if v is not None})
 
@@ -137,6 +137,9 @@ def _denied(world: World, team: str, other: str) -> list[Call]:
                       "sagemaker:VpcSecurityGroupIds": [t["sg"]], "sagemaker:NetworkIsolation": "true"}),
         _notebook(t, team, **{"sagemaker:DirectInternetAccess": None}),
         _notebook(t, team, **{"sagemaker:RootAccess": "Enabled"}),
+        # IMDSv1 allowed: named, or left out (the API's default)
+        _notebook(t, team, **{"sagemaker:MinimumInstanceMetadataServiceVersion": "1"}),
+        _notebook(t, team, **{"sagemaker:MinimumInstanceMetadataServiceVersion": None}),
         _notebook(t, team, **{"sagemaker:VpcSecurityGroupIds": [t["sg"]]}),
         # The case: an endpoint config (tagged ours) on another team's model, then an endpoint on it.
         Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-c"), DOC,
@@ -267,7 +270,7 @@ def _own_value(key: str, action: str, t: dict, team: str) -> object | None:
             "sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": groups,
             "sagemaker:OutputKmsKey": t["key"], "sagemaker:VolumeKmsKey": t["key"], "sagemaker:NetworkIsolation": "true",
             "sagemaker:DirectInternetAccess": "Disabled", "sagemaker:RootAccess": "Disabled",
-            "sagemaker:ModelArn": _arn(t, "model", f"{team}-m"),
+            "sagemaker:MinimumInstanceMetadataServiceVersion": "2", "sagemaker:ModelArn": _arn(t, "model", f"{team}-m"),
             "sagemaker:FileSystemId": t["file_systems"][0] if t["file_systems"] else None}.get(key)
 
 
