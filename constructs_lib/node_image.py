@@ -323,12 +323,21 @@ class NodeImage(Construct):
                                  + self.parent.marker).encode()).hexdigest()[:10]
         name = f"{stack.stack_name}-node-{software.device}-{digest}"
 
+        # The build instance's own statements, in place of the managed EC2InstanceProfileForImageBuilder and
+        # AmazonSSMManagedInstanceCore (the latter reads every SSM parameter of the account, the former writes every
+        # /aws/imagebuilder/ group): what the SSM Agent needs for Image Builder to drive the bake through Systems
+        # Manager, AWSTOE's download of its own binaries and of this image's components, and this bake's log group.
         role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-                        description="Image Builder build instance for the cluster node image",
-                        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in _BUILD_POLICIES])
-        acknowledge_managed_policies(role, _BUILD_POLICIES, reason=(
-            "The AWS-maintained policies Image Builder documents for its build instances (component download, "
-            "logging, SSM Agent); they change with the service and the build instance lives only for the bake."))
+                        description="Image Builder build instance for the cluster node image")
+        for statement in build_statements(region=stack.region, account=stack.account, partition=stack.partition):
+            role.add_to_principal_policy(statement)
+        acknowledge_wildcards(role, actions=[], resources=["*", f"arn:{stack.partition}:ec2:{stack.region}:"
+                                                                f"{stack.account}:instance/*",
+                              f"arn:{stack.partition}:imagebuilder:{stack.region}:{stack.account}:component/*",
+                              f"arn:{stack.partition}:s3:::ec2imagebuilder*"], reason=(
+            "The SSM Agent's channel and message actions take no resource ARN; the build instance's ID is not known "
+            "before Image Builder launches it; components are read in this account and region only; AWSTOE and "
+            "Image Builder's own components come from Image Builder's ec2imagebuilder* buckets."))
         logs.grant_put(role, BAKE_LOG_PREFIX + "*")
         acknowledge_prefix_grants(role, bucket=logs, prefixes=[BAKE_LOG_PREFIX], reason=(
             "The build instance uploads the bake's logs to their own prefix of the logs bucket, nothing else; the "
@@ -376,6 +385,7 @@ class NodeImage(Construct):
         # and the service's managed policies may write (EC2InstanceProfileForImageBuilder, AWSServiceRoleForImageBuilder).
         bake_logs = kept_log_group(self, "BakeLogGroup", key=logs_key,
                                    name=Fn.join("", ["/aws/imagebuilder/", role.role_name]))
+        bake_logs.grant_write(role)  # this group, not every /aws/imagebuilder/ group of the account
         # The baked AMI and its snapshot go with the image (replaced or deleted), not left billing: Image Builder deletes
         # them as this role (CloudFormation, AWS::ImageBuilder::Image DeletionSettings; the role is the one the Image
         # Builder User Guide has lifecycle actions run as: trusted by Image Builder, with the AWS managed
@@ -399,7 +409,26 @@ class NodeImage(Construct):
         self.image_id = self.image.attr_image_id
 
 
-_BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")
+def build_statements(*, region: str, account: str, partition: str) -> list[iam.PolicyStatement]:
+    """The build instance's rights besides its log group and log prefix. Image Builder runs each build step through
+    Systems Manager (Run Command), so the SSM Agent registers (UpdateInstanceInformation) and takes commands over its
+    channels (AWS Systems Manager User Guide, "Step 2: Verify or add instance permissions for Systems Manager": the
+    ssmmessages and ec2messages actions); AWSTOE reads this image's components (imagebuilder:GetComponent) and
+    downloads itself from Image Builder's buckets, as the managed EC2InstanceProfileForImageBuilder allows."""
+    return [
+        iam.PolicyStatement(sid="SsmAgentRegisters", actions=["ssm:UpdateInstanceInformation"],
+                            resources=[f"arn:{partition}:ec2:{region}:{account}:instance/*"]),
+        iam.PolicyStatement(sid="SsmAgentChannels", resources=["*"], actions=[
+            "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel", "ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage", "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply"]),
+        iam.PolicyStatement(sid="ReadComponents", actions=["imagebuilder:GetComponent"],
+                            resources=[f"arn:{partition}:imagebuilder:{region}:{account}:component/*"]),
+        iam.PolicyStatement(sid="DownloadAwstoe", actions=["s3:GetObject"],
+                            resources=[f"arn:{partition}:s3:::ec2imagebuilder*"]),
+    ]
+
+
 # AWS Managed Policy Reference, EC2ImageBuilderLifecycleExecutionPolicy (arn:aws:iam::aws:policy/service-role/...):
 # https://docs.aws.amazon.com/aws-managed-policy/latest/reference/EC2ImageBuilderLifecycleExecutionPolicy.html
 _DELETION_POLICY = "EC2ImageBuilderLifecycleExecutionPolicy"
