@@ -1,0 +1,40 @@
+"""Issue 44: tests that kill the mutants a hand-made mutation audit left alive (snapshot tests aside). Each test
+names the bug it catches."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads.planning.storage import PER_UNIT_MB_S, size_fsx
+
+
+# FSx's throughput is per TiB (1024 GiB): a planner that took a TiB as GiB/1000 picked 125 MB/s/TiB for a 1200 GiB
+# file system that then gives 146.5 MB/s against 148 needed (the audit's 3.7B plan).
+@pytest.mark.parametrize("tenths", range(1, 400, 3))
+def test_the_chosen_fsx_throughput_covers_the_need(tenths):
+    f = size_fsx(dataset_gib=100, parameters_billion=tenths / 10, epochs=1, training_hours=1000)
+    assert f.throughput_mb_s == pytest.approx(f.storage_capacity_gib / 1024 * f.per_unit_mb_s)
+    assert f.throughput_mb_s >= max(f.read_need_mb_s, f.checkpoint_need_mb_s)
+    # and no cheaper tier would have done: the chosen one is the lowest that covers the need
+    lower = [u for u in PER_UNIT_MB_S if u < f.per_unit_mb_s]
+    assert all(f.storage_capacity_gib / 1024 * u < max(f.read_need_mb_s, f.checkpoint_need_mb_s) for u in lower)
+
+
+def test_the_audits_3_7b_plan_is_in_the_range_above():
+    f = size_fsx(dataset_gib=100, parameters_billion=3.7, epochs=1, training_hours=1000)
+    assert f.throughput_mb_s >= f.checkpoint_need_mb_s
+
+
+# EFS is priced per GB-month (decimal): a month of N GiB is N x 1.073741824 GB. Pricing it per GiB bills 7% short.
+@pytest.mark.parametrize("overrides", [{"data.shared_home": "true"},
+                                       {"data.storage": "efs", "data.dataset_size_gib": "500"}])
+def test_efs_is_priced_per_decimal_gb(overrides):
+    from workloads import load, plan
+    from workloads.planning.estimates import load_services
+
+    w = load("huge" if "data.shared_home" in overrides else "small", overrides)
+    (line,) = [ln for ln in plan(w).monthly.lines if ln.item == "EFS"]
+    gib = float(line.quantity.split(" GiB")[0].replace(",", ""))
+    price = load_services()["efs_standard"]["usd_per_gb_month"]
+    assert line.usd == pytest.approx(gib * 2**30 / 1e9 * price, rel=1e-3)
+    assert line.usd > gib * price * 1.05
