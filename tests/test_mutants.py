@@ -38,3 +38,46 @@ def test_efs_is_priced_per_decimal_gb(overrides):
     price = load_services()["efs_standard"]["usd_per_gb_month"]
     assert line.usd == pytest.approx(gib * 2**30 / 1e9 * price, rel=1e-3)
     assert line.usd > gib * price * 1.05
+
+
+# `invoke` sends the content type it is given (the serving contract's, or --content-type), on every path: a
+# ContentType hard-coded to JSON breaks every CSV (XGBoost, scikit-learn) endpoint.
+@pytest.mark.parametrize("kind", ["realtime", "serverless", "async"])
+def test_invoke_sends_the_content_type_it_is_given(kind, monkeypatch):
+    import io
+    import sys
+    import types
+
+    from workloads import load, plan
+    from workloads.commands import invoke as module
+
+    p = plan(load("small", {"inference.async.max_instances": "2"}))
+    assert kind in p.inference, list(p.inference)
+    sent = []
+
+    class Client:
+        def __init__(self, service, **_):
+            self.service = service
+
+        def invoke_endpoint(self, **params):
+            sent.append(("invoke_endpoint", params["ContentType"]))
+            return {"Body": io.BytesIO(b"ok")}
+
+        def invoke_endpoint_async(self, **params):
+            sent.append(("invoke_endpoint_async", params["ContentType"]))
+            return {"OutputLocation": "s3://b/out/1.out"}
+
+        def put_object(self, **params):
+            sent.append(("put_object", params["ContentType"]))
+
+        def get_object(self, **_):
+            return {"Body": io.BytesIO(b"ok")}
+
+    monkeypatch.setitem(sys.modules, "boto3", types.SimpleNamespace(client=lambda service, **kw: Client(service)))
+    outputs = {key: "x" for key in ("RealtimeEndpointName", "ServerlessEndpointName", "AsyncEndpointName",
+                                    "DatasetBucketName", "AsyncInputPrefix", module.COMPONENT_KEY)}
+    outputs.update({module.OUTPUT_KEYS[kind]: "endpoint"})
+    monkeypatch.setattr(module, "stack_outputs", lambda *a, **kw: outputs)
+    answer = module.invoke(p, kind=kind, body=b"1,2,3\n", content_type="text/csv", poll_s=0, timeout_s=5)
+    assert answer.body == b"ok"
+    assert sent and all(content_type == "text/csv" for _, content_type in sent), sent
