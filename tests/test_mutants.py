@@ -81,3 +81,25 @@ def test_invoke_sends_the_content_type_it_is_given(kind, monkeypatch):
     answer = module.invoke(p, kind=kind, body=b"1,2,3\n", content_type="text/csv", poll_s=0, timeout_s=5)
     assert answer.body == b"ok"
     assert sent and all(content_type == "text/csv" for _, content_type in sent), sent
+
+
+# The alarm topic and its key admit CloudWatch only on behalf of this account's alarms (the confused-deputy
+# conditions aws:SourceAccount and aws:SourceArn): without them any account's alarm could publish to our topic.
+def test_the_alarm_topic_takes_only_this_accounts_alarms(synth):
+    from .contract_policy import Call, Principal, evaluate
+    from .test_runtime_contract import world_of
+
+    world = world_of(synth("huge"))
+    topic = world.arn("NetworkStack/Alarms/Topic/Resource", "AWS::SNS::Topic")
+    key = world.arn("NetworkStack/Alarms/Key/Resource", "AWS::KMS::Key")
+    region, account = topic.split(":")[3], topic.split(":")[4]
+    cloudwatch = Principal(arn="cloudwatch.amazonaws.com", account="", identity=[], service="cloudwatch.amazonaws.com")
+    ours = {"aws:SourceAccount": account, "aws:SourceArn": f"arn:aws:cloudwatch:{region}:{account}:alarm:idle"}
+    theirs = {"aws:SourceAccount": "999999999999", "aws:SourceArn": f"arn:aws:cloudwatch:{region}:999999999999:alarm:x"}
+    spoofed = {"aws:SourceAccount": account, "aws:SourceArn": theirs["aws:SourceArn"]}
+    for action, resource in (("sns:Publish", topic), ("kms:GenerateDataKey", key), ("kms:Decrypt", key)):
+        decision = evaluate(cloudwatch, Call(action, resource, "alarm actions", context=ours), world)
+        assert decision.allowed, (action, decision.reason)
+        for context in (theirs, spoofed, {}):
+            assert not evaluate(cloudwatch, Call(action, resource, "confused deputy", context=context),
+                                world).allowed, (action, context)
