@@ -3,6 +3,8 @@ names the bug it catches."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from workloads.planning.storage import PER_UNIT_MB_S, size_fsx
@@ -103,3 +105,30 @@ def test_the_alarm_topic_takes_only_this_accounts_alarms(synth):
         for context in (theirs, spoofed, {}):
             assert not evaluate(cloudwatch, Call(action, resource, "confused deputy", context=context),
                                 world).allowed, (action, context)
+
+
+# A SageMaker job's volume holds the local checkpoints SageMaker syncs, as many as the plan keeps: a volume that
+# ignored the kept count runs out of disk at the second checkpoint. Only types without local NVMe take a volume
+# (every GPU type in the catalog has NVMe), so volume_gb is called directly on a plan whose type is made EBS-only.
+def test_the_job_volume_grows_with_the_checkpoints_kept(monkeypatch):
+    import dataclasses
+
+    import workloads.catalog as catalog
+    from workloads import load, plan
+    from workloads.commands import jobs
+    from workloads.planning.storage import CHECKPOINT_BYTES_PER_PARAM
+
+    p = plan(load("intermediate"))
+    assert p.training.orchestrator == "sagemaker-jobs" and p.training.parallelism is not None
+    real = catalog.load_catalog()
+    ebs_only = dataclasses.replace(real.get(p.training.instance_type), local_nvme=None)
+    monkeypatch.setattr(catalog, "load_catalog", lambda: type("C", (), {"get": staticmethod(lambda name: ebs_only)})())
+
+    def volume(keep: int) -> int:
+        parallelism = dataclasses.replace(p.training.parallelism, keep_checkpoints=keep)
+        return jobs.volume_gb(dataclasses.replace(p, training=dataclasses.replace(p.training, parallelism=parallelism)),
+                              llm_trainer=True)
+    one, three = volume(1), volume(3)
+    checkpoint_gb = CHECKPOINT_BYTES_PER_PARAM * p.workload.model.parameters_billion
+    assert three - one == pytest.approx(2 * checkpoint_gb * 1.1, abs=2)
+    assert one >= math.ceil(checkpoint_gb)
