@@ -132,3 +132,17 @@ def test_the_job_volume_grows_with_the_checkpoints_kept(monkeypatch):
     checkpoint_gb = CHECKPOINT_BYTES_PER_PARAM * p.workload.model.parameters_billion
     assert three - one == pytest.approx(2 * checkpoint_gb * 1.1, abs=2)
     assert one >= math.ceil(checkpoint_gb)
+
+
+# A team's notebook is an instance its estate launches: its family must be among the team's allowed families (the
+# ML users' instance-type condition would refuse it otherwise). Left out, a team without t3 deployed a notebook its
+# own guardrails then refused.
+def test_a_teams_needed_types_include_its_notebook():
+    from workloads import load, plan
+    from workloads.planning.teams import needed_instance_types
+
+    p = plan(load("huge", {"notebook.idle_minutes": "30", "notebook.instance_type": "ml.m5.xlarge"}))
+    assert p.workload.notebook is not None
+    other = {p.training.instance_type, *(i.instance_type for i in p.inference.values() if i.instance_type)}
+    assert not any(t.removeprefix("ml.").startswith("m5.") for t in other)  # only the notebook is m5
+    assert "m5.xlarge" in needed_instance_types(p)
