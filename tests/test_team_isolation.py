@@ -478,3 +478,27 @@ def test_a_teams_notebook_writes_only_its_teams_notebook_streams(world, team, ot
                 assert evaluate(role, mine, world).allowed, evaluate(role, mine, world).reason
         theirs = Call(action, stream(other, name(other)), DOC)
         assert not evaluate(role, theirs, world).allowed, f"{team}'s notebook writes {theirs.resource}"
+
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_a_team_builds_component_endpoints_by_hand_on_its_own_models(world, team, other):
+    """Issue 44: an endpoint config for inference components names no model (no sagemaker:ModelArn): the model deny
+    applies only where a model is named. A component of the team's model on the team's endpoint is allowed; of
+    another team's model, or on another team's endpoint, refused."""
+    users, t, o = _user(world, team), _team(world, team), _team(world, other)
+    config = Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-components"), DOC,
+                  context={"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+                           "sagemaker:InstanceTypes": ["ml.g5.12xlarge"], "sagemaker:VolumeKmsKey": t["key"]})
+    assert evaluate(users, config, world).allowed, evaluate(users, config, world).reason
+
+    def component(model_team: str, endpoint_team: str) -> list[Call]:
+        ctx = {"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+               "sagemaker:ModelArn": _arn(t if model_team == team else o, "model", f"{model_team}-m")}
+        return [Call("sagemaker:CreateInferenceComponent", _arn(t, "inference-component", f"{team}-ic"), DOC,
+                     context=ctx),
+                Call("sagemaker:CreateInferenceComponent",
+                     _arn(t if endpoint_team == team else o, "endpoint", f"{endpoint_team}-e"), DOC,
+                     context={**ctx, "aws:ResourceTag/team": endpoint_team})]
+    assert _allowed(users, component(team, team), world)
+    assert not _allowed(users, component(other, team), world)
+    assert not _allowed(users, component(team, other), world)
