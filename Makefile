@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 WORKLOAD ?= huge
 TEAM ?=
+# The tests run `make demo` and `make emulator` with SETUP= : the interpreter and toolchain they run in are set up
+# already, and a second install would write into whatever checkout (or shared venv) the tests run from.
+SETUP ?= setup
 
 # Our Node.js (inside the venv) and the pinned CDK CLI come first; the system Node 20 is end of life.
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
@@ -46,12 +49,12 @@ node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	@ln -sf ../../node_modules/.bin/cdk $(VENV)/bin/cdk  # `source .venv/bin/activate` puts cdk on PATH
 	@touch $@
 
-demo: setup
+demo: $(SETUP)
 	@WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 # The demo's deployment, kept running until Ctrl-C, with the environment that points `submit`, `process` and
 # `invoke` at it.
-emulator: setup
+emulator: $(SETUP)
 	@KEEP=1 WORKLOAD=$(WORKLOAD) TEAM=$(TEAM) $(PY) -m tools.demo
 
 # The whole suite needs the trainer's packages (torch): a trainer that never resumes must fail `make test`

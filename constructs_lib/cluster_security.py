@@ -5,6 +5,9 @@
   self-rule. Out: HTTPS (SSM, S3, ECR, PCS) and HTTP (OS package mirrors) through the NAT.
 - lustre: TCP 988 and 1018-1023 from the cluster and from the file servers themselves.
 - nfs: TCP 2049 from the cluster (EFS shared home).
+- bake: the node image's build instance (node_image.py): HTTPS out (PCS, CloudWatch agent, PyPI, SSM, S3) and HTTP
+  to the OS package mirrors (Ubuntu's are HTTP; apt checks their signed InRelease), nothing in. Not the cluster's
+  group: the bake downloads from the internet and must not sit beside the nodes and the file systems meanwhile.
 - workspace: notebooks and ML users' models: HTTPS out only (S3, SageMaker, ECR), nothing in. Not the cluster's
   group, whose all-traffic self-rule would put a notebook next to every node and the file systems on every port.
 """
@@ -47,6 +50,11 @@ class ClusterSecurityGroups(Construct):
                                      description="EFS shared home: NFS from the cluster only")
         self.nfs.add_ingress_rule(self.cluster, ec2.Port.tcp(2049), "NFS from the cluster")
         self.cluster.add_egress_rule(self.nfs, ec2.Port.tcp(2049), "NFS to the shared home")
+
+        self.bake = ec2.SecurityGroup(self, "Bake", vpc=vpc, allow_all_outbound=False,
+                                      description="Node image bake: HTTPS and package mirrors out, nothing in")
+        self.bake.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to PCS, PyPI, SSM, S3")
+        self.bake.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to OS package mirrors (signed)")
 
         self.workspace = ec2.SecurityGroup(self, "Workspace", vpc=vpc, allow_all_outbound=False,
                                            description="Notebooks and ML user models: HTTPS out only, nothing in")

@@ -55,11 +55,28 @@ def private_bucket(scope: Construct, construct_id: str, *, key: kms.IKey | None,
     # The policy (TLS only; who may write logs) stays with the kept bucket: a bucket left after its stack is deleted
     # still refuses plain HTTP and still takes the access logs of the kept dataset bucket.
     bucket.policy.apply_removal_policy(KEPT)
+    if key is not None:  # not the log destination
+        only_with_key(bucket, key)
     if destination:
         acknowledge(bucket, "AwsSolutions-S1", "This is the access-log target bucket; logging it into itself would loop.")
         acknowledge(bucket, "NIST.800.53.R5-S3DefaultEncryptionKMS", ACCESS_LOG_ENCRYPTION_REASON)
     acknowledge(bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", REPLICATION_REASON)
     return bucket
+
+
+def only_with_key(bucket: s3.Bucket, key: kms.IKey) -> None:
+    """Objects are written with the bucket's key or none named (the default encryption then applies it): an upload
+    naming SSE-S3 (AES256), DSSE or another KMS key is refused, so no object here is readable without the key. A
+    Deny on the headers only where the request carries them: FSx's export and a PutObject without encryption
+    headers take the bucket's default, SageMaker's jobs name the key they were given (the team's: OutputKmsKey)."""
+    objects = bucket.arn_for_objects("*")
+    header, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    bucket.add_to_resource_policy(iam.PolicyStatement(
+        sid="OnlySseKms", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()], actions=["s3:PutObject"],
+        resources=[objects], conditions={"Null": {header: "false"}, "StringNotEquals": {header: "aws:kms"}}))
+    bucket.add_to_resource_policy(iam.PolicyStatement(
+        sid="OnlyTheBucketsKey", effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()], actions=["s3:PutObject"],
+        resources=[objects], conditions={"Null": {key_id: "false"}, "StringNotEquals": {key_id: key.key_arn}}))
 
 
 class DatasetBucket(Construct):

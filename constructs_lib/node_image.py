@@ -27,6 +27,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from workloads.catalog import SoftwareStack, load_software
+from workloads.catalog.node_locks import node_lock
 from workloads.planning.launches import NODE_IMAGE_BUILD_TYPE
 from workloads.planning.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
@@ -35,6 +36,7 @@ from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknow
 from .node_bootstrap import OFI_NCCL_DIRS
 from .node_metrics import bake_script as metrics_bake_script
 from .parent_image import ParentImage
+from .signed_download import pinned_keyring, verified
 
 SLURM_VERSION = "25.11"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
@@ -69,7 +71,6 @@ class BakeStep:
 # tarball (not -latest), the AWS PCS public key checked against its published fingerprint, then the tarball's
 # detached signature; the installer runs only after both hold.
 PCS_AGENT_VERSION = "1.3.1-1"
-PCS_KEY_ID = "7EEF030EDDF5C21C"
 PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
 # The Slurm installer, pinned and verified the same way ("Step 3 - Install Slurm",
 # https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_custom_install-slurm.html): the guide downloads
@@ -78,14 +79,7 @@ PCS_KEY_FINGERPRINT = "1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C"
 # source: that 25.11.2-1 is published (the stored guide names 25.05.5-1; 25.11.2-1 is seen only in a third-party
 # Image Builder component). A version that is not published fails the bake's first step (curl -f), not a later one.
 SLURM_INSTALLER_VERSION = "25.11.2-1"
-
-
-def _verified(base: str, name: str) -> str:
-    """Download `name` and its detached signature from `base` and verify it with the AWS PCS key (imported and
-    fingerprint-checked before): nothing is unpacked unless the signature is good."""
-    return f"""curl -fsSL "{base}/{name}" -o {name}
-curl -fsSL "{base}/{name}.sig" -o {name}.sig
-gpg --batch --verify {name}.sig {name} || {{ echo "{name}: bad signature, not installing" >&2; exit 1; }}"""
+PCS_KEYRING = "/tmp/aws-pcs-pinned.gpg"  # the PCS key alone (signed_download.py): nothing else signs for PCS
 
 
 def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
@@ -97,14 +91,10 @@ def bake_steps(*, software: SoftwareStack, region: str) -> list[BakeStep]:
     pcs = BakeStep("InstallPcsAgentAndSlurm", f"""
 R={region}
 cd /tmp
-GNUPGHOME=$(mktemp -d)  # a keyring holding the PCS key only: a good signature is that key's
-export GNUPGHOME
-curl -fsSL "https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub" -o aws-pcs-public-key.pub
-gpg --batch --import aws-pcs-public-key.pub
-gpg --batch --with-colons --fingerprint {PCS_KEY_ID} | grep -qx "fpr:::::::::{PCS_KEY_FINGERPRINT.replace(" ", "")}:" \
-  || {{ echo "AWS PCS public key fingerprint is not {PCS_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
-{_verified(repo + "/aws-pcs-agent", agent)}
-{_verified(repo + "/aws-pcs-slurm", slurm)}
+{pinned_keyring(key_url="https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub",
+                fingerprint=PCS_KEY_FINGERPRINT, keyring=PCS_KEYRING, what="AWS PCS public key")}
+{verified(url=f"{repo}/aws-pcs-agent/{agent}", name=agent, keyring=PCS_KEYRING)}
+{verified(url=f"{repo}/aws-pcs-slurm/{slurm}", name=slurm, keyring=PCS_KEYRING)}
 tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
 tar zxf {slurm} && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig
@@ -114,18 +104,41 @@ echo 'export PATH={slurm_bin}:$PATH' > /etc/profile.d/slurm.sh""",
                           f"grep -qx \"SLURM_VERSION='{slurm_version}'\" /opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"
                           f" && grep -qx \"PCS_SLURM_RELEASE='{slurm_release}'\" "
                           f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/version"))
-    lustre = BakeStep("InstallLustreClient", f"""
-if ! modinfo lustre >/dev/null 2>&1; then
-  wget -qO - https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \\
-    | gpg --dearmor --yes -o /usr/share/keyrings/fsx-ubuntu-public-key.gpg
-  echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
-    > /etc/apt/sources.list.d/fsxlustreclientrepo.list
-  {APT} update
-  {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
-fi""", check="modinfo lustre")
+    lustre = BakeStep("InstallLustreClient", lustre_script(LUSTRE_KEY_FINGERPRINT), check="modinfo lustre")
     return [*parent_checks(software, region=region), pcs, lustre, install_metrics(software),
             install_framework(software), *install_nxd_training(software), *network_checks(software),
             *ship_examples()]
+
+
+# The FSx for Lustre Ubuntu repository's key (FSx User Guide, "Installing the Lustre client", Ubuntu:
+# https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html) is published with no fingerprint, and
+# its fingerprint was not read here: None until someone verifies the key out of band and records it. Without it the
+# bake adds no repository: a parent with a Lustre client (the step then does nothing) bakes, one without fails here.
+LUSTRE_KEY_URL = "https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc"
+LUSTRE_KEY_FINGERPRINT: str | None = None
+LUSTRE_KEYRING = "/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
+
+
+def lustre_script(fingerprint: str | None) -> str:
+    """The Lustre client from the FSx apt repository, only when the parent lacks one, signed-by a keyring holding the
+    pinned key alone; no pinned fingerprint: the bake stops rather than trust whatever key the URL serves."""
+    if fingerprint is None:
+        return f"""
+if ! modinfo lustre >/dev/null 2>&1; then
+  echo "the parent DLAMI has no Lustre client, and the FSx repository key {LUSTRE_KEY_URL} has no pinned fingerprint \\
+(node_image.LUSTRE_KEY_FINGERPRINT): not installing from an unverified repository" >&2
+  exit 1
+fi"""
+    key = pinned_keyring(key_url=LUSTRE_KEY_URL, fingerprint=fingerprint, keyring=LUSTRE_KEYRING,
+                         what="FSx Lustre client repository key").replace("\n", "\n  ")
+    return f"""
+if ! modinfo lustre >/dev/null 2>&1; then
+  {key}
+  echo "deb [signed-by={LUSTRE_KEYRING}] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu $(lsb_release -cs) main" \\
+    > /etc/apt/sources.list.d/fsxlustreclientrepo.list
+  {APT} update
+  {APT} install -y "lustre-client-modules-$(uname -r)" || {APT} install -y lustre-client-modules-aws
+fi"""
 
 
 def install_metrics(software: SoftwareStack) -> BakeStep:
@@ -160,19 +173,32 @@ echo "parent $AMI: $DESCRIPTION"
 def install_framework(software: SoftwareStack) -> BakeStep:
     """The plan's pinned stack (workloads/catalog/software.yaml) in its own venv; the check proves the pinned torch
     (and, on Trainium, torch_neuronx; on the XLA path torch_xla) imports. The DLAMI's python3 has no ensurepip until
-    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts."""
+    python3-venv is installed. The venv records the stack's train.py --device in DEVICE for the sbatch scripts.
+    Where the stack has a hash lock (catalog/node_locks.py), every wheel comes from it: `--require-hashes --no-deps`
+    refuses a wheel whose bytes differ from the lock's sha256 and any dependency the lock does not name."""
     indexes = "".join(f" --extra-index-url {url}" for url in software.index_urls)
-    packages = " ".join(f"'{p}'" for p in software.pip)
     extra = {"neuron": ", torch_neuronx", "xla": ", torch_neuronx, torch_xla"}.get(software.device, "")
-    examples = " ".join(f"'{p}'" for p in load_software().example_pip)
+    locked = node_lock(software.device)
+    if locked is not None:
+        lines = "\n".join(line for line in locked.text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+        install = f"""# Every wheel by exact version and sha256: catalog/locks/{software.device}.txt (tools/lock_node_packages.py)
+cat > {ML_VENV}/node-lock.txt <<'LOCK'
+{lines}
+LOCK
+{ML_VENV}/bin/pip install --require-hashes --no-deps --only-binary=:all:{indexes} -r {ML_VENV}/node-lock.txt"""
+    else:
+        packages = " ".join(f"'{p}'" for p in software.pip)
+        examples = " ".join(f"'{p}'" for p in load_software().example_pip)
+        install = f"""# NOT hash-locked (no catalog/locks/{software.device}.txt): dependencies resolve from the index at bake time
+{ML_VENV}/bin/pip install{indexes} {packages}
+# The example trainer's and prepare step's own packages (catalog/software.yaml example_pip)
+{ML_VENV}/bin/pip install {examples}"""
     return BakeStep("InstallFramework", f"""
 # {software.name}
 {APT} update
 {APT} install -y python3-venv python3-pip
 python3 -m venv {ML_VENV}
-{ML_VENV}/bin/pip install{indexes} {packages}
-# The example trainer's and prepare step's own packages (catalog/software.yaml example_pip)
-{ML_VENV}/bin/pip install {examples}
+{install}
 echo {software.device} > {ML_VENV}/DEVICE""", check=(
         f"{ML_VENV}/bin/python -c 'import numpy, tokenizers, safetensors, torch{extra}; v = torch.__version__; print(v); "
         f"assert v.startswith(\"{software.torch}.\"), v'"))
@@ -333,12 +359,21 @@ class NodeImage(Construct):
                                  + self.parent.marker).encode()).hexdigest()[:10]
         name = f"{stack.stack_name}-node-{software.device}-{digest}"
 
+        # The build instance's own statements, in place of the managed EC2InstanceProfileForImageBuilder and
+        # AmazonSSMManagedInstanceCore (the latter reads every SSM parameter of the account, the former writes every
+        # /aws/imagebuilder/ group): what the SSM Agent needs for Image Builder to drive the bake through Systems
+        # Manager, AWSTOE's download of its own binaries and of this image's components, and this bake's log group.
         role = iam.Role(self, "BuildRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-                        description="Image Builder build instance for the cluster node image",
-                        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(n) for n in _BUILD_POLICIES])
-        acknowledge_managed_policies(role, _BUILD_POLICIES, reason=(
-            "The AWS-maintained policies Image Builder documents for its build instances (component download, "
-            "logging, SSM Agent); they change with the service and the build instance lives only for the bake."))
+                        description="Image Builder build instance for the cluster node image")
+        for statement in build_statements(region=stack.region, account=stack.account, partition=stack.partition):
+            role.add_to_principal_policy(statement)
+        acknowledge_wildcards(role, actions=[], resources=["*", f"arn:{stack.partition}:ec2:{stack.region}:"
+                                                                f"{stack.account}:instance/*",
+                              f"arn:{stack.partition}:imagebuilder:{stack.region}:{stack.account}:component/*",
+                              f"arn:{stack.partition}:s3:::ec2imagebuilder*"], reason=(
+            "The SSM Agent's channel and message actions take no resource ARN; the build instance's ID is not known "
+            "before Image Builder launches it; components are read in this account and region only; AWSTOE and "
+            "Image Builder's own components come from Image Builder's ec2imagebuilder* buckets."))
         logs.grant_put(role, BAKE_LOG_PREFIX + "*")
         acknowledge_prefix_grants(role, bucket=logs, prefixes=[BAKE_LOG_PREFIX], reason=(
             "The build instance uploads the bake's logs to their own prefix of the logs bucket, nothing else; the "
@@ -386,6 +421,7 @@ class NodeImage(Construct):
         # and the service's managed policies may write (EC2InstanceProfileForImageBuilder, AWSServiceRoleForImageBuilder).
         bake_logs = kept_log_group(self, "BakeLogGroup", key=logs_key,
                                    name=Fn.join("", ["/aws/imagebuilder/", role.role_name]))
+        bake_logs.grant_write(role)  # this group, not every /aws/imagebuilder/ group of the account
         # The baked AMI and its snapshot go with the image (replaced or deleted), not left billing: Image Builder deletes
         # them as this role (CloudFormation, AWS::ImageBuilder::Image DeletionSettings; the role is the one the Image
         # Builder User Guide has lifecycle actions run as: trusted by Image Builder, with the AWS managed
@@ -409,7 +445,26 @@ class NodeImage(Construct):
         self.image_id = self.image.attr_image_id
 
 
-_BUILD_POLICIES = ("EC2InstanceProfileForImageBuilder", "AmazonSSMManagedInstanceCore")
+def build_statements(*, region: str, account: str, partition: str) -> list[iam.PolicyStatement]:
+    """The build instance's rights besides its log group and log prefix. Image Builder runs each build step through
+    Systems Manager (Run Command), so the SSM Agent registers (UpdateInstanceInformation) and takes commands over its
+    channels (AWS Systems Manager User Guide, "Step 2: Verify or add instance permissions for Systems Manager": the
+    ssmmessages and ec2messages actions); AWSTOE reads this image's components (imagebuilder:GetComponent) and
+    downloads itself from Image Builder's buckets, as the managed EC2InstanceProfileForImageBuilder allows."""
+    return [
+        iam.PolicyStatement(sid="SsmAgentRegisters", actions=["ssm:UpdateInstanceInformation"],
+                            resources=[f"arn:{partition}:ec2:{region}:{account}:instance/*"]),
+        iam.PolicyStatement(sid="SsmAgentChannels", resources=["*"], actions=[
+            "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel", "ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage", "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply"]),
+        iam.PolicyStatement(sid="ReadComponents", actions=["imagebuilder:GetComponent"],
+                            resources=[f"arn:{partition}:imagebuilder:{region}:{account}:component/*"]),
+        iam.PolicyStatement(sid="DownloadAwstoe", actions=["s3:GetObject"],
+                            resources=[f"arn:{partition}:s3:::ec2imagebuilder*"]),
+    ]
+
+
 # AWS Managed Policy Reference, EC2ImageBuilderLifecycleExecutionPolicy (arn:aws:iam::aws:policy/service-role/...):
 # https://docs.aws.amazon.com/aws-managed-policy/latest/reference/EC2ImageBuilderLifecycleExecutionPolicy.html
 _DELETION_POLICY = "EC2ImageBuilderLifecycleExecutionPolicy"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 
+from .signed_download import pinned_keyring, verified
+
 # The agent's package, pinned and verified as the CloudWatch User Guide shows ("Verifying the signature of the
 # CloudWatch agent package", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/verify-CloudWatch-Agent-Package-Signature.html):
 # the public key from .../assets/amazon-cloudwatch-agent.gpg, its fingerprint checked against the published one, then
@@ -97,16 +99,9 @@ def bake_script(*, accelerator_kind: str | None, apt: str) -> tuple[str, str]:
     deb = f"{AGENT_BUCKET}/ubuntu/amd64/{AGENT_VERSION}/amazon-cloudwatch-agent.deb"
     script = f"""WORK=$(mktemp -d)
 cd "$WORK"
-GNUPGHOME=$(mktemp -d)  # a keyring holding the agent's key only: a good signature is that key's
-export GNUPGHOME
-curl -fsSL "{AGENT_BUCKET}/assets/amazon-cloudwatch-agent.gpg" -o amazon-cloudwatch-agent.gpg
-gpg --batch --import amazon-cloudwatch-agent.gpg
-gpg --batch --with-colons --fingerprint | grep -qx "fpr:::::::::{AGENT_KEY_FINGERPRINT.replace(" ", "")}:" \\
-  || {{ echo "CloudWatch agent key fingerprint is not {AGENT_KEY_FINGERPRINT}: not installing" >&2; exit 1; }}
-curl -fsSL "{deb}" -o amazon-cloudwatch-agent.deb
-curl -fsSL "{deb}.sig" -o amazon-cloudwatch-agent.deb.sig
-gpg --batch --verify amazon-cloudwatch-agent.deb.sig amazon-cloudwatch-agent.deb \\
-  || {{ echo "amazon-cloudwatch-agent.deb: bad signature, not installing" >&2; exit 1; }}
+{pinned_keyring(key_url=f"{AGENT_BUCKET}/assets/amazon-cloudwatch-agent.gpg", fingerprint=AGENT_KEY_FINGERPRINT,
+                keyring="$WORK/agent-pinned.gpg", what="CloudWatch agent key")}
+{verified(url=deb, name="amazon-cloudwatch-agent.deb", keyring="$WORK/agent-pinned.gpg")}
 dpkg -i -E ./amazon-cloudwatch-agent.deb"""
     check = f"test -x {AGENT_CTL}"
     if accelerator_kind == "trainium":

@@ -90,6 +90,10 @@ class IdleStoppingNotebook(Construct):
             lifecycle_config_name=lifecycle.attr_notebook_instance_lifecycle_config_name,
             subnet_id=subnet.subnet_id, security_group_ids=[security_group.security_group_id],
             direct_internet_access="Disabled", root_access="Disabled", kms_key_id=key.key_id,
+            # IMDSv2 only (session tokens): left out, a notebook also answers IMDSv1's plain GETs, which an SSRF in
+            # anything the notebook runs can turn into the role's credentials.
+            instance_metadata_service_configuration=sagemaker.CfnNotebookInstance
+            .InstanceMetadataServiceConfigurationProperty(minimum_instance_metadata_service_version="2"),
             tags=[CfnTag(key=TAG, value=identity)],
         )
         # In our subnet, SageMaker attaches the notebook's interface as this role (CreateNotebookInstance API: Execution

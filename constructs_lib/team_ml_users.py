@@ -60,7 +60,7 @@ IN_VPC = [*IN_VPC_JOBS, "sagemaker:CreateNotebookInstance"]
 ISOLATED = IN_VPC_JOBS
 WITH_OUTPUT_KEY = [*ISOLATED, "sagemaker:CreateTransformJob"]
 WITH_VOLUME_KEY = [*WITH_OUTPUT_KEY, "sagemaker:CreateEndpointConfig", "sagemaker:CreateNotebookInstance"]
-# Creates that name a model (sagemaker:ModelArn; CreateInferenceComponent is not granted, denied all the same).
+# Creates that name a model (sagemaker:ModelArn): only the team's.
 NAMING_A_MODEL = ["sagemaker:CreateEndpointConfig", "sagemaker:CreateTransformJob", "sagemaker:CreateInferenceComponent"]
 WITH_FILE_SYSTEM = ["sagemaker:CreateTrainingJob", "sagemaker:CreateHyperParameterTuningJob"]
 TEAM_TAG = "team"
@@ -134,6 +134,13 @@ class TeamMlUsers(Construct):
                                 resources=[named("endpoint")], conditions=tagged),
             iam.PolicyStatement(sid="CreateEndpointsOnOwnConfigs", actions=["sagemaker:CreateEndpoint"],
                                 resources=[named("endpoint-config", "*")], conditions=own),
+            # Inference components (the LLM endpoints' copies), tagged, on the team's own endpoints; their model is
+            # the team's (OnlyTheTeamsModels).
+            iam.PolicyStatement(sid="CreateInferenceComponentsTagged", actions=["sagemaker:CreateInferenceComponent"],
+                                resources=[named("inference-component")], conditions=tagged),
+            iam.PolicyStatement(sid="CreateInferenceComponentsOnOwnEndpoints",
+                                actions=["sagemaker:CreateInferenceComponent"], resources=[named("endpoint", "*")],
+                                conditions=own),
             # Tags that come with a create request (the create itself requires the team tag).
             iam.PolicyStatement(sid="TagOnCreate", actions=["sagemaker:AddTags"], resources=["*"], conditions={
                 "Null": {"sagemaker:TaggingAction": "false"}, **tagged}),
@@ -159,9 +166,11 @@ class TeamMlUsers(Construct):
                 "StringNotEquals": {f"aws:RequestTag/{TEAM_TAG}": team}}),
             deny("TeamTagNeverRemoved", ["sagemaker:DeleteTags"], {
                 "ForAnyValue:StringEquals": {"aws:TagKeys": [TEAM_TAG]}}),
-            # Only the team's models: a model ARN carries no tag, so the name does (sagemaker:ModelArn is one ARN; an
-            # endpoint config without a model, for inference components, is refused with it).
-            deny("OnlyTheTeamsModels", NAMING_A_MODEL, {"ArnNotLike": {"sagemaker:ModelArn": named("model")}}),
+            # Only the team's models: a model ARN carries no tag, so the name does (sagemaker:ModelArn is one ARN).
+            # Only where a model is named: an endpoint config for inference components names none, and ArnNotLike
+            # on an absent key would refuse it.
+            deny("OnlyTheTeamsModels", NAMING_A_MODEL, {"Null": {"sagemaker:ModelArn": "false"},
+                                                        "ArnNotLike": {"sagemaker:ModelArn": named("model")}}),
             deny("OnlyTheTeamsFileSystems", WITH_FILE_SYSTEM, file_systems),
             deny("OnlyTheTeamsNotebookLifecycles", ["sagemaker:CreateNotebookInstance"], lifecycle),
             # Inside the team's network.
@@ -189,10 +198,16 @@ class TeamMlUsers(Construct):
                  {"StringNotEqualsIfExists": {"sagemaker:DirectInternetAccess": "Disabled"}}),
             deny("NotebooksWithoutRoot", ["sagemaker:CreateNotebookInstance"],
                  {"StringNotEqualsIfExists": {"sagemaker:RootAccess": "Disabled"}}),
+            # IMDSv2 only: a request that leaves the minimum out gets IMDSv1 (CreateNotebookInstance API,
+            # InstanceMetadataServiceConfiguration), and a key absent from the request fails StringEquals, so this
+            # negation refuses it too. Users get no UpdateNotebookInstance, so no later downgrade.
+            deny("NotebooksImdsV2Only", ["sagemaker:CreateNotebookInstance"],
+                 {"StringNotEquals": {"sagemaker:MinimumInstanceMetadataServiceVersion": "2"}}),
         ])
         acknowledge_wildcards(self.policy, actions=["sagemaker:Describe*", "sagemaker:List*"],
                               resources=["*", *created, named("model"), named("endpoint"),
-                                         named("endpoint-config", "*")],
+                                         named("endpoint-config", "*"), named("inference-component"),
+                                         named("endpoint", "*")],
                               reason="Resource ARNs of jobs and endpoints do not exist before they are created: every "
                                      "create names the TEAM- prefix and is bound by the team tag, instance types, "
                                      "subnet, security group and key conditions, every change and every read by the "

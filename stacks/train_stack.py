@@ -101,7 +101,7 @@ class TrainStack(EstateStack):
         assert t.compute_min_nodes is not None  # the plan sets it for every Slurm cluster
         # Root volumes: the default, or what the accelerator's vendor asks for (workloads/catalog/software.yaml).
         root_gib = load_software().root_volume_gib(load_catalog().get(t.instance_type))
-        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.cluster,
+        image = NodeImage(self, "NodeImage", software=t.software, subnet=subnet, security_group=security.bake,
                           logs=logs, logs_key=logs_key, root_volume_gib=root_gib)
         mounts = Mounts(lustre_dns=lustre.dns_name if lustre else None,
                         lustre_mount_name=lustre.mount_name if lustre else None,

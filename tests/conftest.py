@@ -22,6 +22,8 @@ if (VENV_BIN / "node").exists():
     os.environ["JSII_NODE"] = str(VENV_BIN / "node")
     os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 sys.path.insert(0, str(ROOT))
+# `make demo` / `make emulator` from a test: with this interpreter and no `make setup` (Makefile SETUP).
+MAKE_NO_SETUP = ["SETUP=", f"PY={sys.executable}"]
 
 
 def build_app(app):

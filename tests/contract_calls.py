@@ -430,6 +430,22 @@ def sdk_call(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derive
     return [Call(f"{prefix}:{call['action']}", resource, doc)], []
 
 
+def bake_instance(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
+    """The build instance: the SSM Agent registers and takes Image Builder's commands, AWSTOE reads the recipe's
+    components and its own binary; no SSM parameter of the account, no other bake's log group."""
+    arn = f"arn:{PARTITION}"
+    where = f"{ctx.region}:{ctx.account}"
+    allowed = [Call("ssm:UpdateInstanceInformation", f"{arn}:ec2:{where}:instance/i-0123456789abcdef0", doc),
+               *(Call(a, "*", doc) for a in ("ssmmessages:CreateControlChannel", "ssmmessages:OpenControlChannel",
+                                             "ec2messages:GetMessages", "ec2messages:SendReply")),
+               Call("imagebuilder:GetComponent", f"{arn}:imagebuilder:{where}:component/node/1.0.0/1", doc),
+               Call("s3:GetObject", f"{arn}:s3:::ec2imagebuilder-toe-{ctx.region}-prod/linux/amd64/awstoe", doc)]
+    denied = [Call("ssm:GetParameter", f"{arn}:ssm:{where}:parameter/any", doc, why="no account-wide SSM reads"),
+              Call("logs:PutLogEvents", f"{arn}:logs:{where}:log-group:/aws/imagebuilder/another:log-stream:x", doc,
+                   why="another bake's log group")]
+    return allowed, denied
+
+
 def managed_policies(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> Derived:
     attached = [a.rsplit("/", 1)[-1] for a in ctx.principal.unknown_managed_policies]
     for name in rule["policies"]:
@@ -483,7 +499,8 @@ def _job_name(expr: str) -> str:
 DERIVE: dict[str, Callable[..., Derived]] = {f.__name__: f for f in (
     read_object, read_prefix, write_prefix, read_write_prefix, kms_encrypt, volume_grant, vpc, image_pull,
     sns_publish, async_input, logs, job_logs, notebook_logs, endpoint_logs, cluster_logs, log_group, function_logs, metrics, anywhere, pcs_register, start_execution,
-    security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine)}
+    security_group, deployment_sources, deployment_destination, sdk_call, artifact_heads, managed_policies, state_machine,
+    bake_instance)}
 
 
 # ------------------------------------------------------------------ finding the role a resource hands over

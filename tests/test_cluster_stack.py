@@ -19,6 +19,7 @@ from constructs_lib.node_image import SLURM_VERSION
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_software, network_interfaces
 
+from .test_node_locks import installs
 from .conftest import CAPACITY_BLOCK, P6_B300, RESERVATION, ROOT, TRN1, TRN2, VARIANTS
 
 CAT = load_catalog()
@@ -173,7 +174,7 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
     in_order = [components[c["ComponentArn"]["Fn::GetAtt"][0]]["Properties"]["Data"] for c in recipe["Components"]]
     steps = {step["name"]: step for doc in in_order for step in yaml.safe_load(doc)["phases"][0]["steps"]}
     assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFramework", "ShipExamples"} <= set(steps)
-    assert all(f"'{p}'" in steps["InstallFramework"]["inputs"]["commands"][0] for p in stack.pip)
+    assert all(installs(steps["InstallFramework"]["inputs"]["commands"][0], stack, p) for p in stack.pip)
     assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
     shipped = {}
     for name in (n for n in steps if n.startswith("ShipExamples")):

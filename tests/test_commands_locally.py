@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from .conftest import ROOT
+from .conftest import MAKE_NO_SETUP, ROOT
 
 NO_ACCOUNT = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
               "AWS_EC2_METADATA_DISABLED": "true"}
@@ -47,7 +47,7 @@ def test_a_missing_upload_is_refused_before_any_aws_call():
 
 
 def test_make_emulator_runs_the_commands_as_the_readme_shows():
-    proc = subprocess.Popen(["make", "--no-print-directory", "emulator", "WORKLOAD=small"], cwd=ROOT,
+    proc = subprocess.Popen(["make", "--no-print-directory", "emulator", "WORKLOAD=small", *MAKE_NO_SETUP], cwd=ROOT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

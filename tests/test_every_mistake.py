@@ -16,7 +16,7 @@ import pytest
 from workloads import ConfigError, load, plan
 from workloads.planning.teams import load_teams
 
-from .conftest import ROOT, TEAMS_FILE, cdk_json_context
+from .conftest import MAKE_NO_SETUP, ROOT, TEAMS_FILE, cdk_json_context
 
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 MISSPELT = {"trainng.instance_count": "8", "Training.instance_count": "8", "instance_count": "8"}
@@ -260,7 +260,7 @@ def _terminal(cmd: list[str], env: dict) -> subprocess.Popen:
 def test_ctrl_c_during_make_demo_stops_cleanly_with_130():
     """Ctrl-C at a terminal reaches the whole foreground process group: make, the demo, the CDK CLI and the app it
     synthesizes. Each dies of SIGINT (130 in a shell), the emulator is stopped, and nothing prints a traceback."""
-    proc = _terminal(["make", "--no-print-directory", "demo"], {**os.environ, "WORKLOAD": "small",
+    proc = _terminal(["make", "--no-print-directory", "demo", *MAKE_NO_SETUP], {**os.environ, "WORKLOAD": "small",
                                                                   "PYTHONUNBUFFERED": "1"})
     out = []
     for line in proc.stdout:  # wait until the emulator runs and the CLI has started the app
@@ -367,3 +367,23 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     finally:
         os.close(write)
     assert result.returncode == 1 and result.stderr == "", result.stderr
+
+
+def test_the_tests_run_make_demo_and_emulator_without_a_second_setup():
+    """`make demo` and `make emulator` set up first for a user; a test runs them in the interpreter and toolchain it
+    already has (SETUP= and PY=): `make -n` shows no install, and every test that runs them passes both."""
+    import re
+    import sys
+
+    for target in ("demo", "emulator"):
+        dry = subprocess.run(["make", "-n", "--no-print-directory", target, *MAKE_NO_SETUP], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert dry.returncode == 0, dry.stderr
+        assert "pip install" not in dry.stdout and "npm ci" not in dry.stdout and "tools.demo" in dry.stdout
+        assert sys.executable in dry.stdout
+        user = subprocess.run(["make", "-n", "--no-print-directory", target], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        assert "tools.demo" in user.stdout  # a user's `make demo` still sets up first (its recipe is listed or done)
+    calls = [m for path in (ROOT / "tests").glob("test_*.py")
+             for m in re.findall(r'\["make", "--no-print-directory", "(?:demo|emulator)"[^\]]*\]', path.read_text())]
+    assert calls and all("*MAKE_NO_SETUP" in c for c in calls), calls

@@ -149,8 +149,8 @@ def test_service_made_log_groups_are_created_ahead(synth, variant):
 
 def test_the_pcs_agent_is_pinned_and_verified_before_it_is_installed():
     """PCS user guide, "Step 2 - Install the AWS PCS agent": the versioned tarball, the public key's fingerprint
-    1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C, then gpg --verify of the tarball's .sig; the installer only
-    after both (set -e and explicit exits stop the bake otherwise)."""
+    1C24 32C1 862F 64D1 F90A  239A 7EEF 030E DDF5 C21C (that key alone exported to its own keyring), then gpgv of the
+    tarball's .sig against that keyring only; the installer only after both (set -e and explicit exits stop the bake otherwise)."""
     from constructs_lib.node_image import PCS_AGENT_VERSION, bake_steps
     from workloads.catalog import load_software
 
@@ -159,8 +159,8 @@ def test_the_pcs_agent_is_pinned_and_verified_before_it_is_installed():
     assert "aws-pcs-agent-v1-latest" not in script and re.fullmatch(r"\d+\.\d+\.\d+-\d+", PCS_AGENT_VERSION)
     lines = script.splitlines()
     at = {what: next(i for i, line in enumerate(lines) if what in line) for what in (
-        "set -euxo pipefail", "--fingerprint", "1C2432C1862F64D1F90A239A7EEF030EDDF5C21C",
-        f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz.sig\" -o", "gpg --batch --verify", "./installer.sh")}
-    assert at["set -euxo pipefail"] < at["--fingerprint"] <= at["1C2432C1862F64D1F90A239A7EEF030EDDF5C21C"] \
-        < at["gpg --batch --verify"] < at["./installer.sh"], at
-    assert "exit 1" in lines[at["gpg --batch --verify"]]
+        "set -euxo pipefail", "--export 1C2432C1862F64D1F90A239A7EEF030EDDF5C21C",
+        f"aws-pcs-agent-v{PCS_AGENT_VERSION}.tar.gz.sig\" -o", "gpgv ", "./installer.sh")}
+    assert at["set -euxo pipefail"] < at["--export 1C2432C1862F64D1F90A239A7EEF030EDDF5C21C"] \
+        < at["gpgv "] < at["./installer.sh"], at
+    assert "exit 1" in lines[at["gpgv "] + 1] and "gpg --verify" not in script and "gpg --batch --verify" not in script

@@ -115,6 +115,7 @@ def test_notebook_stops_itself_when_idle(hyperpod):
     nb = s.one("TrainStack", "AWS::SageMaker::NotebookInstance")["Properties"]
     assert nb["InstanceType"] == "ml.t3.medium" and nb["DirectInternetAccess"] == "Disabled"
     assert nb["RootAccess"] == "Disabled" and "KmsKeyId" in nb and "SubnetId" in nb
+    assert nb["InstanceMetadataServiceConfiguration"] == {"MinimumInstanceMetadataServiceVersion": "2"}  # IMDSv2 only
     config = s.one("TrainStack", "AWS::SageMaker::NotebookInstanceLifecycleConfig")["Properties"]
     script = config["OnStart"][0]["Content"]["Fn::Base64"]
     assert "IDLE_SECONDS=1800" in script and "stop_notebook_instance" in script and "crontab" in script

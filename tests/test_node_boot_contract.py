@@ -16,6 +16,7 @@ from constructs_lib.node_bootstrap import (ENV_ON_NODE, LAYOUT_ON_NODE, MOUNT_AT
 from constructs_lib.node_image import COMPONENT_MAX_CHARS, bake_steps, component_documents, framework_script
 from workloads.catalog import load_software
 
+from .test_node_locks import installs
 from .conftest import ROOT
 
 KINDS = load_software().stacks  # every pinned stack the node image can bake
@@ -97,7 +98,7 @@ def test_bake_installs_the_pinned_stack_and_checks_its_torch(kind):
     install = steps["InstallFramework"]
     assert kind.pip and all("==" in p for p in kind.pip)
     for package in kind.pip:
-        assert f"'{package}'" in install.script
+        assert installs(install.script, kind, package), package
     for url in kind.index_urls:
         assert f"--extra-index-url {url}" in install.script
     assert f'startswith("{kind.torch}.")' in install.check

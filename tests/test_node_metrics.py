@@ -13,14 +13,15 @@ import pytest
 
 from constructs_lib.node_bootstrap import SLURMD_DROPIN, Metrics, node_script
 from constructs_lib.node_image import bake_steps
-from constructs_lib.node_metrics import (AGENT_CONFIG, AGENT_CTL, AGENT_KEY_FINGERPRINT, AGENT_VERSION, DIMENSION,
-                                         NAMESPACE, NEURON_NAMESPACE, NEURON_UNIT, agent_config, bake_script,
+from constructs_lib.node_metrics import (AGENT_CONFIG, AGENT_CTL, AGENT_VERSION, DIMENSION,
+                                         NAMESPACE, NEURON_NAMESPACE, NEURON_UNIT, agent_config,
                                          published, read_back)
 from workloads import load, plan
 from workloads.catalog import load_software
 from workloads.planning.monitoring import metric_facts, training_alarms
 
 from .conftest import VARIANTS
+from .signing import curl_on_path, make_keys, stop_agents
 from .test_node_boot_contract import LUSTRE, STUBS, _slurmd_would_start, shellcheck
 
 FACTS = metric_facts()["metrics"]
@@ -175,55 +176,63 @@ def test_an_agent_that_does_not_start_is_a_warning_and_the_node_still_takes_jobs
 
 # ------------------------------------------------------------------ the bake step, run in a sandbox
 
-FPR = AGENT_KEY_FINGERPRINT.replace(" ", "")
 BAKE_STUBS = {
-    # curl -fsSL URL -o FILE: records the URL, writes the file
-    "curl": '#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; -*) ;; *) url=$1;; esac; shift; done\n'
-            'echo "$url" >> "$STATE/curl.log"\necho "$url" > "$out"',
-    # gpg: the imported key's fingerprint is $STUB_FPR; --verify succeeds unless STUB_BAD_SIG is set
-    "gpg": '#!/bin/bash\necho "$*" >> "$STATE/gpg.log"\n'
-           'case " $* " in *" --fingerprint "*) echo "pub:-:2048:1:D58167303B789C72:"; echo "fpr:::::::::$STUB_FPR:";;\n'
-           '*" --verify "*) [ -z "${STUB_BAD_SIG:-}" ] || exit 1;; esac',
-    "dpkg": '#!/bin/bash\necho "$*" >> "$STATE/dpkg.log"',
-    "apt-get": '#!/bin/bash\necho "$*" >> "$STATE/apt.log"',
+    "dpkg": '#!/bin/bash\necho "$*" >> "$SERVE/dpkg.log"',
+    "apt-get": '#!/bin/bash\necho "$*" >> "$SERVE/apt.log"',
 }
 
 
-def _bake(tmp_path, kind: str, **env_extra: str):
-    script, _ = bake_script(accelerator_kind=kind, apt="apt-get -o DPkg::Lock::Timeout=900")
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    made = make_keys(tmp_path_factory.mktemp("keys"))
+    yield made
+    stop_agents(made)
+
+
+def _bake(tmp_path, kind: str, keys, monkeypatch, *, key_file=("pinned",), signer="pinned"):
+    """The bake step's own shell with real gpg and gpgv, the agent's fingerprint pinned to the test's `pinned` key:
+    curl serves a key file of `key_file`'s keys and a package signed by `signer`; dpkg and apt-get record calls."""
+    import constructs_lib.node_metrics as node_metrics
+
+    monkeypatch.setattr(node_metrics, "AGENT_KEY_FINGERPRINT", keys.fingerprint("pinned"))
+    script, _ = node_metrics.bake_script(accelerator_kind=kind, apt="apt-get -o DPkg::Lock::Timeout=900")
     state, stubs = tmp_path / "state", tmp_path / "bin"
-    for d in (state, stubs):
-        d.mkdir(parents=True)
+    state.mkdir(parents=True)
+    curl_on_path(stubs)
     for name, body in BAKE_STUBS.items():
         (stubs / name).write_text(body + "\n")
         (stubs / name).chmod(0o755)
-    env = {"PATH": f"{stubs}:/usr/bin:/bin", "STATE": str(state), "TMPDIR": str(tmp_path), "STUB_FPR": FPR,
-           **env_extra}
+    keys.key_file(state / "amazon-cloudwatch-agent.gpg", *key_file)
+    (state / "amazon-cloudwatch-agent.deb").write_bytes(b"a package")
+    keys.sign(signer, state / "amazon-cloudwatch-agent.deb")
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "SERVE": str(state), "TMPDIR": str(tmp_path)}
     run = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], capture_output=True, text=True, env=env,
                          timeout=60)
 
     def lines(name: str) -> list[str]:
         return (state / name).read_text().splitlines() if (state / name).exists() else []
-    return run, {n: lines(f"{n}.log") for n in ("curl", "gpg", "dpkg", "apt")}
+    return run, {n: lines(f"{n}.log") for n in ("curl", "dpkg", "apt")}
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_bake_installs_the_pinned_agent_once_its_signature_holds(kind, tmp_path):
-    run, seen = _bake(tmp_path, kind)
+def test_the_bake_installs_the_pinned_agent_once_its_signature_holds(kind, tmp_path, keys, monkeypatch):
+    run, seen = _bake(tmp_path, kind, keys, monkeypatch)
     assert run.returncode == 0, run.stderr
     debs = [u for u in seen["curl"] if u.endswith(".deb")]
     assert debs == [f"https://amazoncloudwatch-agent.s3.amazonaws.com/ubuntu/amd64/{AGENT_VERSION}/"
                     "amazon-cloudwatch-agent.deb"]
     assert not any("/latest/" in u for u in seen["curl"])
-    assert [line for line in seen["gpg"] if "--verify" in line]
     assert seen["dpkg"] == ["-i -E ./amazon-cloudwatch-agent.deb"]
     assert bool(seen["apt"]) == (kind == "trainium")  # boto3 for Neuron's CloudWatch script
 
 
-@pytest.mark.parametrize("env, why", [({"STUB_FPR": "0" * 40}, "fingerprint is not"),
-                                      ({"STUB_BAD_SIG": "1"}, "bad signature, not installing")])
-def test_the_bake_installs_nothing_unverified(env, why, tmp_path):
-    run, seen = _bake(tmp_path, "nvidia-gpu", **env)
+@pytest.mark.parametrize("key_file, signer, why", [
+    (("pinned", "extra"), "extra", "not signed by the pinned key"),  # gpg --verify would call this good
+    (("extra",), "extra", "the key file holds no key"),
+    (("pinned",), "extra", "not signed by the pinned key"),
+])
+def test_the_bake_installs_nothing_unverified(key_file, signer, why, tmp_path, keys, monkeypatch):
+    run, seen = _bake(tmp_path, "nvidia-gpu", keys, monkeypatch, key_file=key_file, signer=signer)
     assert run.returncode != 0 and why in run.stderr
     assert seen["dpkg"] == []
 

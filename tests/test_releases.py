@@ -21,6 +21,7 @@ from workloads.commands import dlami
 from workloads.catalog import load_software
 
 from .conftest import VARIANTS
+from .signing import curl_on_path, make_keys, stop_agents
 from .test_artifact_check import _Replies
 from .test_preflight import images
 from .test_runtime_contract import world_of
@@ -186,45 +187,67 @@ def test_every_download_of_the_pcs_software_is_a_pinned_version():
     assert [u for u in urls if re.search(r"aws-pcs-agent-v[\d.]+-\d+\.tar\.gz\.sig$", u)]
 
 
-def _stubbed(tmp_path, *, bad: str = "") -> dict:
-    """curl writes each file; gpg accepts the PCS key's fingerprint and every signature but `bad`'s; tar makes the
-    installer directory, whose installer.sh records that it ran."""
-    bin_, work = tmp_path / "bin", tmp_path / "work"
-    bin_.mkdir(parents=True), work.mkdir()
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    made = make_keys(tmp_path_factory.mktemp("keys"))
+    yield made
+    stop_agents(made)
+
+
+def _run_pcs_step(tmp_path, keys, monkeypatch, *, key_file: tuple[str, ...] = ("pinned",),
+                  signers: tuple[str, str] = ("pinned", "pinned")) -> dict:
+    """The step's own shell with real gpg and gpgv, the PCS fingerprint pinned to the test's `pinned` key: curl serves
+    a key file holding `key_file`'s keys and the two tarballs signed by `signers` (agent, Slurm); the tarballs hold
+    installer.sh scripts that record that they ran."""
+    import constructs_lib.node_image as node_image
+
+    monkeypatch.setattr(node_image, "PCS_KEY_FINGERPRINT", keys.fingerprint("pinned"))
+    monkeypatch.setattr(node_image, "PCS_KEYRING", str(tmp_path / "pcs-pinned.gpg"))
+    bin_, work, serve = tmp_path / "bin", tmp_path / "work", tmp_path / "serve"
+    work.mkdir(parents=True), serve.mkdir()
+    curl_on_path(bin_)
     ran = tmp_path / "ran"
-    (bin_ / "curl").write_text('#!/bin/bash\nwhile [[ $# -gt 0 ]]; do [[ $1 == -o ]] && { echo x > "$2"; shift; }; '
-                               'shift; done\n')
-    (bin_ / "gpg").write_text(
-        "#!/bin/bash\n"
-        'if [[ " $* " == *" --fingerprint "* ]]; then echo "fpr:::::::::1C2432C1862F64D1F90A239A7EEF030EDDF5C21C:"; '
-        "exit 0; fi\n"
-        f'if [[ " $* " == *" --verify "* && -n "{bad}" && " $* " == *"{bad}.sig"* ]]; then exit 1; fi\nexit 0\n')
-    (bin_ / "tar").write_text(
-        '#!/bin/bash\nd=$(echo "$2" | sed -E "s/-v?[0-9.]+-[0-9]+\\.tar\\.gz$//")\nmkdir -p "$d"\n'
-        f"printf '#!/bin/bash\\necho %s >> %s\\n' \"$d\" {ran} > \"$d/installer.sh\" && chmod +x \"$d/installer.sh\"\n")
-    (bin_ / "mktemp").write_text(f"#!/bin/bash\necho {tmp_path}/gnupg\n")
+    keys.key_file(serve / "aws-pcs-public-key.pub", *key_file)
+    agent = f"aws-pcs-agent-v{node_image.PCS_AGENT_VERSION}.tar.gz"
+    slurm = f"aws-pcs-slurm-{SLURM_VERSION}-installer-{SLURM_INSTALLER_VERSION}.tar.gz"
+    for tarball, folder, signer in ((agent, "aws-pcs-agent", signers[0]),
+                                    (slurm, f"aws-pcs-slurm-{SLURM_VERSION}-installer", signers[1])):
+        (tmp_path / "src" / folder).mkdir(parents=True)
+        (tmp_path / "src" / folder / "installer.sh").write_text(f"#!/bin/bash\necho {folder} >> {ran}\n")
+        (tmp_path / "src" / folder / "installer.sh").chmod(0o755)
+        subprocess.run(["tar", "czf", str(serve / tarball), "-C", str(tmp_path / "src"), folder], check=True)
+        keys.sign(signer, serve / tarball)
     (bin_ / "ldconfig").write_text("#!/bin/bash\n")
-    for stub in bin_.iterdir():
-        stub.chmod(0o755)
-    step = next(s for s in bake_steps(software=NEURON, region="us-east-2") if s.name == "InstallPcsAgentAndSlurm")
+    (bin_ / "ldconfig").chmod(0o755)
+    step = next(s for s in node_image.bake_steps(software=NEURON, region="us-east-2")
+                if s.name == "InstallPcsAgentAndSlurm")
     script = step.commands().replace("cd /tmp", f"cd {work}").replace("/etc/", f"{tmp_path}/etc/")
     (tmp_path / "etc" / "ld.so.conf.d").mkdir(parents=True)
     (tmp_path / "etc" / "profile.d").mkdir()
     script = script.split("# check:")[0]  # the step's work; its check needs a real node
-    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": f"{bin_}:/usr/bin:/bin"})
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                         env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": str(tmp_path)})
     return {"rc": run.returncode, "stderr": run.stderr, "ran": ran.read_text().split() if ran.exists() else []}
 
 
-def test_the_slurm_installer_runs_only_with_a_good_signature(tmp_path):
-    """The step run with curl, gpg and tar stubbed on PATH: both installers run when both signatures hold; a bad
-    Slurm signature stops the step before anything is unpacked or run."""
-    slurm = f"aws-pcs-slurm-{SLURM_VERSION}-installer-{SLURM_INSTALLER_VERSION}.tar.gz"
-    good = _stubbed(tmp_path / "good")
+def test_the_installers_run_when_the_pinned_key_signed_them(tmp_path, keys, monkeypatch):
+    good = _run_pcs_step(tmp_path, keys, monkeypatch)
     assert good["rc"] == 0, good["stderr"]
     assert good["ran"] == ["aws-pcs-agent", f"aws-pcs-slurm-{SLURM_VERSION}-installer"]
-    forged = _stubbed(tmp_path / "forged", bad=slurm)
-    assert forged["rc"] != 0 and forged["ran"] == []
-    assert f"{slurm}: bad signature, not installing" in forged["stderr"]
+
+
+@pytest.mark.parametrize("key_file, signers, why", [
+    # the key file carries the pinned key AND another, and the other signed the Slurm installer: `gpg --verify`
+    # against the imported file says "Good signature"; the bake must not
+    (("pinned", "extra"), ("pinned", "extra"), "not signed by the pinned key"),
+    (("extra", "pinned"), ("extra", "extra"), "not signed by the pinned key"),
+    # the URL serves another key altogether
+    (("extra",), ("extra", "extra"), "the key file holds no key"),
+])
+def test_the_bake_refuses_a_signature_by_any_other_key(tmp_path, keys, monkeypatch, key_file, signers, why):
+    forged = _run_pcs_step(tmp_path, keys, monkeypatch, key_file=key_file, signers=signers)
+    assert forged["rc"] != 0 and forged["ran"] == [], forged
+    assert why in forged["stderr"]
 
 
 def test_the_bake_checks_the_installed_slurm_is_the_pinned_one():
@@ -248,3 +271,42 @@ def test_the_baked_ami_is_deleted_with_the_image(synth, variant):
     assert [st["Principal"] for st in role["AssumeRolePolicyDocument"]["Statement"]] == [
         {"Service": "imagebuilder.amazonaws.com"}]
     assert "service-role/EC2ImageBuilderLifecycleExecutionPolicy" in json.dumps(role["ManagedPolicyArns"])
+
+
+def _run_lustre_step(tmp_path, keys, *, fingerprint, key_file=("pinned",)) -> subprocess.CompletedProcess:
+    """The Lustre step's shell on a parent without a Lustre client (modinfo fails), apt-get recording its calls."""
+    from constructs_lib.node_image import LUSTRE_KEYRING, lustre_script
+
+    bin_, serve = tmp_path / "bin", tmp_path / "serve"
+    serve.mkdir(parents=True)
+    curl_on_path(bin_)
+    for name, body in {"modinfo": "exit 1", "lsb_release": "echo noble",
+                       "apt-get": f'echo "$*" >> {tmp_path}/apt.log'}.items():
+        (bin_ / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    keys.key_file(serve / "fsx-ubuntu-public-key.asc", *key_file)
+    script = lustre_script(fingerprint).replace(LUSTRE_KEYRING, str(tmp_path / "fsx.gpg")).replace(
+        "/etc/apt/sources.list.d/", f"{tmp_path}/")
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": str(tmp_path)})
+
+
+def test_the_lustre_repository_is_trusted_for_the_pinned_key_alone(tmp_path, keys):
+    """apt's signed-by keyring gets the pinned fingerprint's key and nothing else the URL served; a URL serving
+    another key stops the bake before apt is pointed at the repository."""
+    fpr = keys.fingerprint("pinned")
+    good = _run_lustre_step(tmp_path / "good", keys, fingerprint=fpr, key_file=("extra", "pinned"))
+    assert good.returncode == 0, good.stderr
+    listed = subprocess.run(["gpg", "--homedir", str(tmp_path), "--batch", "--with-colons", "--show-keys",
+                             str(tmp_path / "good" / "fsx.gpg")], capture_output=True, text=True).stdout
+    assert [line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:")][:1] == [fpr]
+    assert keys.fingerprint("extra") not in listed
+    bad = _run_lustre_step(tmp_path / "bad", keys, fingerprint=fpr, key_file=("extra",))
+    assert bad.returncode != 0 and "the key file holds no key" in bad.stderr
+    assert not (tmp_path / "bad" / "apt.log").exists()
+
+
+def test_without_a_pinned_lustre_fingerprint_the_bake_adds_no_repository(tmp_path, keys):
+    run = _run_lustre_step(tmp_path, keys, fingerprint=None)
+    assert run.returncode != 0 and "no pinned fingerprint" in run.stderr
+    assert not (tmp_path / "apt.log").exists() and not (tmp_path / "fsxlustreclientrepo.list").exists()

@@ -59,7 +59,7 @@ def _notebook(t: dict, team: str, **override) -> Call:
     context = {"aws:RequestTag/team": team, "sagemaker:InstanceTypes": ["ml.m5.xlarge"],
                "sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": [t["workspace"]],
                "sagemaker:VolumeKmsKey": t["key"], "sagemaker:DirectInternetAccess": "Disabled",
-               "sagemaker:RootAccess": "Disabled", **override}
+               "sagemaker:RootAccess": "Disabled", "sagemaker:MinimumInstanceMetadataServiceVersion": "2", **override}
     return Call("sagemaker:CreateNotebookInstance", _arn(t, "notebook-instance", f"{team}-n"), DOC,
                 context={k: v for k, v in context.items() if v is not None})
 
@@ -137,6 +137,9 @@ def _denied(world: World, team: str, other: str) -> list[Call]:
                       "sagemaker:VpcSecurityGroupIds": [t["sg"]], "sagemaker:NetworkIsolation": "true"}),
         _notebook(t, team, **{"sagemaker:DirectInternetAccess": None}),
         _notebook(t, team, **{"sagemaker:RootAccess": "Enabled"}),
+        # IMDSv1 allowed: named, or left out (the API's default)
+        _notebook(t, team, **{"sagemaker:MinimumInstanceMetadataServiceVersion": "1"}),
+        _notebook(t, team, **{"sagemaker:MinimumInstanceMetadataServiceVersion": None}),
         _notebook(t, team, **{"sagemaker:VpcSecurityGroupIds": [t["sg"]]}),
         # The issue's case: an endpoint config (tagged ours) on another team's model, then an endpoint on it.
         Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-c"), DOC,
@@ -267,7 +270,7 @@ def _own_value(key: str, action: str, t: dict, team: str) -> object | None:
             "sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": groups,
             "sagemaker:OutputKmsKey": t["key"], "sagemaker:VolumeKmsKey": t["key"], "sagemaker:NetworkIsolation": "true",
             "sagemaker:DirectInternetAccess": "Disabled", "sagemaker:RootAccess": "Disabled",
-            "sagemaker:ModelArn": _arn(t, "model", f"{team}-m"),
+            "sagemaker:MinimumInstanceMetadataServiceVersion": "2", "sagemaker:ModelArn": _arn(t, "model", f"{team}-m"),
             "sagemaker:FileSystemId": t["file_systems"][0] if t["file_systems"] else None}.get(key)
 
 
@@ -475,3 +478,27 @@ def test_a_teams_notebook_writes_only_its_teams_notebook_streams(world, team, ot
                 assert evaluate(role, mine, world).allowed, evaluate(role, mine, world).reason
         theirs = Call(action, stream(other, name(other)), DOC)
         assert not evaluate(role, theirs, world).allowed, f"{team}'s notebook writes {theirs.resource}"
+
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_a_team_builds_component_endpoints_by_hand_on_its_own_models(world, team, other):
+    """Issue 44: an endpoint config for inference components names no model (no sagemaker:ModelArn): the model deny
+    applies only where a model is named. A component of the team's model on the team's endpoint is allowed; of
+    another team's model, or on another team's endpoint, refused."""
+    users, t, o = _user(world, team), _team(world, team), _team(world, other)
+    config = Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-components"), DOC,
+                  context={"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+                           "sagemaker:InstanceTypes": ["ml.g5.12xlarge"], "sagemaker:VolumeKmsKey": t["key"]})
+    assert evaluate(users, config, world).allowed, evaluate(users, config, world).reason
+
+    def component(model_team: str, endpoint_team: str) -> list[Call]:
+        ctx = {"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+               "sagemaker:ModelArn": _arn(t if model_team == team else o, "model", f"{model_team}-m")}
+        return [Call("sagemaker:CreateInferenceComponent", _arn(t, "inference-component", f"{team}-ic"), DOC,
+                     context=ctx),
+                Call("sagemaker:CreateInferenceComponent",
+                     _arn(t if endpoint_team == team else o, "endpoint", f"{endpoint_team}-e"), DOC,
+                     context={**ctx, "aws:ResourceTag/team": endpoint_team})]
+    assert _allowed(users, component(team, team), world)
+    assert not _allowed(users, component(other, team), world)
+    assert not _allowed(users, component(team, other), world)

@@ -42,6 +42,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -422,20 +423,29 @@ class Checkpointer:
         path = self.directory / f"step-{state.step:08d}"
         future = dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group)
         # Published from the writer's thread the moment it is whole (every rank's future completes once rank 0 has
-        # written DCP's metadata), not at the next checkpoint.
-        if self.pruner:
-            future.add_done_callback(lambda done: done.exception() is None and self.publish(path))
-        self.pending = future
+        # written DCP's metadata), not at the next checkpoint. wait() waits for `published`: result() returns
+        # before the callbacks run.
+        published = threading.Event()
+
+        def done(f) -> None:
+            try:
+                if self.pruner and f.exception() is None:
+                    self.publish(path)
+            finally:
+                published.set()
+        future.add_done_callback(done)
+        self.pending = future, published
 
     def publish(self, path: Path) -> None:
         publish(self.directory / "latest", path.name + "\n")
         prune(self.directory, self.keep)
 
     def wait(self) -> None:
-        """Finish the write in flight (its callback has published it); a failed write raises here."""
+        """Finish the write in flight and its publishing; a failed write raises here."""
         if self.pending is None:
             return
-        future, self.pending = self.pending, None
+        (future, published), self.pending = self.pending, None
+        published.wait()
         future.result()
 
 

@@ -412,6 +412,9 @@ class SoftwareStack:
     # the release (`release_marker`).
     parent_dlami_owner: str = "amazon"
     parent_dlami_name: str = ""
+    # The parent's Python and glibc, which pick the wheels its hash lock holds (catalog/node_locks.py)
+    node_python: str = ""
+    node_glibc: str = ""
 
     @property
     def release_marker(self) -> str | None:
@@ -475,7 +478,9 @@ def load_software() -> Software:
             cuda=str(raw["cuda"]) if raw.get("cuda") else None, legacy=raw.get("legacy") or "",
             legacy_sources=tuple(raw.get("legacy_sources") or ()), beta=raw.get("beta") or "",
             beta_sources=tuple(raw.get("beta_sources") or ()),
-            parent_dlami_owner=raw["parent_dlami"]["owner"], parent_dlami_name=raw["parent_dlami"]["name"]))
+            parent_dlami_owner=raw["parent_dlami"]["owner"], parent_dlami_name=raw["parent_dlami"]["name"],
+            node_python=str(raw["node_platform"]["python"]), node_glibc=str(raw["node_platform"]["glibc"])))
+        _cited(f"software.yaml stack {raw['name']} node_platform", raw["node_platform"]["sources"], known)
         if raw.get("legacy"):
             _cited(f"software.yaml stack {raw['name']} legacy", raw["legacy_sources"], known)
         if raw.get("beta"):

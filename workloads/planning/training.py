@@ -25,6 +25,7 @@ from . import nxd
 from . import parallelism
 from .capacity import Purchase
 from .cluster_nodes import SCALE_DOWN_IDLE_S
+from .node_packages import node_lock, unlocked_warning
 from .parallelism import Parallelism
 from .precision import choose as choose_precision, compiles, trainer_flags
 from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
@@ -583,6 +584,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     assert not isinstance(software, str)  # _eligible refused types without a stack
     if software is not None and (software.legacy or software.beta):
         findings.append(_software_warning(itype, software, cat))
+    if software is not None and orchestrator != "sagemaker-jobs" and node_lock(software.device) is None:
+        findings.append(unlocked_warning(itype.name, software))
     precision = priced_precision(w, itype) if acc and not classic else ""
     if precision:
         decisions.append(f"precision: {precision_of(w, itype)[1]}")

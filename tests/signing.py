@@ -1,0 +1,67 @@
+"""Real OpenPGP keys for the bake's signature tests: a `pinned` key (the vendor's) and an `extra` one (anyone's), made
+with this machine's gpg, and a curl stand-in that serves files from a folder by the URL's last path segment. The bake's
+own shell then runs against real gpg and gpgv: nothing about signatures is stubbed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# curl -fsSL URL -o FILE: copies $SERVE/<last segment of URL> to FILE (fails like curl -f when absent), logs the URL
+CURL = ('#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; -*) ;; *) url=$1;; esac; shift; done\n'
+        'echo "$url" >> "$SERVE/curl.log"\ncp "$SERVE/${url##*/}" "$out" 2>/dev/null || exit 22\n')
+
+
+@dataclass(frozen=True)
+class Keys:
+    root: Path
+
+    def home(self, who: str) -> Path:
+        return self.root / who
+
+    def fingerprint(self, who: str) -> str:
+        out = _gpg(self.home(who), "--with-colons", "--list-keys").stdout
+        return next(line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:"))
+
+    def key_file(self, path: Path, *who: str) -> Path:
+        """An armored key file holding these keys' public halves, as a vendor's URL would serve it."""
+        path.write_text("".join(_gpg(self.home(w), "--armor", "--export").stdout for w in who))
+        return path
+
+    def sign(self, who: str, path: Path) -> Path:
+        """`path`'s detached signature `path.sig`, made by `who`."""
+        sig = path.with_name(path.name + ".sig")
+        _gpg(self.home(who), "--detach-sign", "--output", str(sig), str(path))
+        return sig
+
+
+def _gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["gpg", "--homedir", str(home), "--batch", "--yes", "--pinentry-mode", "loopback",
+                           "--passphrase", "", *args], capture_output=True, text=True, check=True, timeout=60)
+
+
+def make_keys(root: Path) -> Keys:
+    if not shutil.which("gpg") or not shutil.which("gpgv"):
+        pytest.skip("gpg and gpgv are needed to make and check real signatures")
+    keys = Keys(root)
+    for who in ("pinned", "extra"):
+        keys.home(who).mkdir(mode=0o700, parents=True)
+        _gpg(keys.home(who), "--quick-gen-key", f"{who} <{who}@example.com>", "ed25519", "sign", "never")
+    return keys
+
+
+def stop_agents(keys: Keys) -> None:
+    for who in ("pinned", "extra"):
+        subprocess.run(["gpgconf", "--homedir", str(keys.home(who)), "--kill", "gpg-agent"], capture_output=True,
+                       env={**os.environ})
+
+
+def curl_on_path(bin_dir: Path) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "curl").write_text(CURL)
+    (bin_dir / "curl").chmod(0o755)
