@@ -25,8 +25,9 @@ CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
 
 class _Frozen(BaseModel):
-    # strict: a boolean is not a number (`dataset_size_gib: true` is not 1 GiB), a number not a string.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    # strict: a boolean is not a number (`dataset_size_gib: true` is not 1 GiB), a number not a string; NaN and
+    # infinity are no size, count or time (`.nan` would pass every `le` bound).
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 class Model(_Frozen):
