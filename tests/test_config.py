@@ -72,7 +72,7 @@ def test_load_from_file(tmp_path):
     ({"training.instnce_type": "x"}, "training.instnce_type", "unknown field"),
     ({"model.framework": "xgboost", "training.instance_type": "p5.48xlarge"}, "training.instance_type",
      "xgboost trains on CPU"),
-    ({"inference.serverless.memory_mb": "1500"}, "inference.serverless.memory_mb", "a multiple of 1,024"),
+    ({"inference.serverless.memory_mb": "1500"}, "inference.serverless.memory_mb", "a multiple of 1024"),
     ({"inference.serverless.max_concurrency": "500"}, "inference.serverless.max_concurrency", "200"),
     ({"inference.realtime.instance_type": "inf2.xlarge"}, "inference.realtime.instance_type", "ml.inf2.xlarge"),
     ({"training.capacity_reservation_id": "res-1"}, "training.capacity_reservation_id", "pattern"),

@@ -306,7 +306,7 @@ def _number_allowed(info: Any) -> str | None:
         for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="), ("multiple_of", "a multiple of")):
             if getattr(m, attr, None) is not None:
                 bound = getattr(m, attr)
-                bounds.append(f"{sign} {bound:,}" if float(bound).is_integer() else f"{sign} {bound:g}")
+                bounds.append(f"{sign} {int(bound)}" if float(bound).is_integer() else f"{sign} {bound:g}")
     what = "a whole number" if kinds == {int} else "a number"
     return what + (" " + " and ".join(bounds) if bounds else "") + (" or null" if type(None) in get_args(
         info.annotation) else "")

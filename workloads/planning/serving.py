@@ -14,6 +14,7 @@ from ..catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
 from ..config.model import artifact_format, attention_heads
 from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from ..errors import ConfigError
+from ..config.schedules import runs_per_month
 from . import estimates as est
 from . import speed
 from .contracts import VLLM_TOO_OLD, ServingPlan, container_for, copy_degrees, layout_of, plan_serving, tensor_degrees
@@ -344,33 +345,6 @@ class BatchRun:
     basis: str
     records_per_request: int = 1  # as the job batches them (MultiRecord up to MaxPayloadInMB; SingleRecord one)
     startup_s: float = 0.0  # billed start-up of each run: the model's download and load (startup.model_seconds)
-
-
-def runs_per_month(schedule: str) -> float:
-    """Runs a month an EventBridge schedule makes: rate(N unit), or cron(min hour day-of-month month day-of-week
-    year) with one time of day (lists in minutes or hours multiply)."""
-    body = schedule[schedule.index("(") + 1:-1].split()
-    if schedule.startswith("rate("):
-        n, unit = int(body[0]), body[1].rstrip("s")
-        return HOURS_PER_MONTH / {"minute": 1 / 60, "hour": 1, "day": 24}[unit] / n
-    minute, hour, dom, _, dow = body[:5]
-    per_day = len(minute.split(",")) * (24 if hour == "*" else len(hour.split(",")))
-    if dow not in ("?", "*"):
-        days = sum(len(range(*_span(part))) for part in dow.split(","))
-        return per_day * days * DAYS_PER_MONTH / 7
-    if dom not in ("?", "*"):
-        return per_day * len(dom.split(","))
-    return per_day * DAYS_PER_MONTH
-
-
-_WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
-
-
-def _span(part: str) -> tuple[int, int]:
-    def day(x: str) -> int:
-        return _WEEKDAYS.index(x.upper()) if x.upper() in _WEEKDAYS else int(x) - 1
-    first, _, last = part.partition("-")
-    return day(first), day(last or first) + 1
 
 
 def _batch_run(w: Workload, section: Batch, hourly: float, rps: float, itype: InstanceType,
