@@ -28,7 +28,7 @@ import aws_cdk as cdk  # noqa: E402
 
 from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
-from workloads.commands.context import read_context  # noqa: E402
+from workloads.commands.context import cdk_cli_context, read_context  # noqa: E402
 from workloads.errors import report, report_findings  # noqa: E402
 
 gc.freeze()
@@ -47,7 +47,7 @@ def main() -> int:
               "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context)
+        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=cdk_cli_context() or ())
         report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
         build(app, target)
     except ConfigError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from ..catalog import load_catalog
@@ -22,22 +23,66 @@ from ..planning.planner import Plan, plan
 EXIT_BAD_INPUT = 2
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, str]:
-    out = {}
+def parse_overrides(pairs: list[str], *, command: str = "plan") -> dict[str, str]:
+    """`-c KEY=VALUE` options as a dict: every malformed pair, repeated key and app-only key refused at once."""
+    from .context import repeated_keys
+
+    out, errors, given = {}, [], []
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ConfigError("-c", pair, "KEY=VALUE with a dotted key, e.g. training.instance_type=p5.48xlarge",
-                              reason="not a KEY=VALUE pair")
+            errors.append(ConfigError("-c", pair, "KEY=VALUE with a dotted key, e.g. training.instance_type=p5.48xlarge",
+                                      reason="not a KEY=VALUE pair"))
+            continue
+        given.append((key, value))
         out[key] = value
+    errors += repeated_keys(given) + _app_key_errors(out, command)
+    raise_all(errors)
     return out
+
+
+def _app_key_errors(overrides: dict[str, str], command: str) -> list[ConfigError]:
+    """`cdk synth`'s own context keys given to `python -m workloads`, where they mean something else or nothing."""
+    said = {
+        "workload": ("the command's argument: python -m workloads {command} " + overrides.get("workload", "WORKLOAD"),
+                     "the workload is the command's argument here, not a -c key"),
+        "strict": ("--strict" if command == "plan" else "-c strict=true with cdk synth",
+                   "-c strict is cdk synth's; python -m workloads plan takes --strict"),
+        "account": ("-c account=ID with cdk synth or cdk deploy", "the account is cdk synth's and cdk deploy's"),
+    }
+    return [ConfigError(f"-c {key}", overrides[key], allowed.format(command=command), reason=reason)
+            for key, (allowed, reason) in said.items() if key in overrides]
+
+
+# Numeric options, each with what it takes: argparse reads `--timeout -5` and `--timeout nan` as numbers (cost's --runs
+# is checked by cost.check_arguments).
+_NUMBER_OPTIONS = {
+    "timeout": ("--timeout", lambda v: math.isfinite(v) and v > 0, "seconds, a number > 0"),
+    "instance_count": ("--instance-count", lambda v: v >= 1, "a whole number >= 1"),
+}
+
+
+def _option_errors(args: argparse.Namespace) -> list[ConfigError]:
+    return [ConfigError(flag, getattr(args, dest), allowed, reason="out of range")
+            for dest, (flag, valid, allowed) in _NUMBER_OPTIONS.items()
+            if getattr(args, dest, None) is not None and not valid(getattr(args, dest))]
+
+
+def _workload(args: argparse.Namespace) -> str:
+    """The workload argument; the default said on stderr, so that `plan` alone is not mistaken for a plan of nothing."""
+    if args.workload is None:
+        print(f"{args.command}: no workload named, so the default preset {DEFAULT_WORKLOAD!r} (name a preset or a "
+              ".yaml file: python -m workloads plan small)", file=sys.stderr)
+        args.workload = DEFAULT_WORKLOAD
+    return args.workload
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m workloads", description="Plan an ML estate from a workload config.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="show the instance choices, the reasons and the cost")
-    p.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    p.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -47,12 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("catalog", help="list the instance catalog with sources")
     fp = sub.add_parser("preflight", help="check the account before cdk deploy: zones, offerings, quotas, capacity, "
                         "artifacts, CDK bootstrap, cost allocation tags, images (read-only, your AWS credentials)")
-    fp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    fp.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     fp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field; -c teams=FILE -c team=NAME checks that team's estate")
     cp = sub.add_parser("cost", help="what the estate really cost (Cost Explorer, by its tags), service by service "
                         "beside the plan's monthly estimate (read-only, your AWS credentials)")
-    cp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    cp.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     cp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field; -c teams=FILE [-c team=NAME]: each team's estate (or one)")
     cp.add_argument("--month", help="YYYY-MM (default: this month, so far)")
@@ -62,7 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
         jp = sub.add_parser(name, help=help_text)
         jp.add_argument("workload", help="preset name or path to a .yaml file")
-        jp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+        jp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field as at plan time, e.g. -c training.instance_count=8 (the same "
+                        "-c options the estate was deployed with)")
         jp.add_argument("--stage", default="", help="team stage the stacks belong to (stack name prefix)")
         return jp
 
@@ -98,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             from .report import print_catalog
             print_catalog(load_catalog())
             return 0
-        overrides = parse_overrides(args.context)
+        overrides = parse_overrides(args.context, command=args.command)
+        raise_all(_option_errors(args))
+        _workload(args)
         args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
             return _preflight(args, overrides)
@@ -176,8 +227,6 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
             args.source_dir, args.entry_point = shipped
     errors = _file_errors(args)
     if args.command == "process":
-        if args.instance_count < 1:
-            errors.append(ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range"))
         errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
     raise_all(errors)
     return _against_aws(lambda: _start_job(args, result), args)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import model
+from .ignored import ignored_fields
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
 
 
@@ -374,6 +375,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
 ADVICE: tuple[Callable[[Workload, Catalog], list[Finding]], ...] = (
     burstable_types_do_not_train_well,
     listed_kinds_are_not_served,
+    ignored_fields,
 )
 
 
