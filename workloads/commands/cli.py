@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         overrides = parse_overrides(args.context, command=args.command)
         raise_all(_option_errors(args))
-        _workload(args)
+        if not {"teams", "team"} & set(overrides):  # a team's workload is its entry's
+            _workload(args)
         args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
             return _preflight(args, overrides)
@@ -197,7 +198,9 @@ def _file_errors(args: argparse.Namespace) -> list[ConfigError]:
         return [ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
                             reason="no such folder")]
     if not (source / args.entry_point).is_file():
-        return [ConfigError("--entry-point", args.entry_point, f"a file inside {args.source_dir}",
+        inside = sorted(p.name for p in source.glob("*.py"))[:5]
+        return [ConfigError("--entry-point", args.entry_point, f"a script inside --source-dir {args.source_dir}"
+                            + (f" ({', '.join(inside)})" if inside else "") + ", or --source-dir FOLDER holding it",
                             reason=f"no such file in {args.source_dir}")]
     return []
 
@@ -221,10 +224,12 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
 
     # Bad input is refused before any AWS call, every mistake at once (main reports them: one line each, exit 2).
     jobs.check_sagemaker_jobs(result, command=args.command)
-    if args.command == "submit" and args.source_dir is None and args.entry_point is None:
+    if args.command == "submit" and args.source_dir is None:
         shipped = jobs.example_script(result)
-        if shipped:
+        if shipped and args.entry_point is None:
             args.source_dir, args.entry_point = shipped
+        elif args.entry_point is not None:  # a script of one's own: beside the shipped one, or here
+            args.source_dir = shipped[0] if shipped else "."
     errors = _file_errors(args)
     if args.command == "process":
         errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)

@@ -185,7 +185,13 @@ def _allowed_here(key: str, *, app_keys: bool = False) -> str:
 
 
 def _read(source: str) -> dict:
-    is_path = source.endswith((".yaml", ".yml")) or "/" in source
+    # A file that exists is read whatever its name; a folder is named as one; a bare word is a preset.
+    is_path = source.endswith((".yaml", ".yml")) or "/" in source or \
+        Path(source).exists() and source not in preset_names()
+    if is_path and Path(source).is_dir():
+        found = sorted(str(p) for p in Path(source).glob("*.y*ml"))[:5]
+        raise ConfigError("workload", source, "a workload file" + (f", e.g. {', '.join(found)}" if found else
+                          " (.yaml), or a preset: " + ", ".join(preset_names())), reason="a folder, not a file")
     if is_path:
         data = _read_user_file(source)
     else:
@@ -268,9 +274,11 @@ def _validate(raw: dict) -> Workload:
 
 
 def config_errors(errs: list[Mapping[str, Any]], root: type[BaseModel],
-                  show: Callable[[tuple], list[str]] = lambda loc: [str(p) for p in loc]) -> list[ConfigError]:
+                  show: Callable[[tuple], list[str]] = lambda loc: [str(p) for p in loc],
+                  docs: str = "docs/configuration.md") -> list[ConfigError]:
     """pydantic's errors as ConfigErrors. A misspelt key says what it was probably meant to be, and then
-    the field it misses is not also reported missing. `show` turns a location into the displayed path."""
+    the field it misses is not also reported missing. `show` turns a location into the displayed path; `docs` is the
+    page that documents the file's fields."""
     out, explained = [], set()
     for err in errs:
         if err["type"] == "extra_forbidden":
@@ -283,7 +291,7 @@ def config_errors(errs: list[Mapping[str, Any]], root: type[BaseModel],
                                    reason="unknown field" + (f"; did you mean {guess}?" if guess else "")))
     for err in errs:
         if err["type"] != "extra_forbidden" and not (err["type"] == "missing" and tuple(err["loc"]) in explained):
-            out.append(_config_error({**err, "loc": tuple(show(tuple(err["loc"])))}, _field_at(err["loc"], root)))
+            out.append(_config_error({**err, "loc": tuple(show(tuple(err["loc"])))}, _field_at(err["loc"], root), docs))
     return out
 
 
@@ -316,19 +324,19 @@ _NUMBER_ERRORS = ("float_type", "int_type", "float_parsing", "int_parsing", "fin
                   "greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
 
 
-def _config_error(err: Mapping[str, Any], info: Any = None) -> ConfigError:
+def _config_error(err: Mapping[str, Any], info: Any = None, docs: str = "docs/configuration.md") -> ConfigError:
     loc = [str(p) for p in err["loc"]]
     field = ".".join(loc) or "workload"
     value = err.get("input")
     kind = err["type"]
     if kind == "missing":
-        return ConfigError(field, None, "see docs/configuration.md", reason="required field is missing")
+        return ConfigError(field, None, f"see {docs}", reason="required field is missing")
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
         # The schema's own checks say what is allowed after "; allowed: " (docs/configuration.md otherwise).
         reason, _, allowed = str(err["msg"]).removeprefix("Value error, ").partition("; allowed: ")
-        return ConfigError(field, value, allowed or "see docs/configuration.md", reason=reason)
+        return ConfigError(field, value, allowed or f"see {docs}", reason=reason)
     numbers = _number_allowed(info) if info is not None and kind in _NUMBER_ERRORS else None
     if kind.endswith("_type") and isinstance(value, bool):
         return ConfigError(field, value, numbers or str(err["msg"]).removeprefix("Input should be "),
@@ -339,11 +347,15 @@ def _config_error(err: Mapping[str, Any], info: Any = None) -> ConfigError:
                   "not a whole number" if kind == "int_from_float" or isinstance(value, float) and kind == "int_type"
                   else "out of range" if kind not in ("float_type", "int_type") else "not a number")
         return ConfigError(field, value, numbers, reason=reason)
-    if kind in ("model_type", "model_attributes_type", "dict_type") and info is not None:
-        section = _submodel(info.annotation)
-        if section is not None:
-            return ConfigError(field, value, "a section with the fields " + ", ".join(_field_names(section)),
-                               reason="not a section")
+    section = _submodel(info.annotation) if info is not None else None
+    if kind in ("model_type", "model_attributes_type", "dict_type") and section is not None:
+        return ConfigError(field, value, "a section with the fields " + ", ".join(_field_names(section)),
+                           reason="not a section")
+    if kind in ("list_type", "too_short") and section is not None:
+        least = f"at least {err.get('ctx', {}).get('min_length', 1)} " if kind == "too_short" else ""
+        return ConfigError(field, value, f"a list of {least}entries with the fields "
+                           f"{', '.join(_field_names(section))} (see {docs})",
+                           reason="not a list" if kind == "list_type" else "too few entries")
     # Type and range errors: pydantic's own message says what is allowed ("Input should be ...").
     allowed = str(err["msg"]).removeprefix("Input should be ").removeprefix("String should ")
     return ConfigError(field, value, allowed, reason="wrong type or out of range")

@@ -66,7 +66,8 @@ class StampedTeam:
 def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     """Every team validated and planned; every mistake in the file reported at once (ConfigErrors)."""
     raw = _read(path)
-    names = [t.get("name") if isinstance(t, dict) else None for t in raw.get("teams", []) or []]
+    entries = raw.get("teams") if isinstance(raw.get("teams"), list) else []
+    names = [t.get("name") if isinstance(t, dict) else None for t in entries]
 
     def show(loc: tuple) -> list[str]:
         if len(loc) >= 2 and loc[0] == "teams" and isinstance(loc[1], int):
@@ -78,7 +79,7 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     try:
         teams = TeamsFile.model_validate(raw).teams
     except ValidationError as exc:
-        errors += config_errors(exc.errors(), TeamsFile, show)
+        errors += config_errors(exc.errors(), TeamsFile, show, docs="docs/teams.md")
         teams = _readable_teams(repair(raw, exc.errors(), TeamsFile))
     errors += _rule_errors(teams)
     # Duplicates from the file itself: an entry with other mistakes still takes its name.
@@ -86,7 +87,7 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
         errors.append(ConfigError(f"teams[{name}].name", name, "a name used once", reason="duplicate team name"))
     if only is not None:
         teams = [t for t in teams if t.name == only]
-        if not teams:
+        if only not in names and names:  # a file with no team entry at all is reported under `teams` already
             errors.append(ConfigError("team", only, ", ".join(str(n) for n in names), reason="no such team in " + path))
     stamped = []
     for t in teams:
