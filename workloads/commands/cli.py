@@ -245,8 +245,11 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
         job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
         print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
               f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
+        from .context import command_args
+
         stage = f" --stage {args.stage}" if args.stage else ""
-        print(f"when it has finished: python -m workloads promote {args.workload}{stage} --job {job.job_name}")
+        print(f"when it has finished: python -m workloads promote {command_args(args.workload, args.overrides)}{stage} "
+              f"--job {job.job_name}")
     else:
         name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
                             instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)

@@ -22,6 +22,7 @@ class Target:
     plan: Plan | None = None
     account: str | None = None
     teams: tuple[StampedTeam, ...] = ()
+    workload_args: str = ""  # the workload as the user gave it, with its -c overrides (command_args)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -36,6 +37,14 @@ def _strict(context: Mapping[str, Any]) -> bool:
     if value in (True, False, "true", "false"):
         return value in (True, "true")
     raise ConfigError("strict", value, "true or false", reason="-c strict=true refuses warnings as errors")
+
+
+def command_args(source: str, overrides: Mapping[str, Any]) -> str:
+    """What `python -m workloads submit|promote|invoke` take for this workload, ready to paste: the file or preset as
+    given and every -c override (the estate was planned with them), each quoted for a POSIX shell."""
+    import shlex
+
+    return " ".join([shlex.quote(source), *(f"-c {shlex.quote(f'{k}={v}')}" for k, v in overrides.items())])
 
 
 def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:
@@ -113,5 +122,5 @@ def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
     if context.get("team") is not None:
         raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
                           reason="picks a team of a teams file, and no teams file was given")
-    return Target(plan=plan(load(workload, overrides)),
+    return Target(plan=plan(load(workload, overrides)), workload_args=command_args(workload, overrides),
                   account=context.get("account"))

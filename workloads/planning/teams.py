@@ -61,6 +61,7 @@ class TeamsFile(_Frozen):
 class StampedTeam:
     team: Team
     plan: Plan
+    workload_args: str = ""  # what `python -m workloads submit ... --stage` take for this team's estate
 
 
 def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
@@ -92,7 +93,8 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     stamped = []
     for t in teams:
         try:
-            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent)))
+            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent),
+                                       workload_args=_team_args(t, folder=Path(path).parent)))
         except ConfigError as exc:
             errors += exc.errors
     raise_all(errors)
@@ -175,8 +177,18 @@ def workload_source(workload: str, folder: Path) -> str:
     return str(folder / workload)
 
 
+def _team_overrides(t: Team) -> dict[str, Any]:
+    return {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
+
+
+def _team_args(t: Team, *, folder: Path) -> str:
+    """The team's workload as the job commands take it: its file (from here) or preset, and its entry's overrides."""
+    from ..commands.context import command_args
+    return command_args(workload_source(t.workload, folder), _team_overrides(t))
+
+
 def _plan_team(t: Team, *, folder: Path) -> Plan:
-    overrides: Mapping[str, Any] = {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
+    overrides: Mapping[str, Any] = _team_overrides(t)
     source = workload_source(t.workload, folder)
     try:
         the_plan = plan(load(source, overrides), allowed_families=t.allowed_instance_families)
