@@ -84,3 +84,21 @@ def test_a_teams_lines_name_its_file_from_here_and_its_stage(offline, capsys, mo
         code, err = _run(line, capsys)
         assert code == 1 and "Traceback" not in err, (line, err)
     assert any(f"cdk deploy '{team}/*'" in line and "--method direct" in line for line in lines)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "workloads").glob("*.yaml"))
+                         + sorted((ROOT / "workloads" / "presets").glob("*.yaml")), ids=lambda p: p.name)
+def test_a_workload_files_deploy_lines_follow_the_real_order(path):
+    """`cdk deploy --all` for a workload that serves deploys the InferenceStack before any model is in the bucket, and
+    its artifact check fails the deployment: a file's comments say TrainStack, then InferenceStack."""
+    from workloads import load, plan
+
+    lines = [line for line in path.read_text().splitlines() if line.lstrip().startswith("#") and "cdk deploy" in line]
+    if not lines:
+        return
+    serves = bool(plan(load(str(path))).inference)
+    for line in lines:
+        words = shlex.split(line.split("#", 1)[1].split("  #")[0])
+        assert not (serves and "--all" in words), line
+        pairs = dict(context_pairs(words))
+        assert pairs.get("workload") == str(path.relative_to(ROOT)), line  # the file itself, as pasted from the root
