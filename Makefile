@@ -12,7 +12,7 @@ export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo emulator test test-trainer synth lint plan docs snapshot-update clean
+.PHONY: setup demo emulator test test-trainer browser synth lint plan docs snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
 	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
@@ -56,8 +56,16 @@ emulator: setup
 
 # The whole suite needs the trainer's packages (torch): a trainer that never resumes must fail `make test`
 # (tests/test_trainer_resume.py, one process, seconds). `make demo` stays free of torch.
-test: setup $(VENV)/.trainer
+test: setup $(VENV)/.trainer browser
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
+
+# Debian's headless Chromium for the test that renders `plan --html` (tests/test_plan_page.py). Allowed to fail
+# (no root, no apt, another distribution): that test is then skipped, saying why.
+browser:
+	@command -v chromium >/dev/null || { echo "setup: Chromium for the plan page's test (apt-get, may be skipped) ..."; \
+	  (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	   sudo -n apt-get install -y --no-install-recommends chromium >/dev/null 2>&1) || \
+	  echo "setup: Chromium not installed; tests/test_plan_page.py's rendering test will be skipped"; }
 
 # The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume; and the golden path from the
 # plan to an invoked endpoint (tests/test_golden_path.py). CI runs it.

@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", help="also write the plan as one page that opens offline: the summary, "
+                   "charts of the training candidates, the month's cost and a day of the serving fleet, the tables")
     p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
     p.add_argument("--calibrate", metavar="RESULT.json", help="the calibration job's result: its measured speed beside "
                    "the plan's, and the run's time and cost recomputed from it")
@@ -178,6 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         report(exc)
         return EXIT_BAD_INPUT
+    if getattr(args, "html", None):
+        try:
+            from .plan_page import write  # only here: the plain plan never imports it
+            write(result, args.html)
+        except OSError as exc:
+            report(ConfigError("--html", args.html, "a file path in a folder you can write", reason=type(exc).__name__))
+            return EXIT_BAD_INPUT
+        print(f"wrote {args.html}: the plan as a page (opens offline)", file=sys.stderr)
     _show(result, as_json=args.json, calibrated=calibrated)
     return 0
 
