@@ -90,3 +90,23 @@ def test_the_charts_draw_in_a_browser(huge_page, tmp_path):
             if all(abs(a - b) <= 24 for a, b in zip(pixel, colour)):
                 counts[name] += 1
     assert counts["pick"] > 50 and counts["bar"] > 2000 and counts["cost"] > 100, counts
+
+
+def test_the_terminal_plan_colours_only_what_the_plan_marks():
+    """Rich's highlighter coloured digits at random (the "2" of us-east-2): a terminal plan's only colours are the
+    plan's own styles (the pick in green, headings bold, detail dim)."""
+    import io
+
+    from rich.console import Console
+
+    from workloads.commands import report
+
+    out = io.StringIO()
+    # The plan's own console, forced to colour as a terminal would.
+    forced = Console(file=out, force_terminal=True, color_system="standard", width=150,
+                     highlight=report._console()._highlight)
+    report.print_plan(plan(load("huge")), forced)
+    text = out.getvalue()
+    assert "us-east-2" in text and not re.search(r"us-east-\x1b\[", text)  # no escape inside the region's name
+    assert not re.search(r"\x1b\[[0-9;]*m\d", text.split("Training candidates")[0].split("summary:")[0]), \
+        "a digit in the header coloured"

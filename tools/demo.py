@@ -32,7 +32,7 @@ from .emulator import NotLocalError, deployed_resources, running
 
 
 def main() -> int:
-    console = Console(width=150) if not sys.stdout.isatty() else Console()
+    console = Console(width=150, highlight=False) if not sys.stdout.isatty() else Console(highlight=False)
     workload = os.environ.get("WORKLOAD") or "huge"
     team = os.environ.get("TEAM") or None
     teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
