@@ -14,9 +14,21 @@ import gc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from workloads.commands.interrupt import quiet_interrupts
+
+STARTED = time.perf_counter()
+
+
+def say(what: str) -> None:
+    """A line on stderr per stage, with the seconds since start: a synthesis is tens of seconds of work, and the CDK
+    CLI shows nothing of its own meanwhile (issue 43: 13-35 s of silence)."""
+    print(f"synth: {what} ({time.perf_counter() - STARTED:.1f} s)", file=sys.stderr, flush=True)
+
+
+say("loading the CDK libraries")
 
 quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the app without a traceback
 # The imports below make about 250,000 objects that live as long as the process (mostly the CDK's classes) and no
@@ -49,12 +61,16 @@ def main() -> int:
     try:
         target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=cdk_cli_context() or ())
         report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
-        build(app, target)
+        what = target.plan.workload.name if target.plan else f"{len(target.teams)} team(s)"
+        say(f"planned {what}; building the stacks")
+        estates = build(app, target)
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)
         return 2
+    say(f"checking {sum(len(e.stacks) for e in estates)} stacks (cdk-nag) and writing the templates")
     app.synth()
+    say(f"done: templates in {app.outdir}")
     return 0
 
 
