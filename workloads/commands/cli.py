@@ -122,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
                     "the workload: examples/slurm/train.py for a language model, examples/classic/xgboost_train.py, "
                     "examples/classic/sklearn_train.py)")
     sp.add_argument("--source-dir", help="folder uploaded with the job (default: the shipped script's)")
+    sp.add_argument("--wait", action="store_true", help="follow the job until it ends, a line per status change "
+                    "(exit 0 when it completed, 1 otherwise; Ctrl-C stops following, not the job)")
     mp = job_parser("promote", "copy a finished training job's model to the keys the endpoints read")
     mp.add_argument("--job", required=True, help="the training job's name (what `submit` printed)")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
@@ -259,7 +261,15 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
 
         stage = f" --stage {args.stage}" if args.stage else ""
         print(f"when it has finished: python -m workloads promote {command_args(args.workload, args.overrides)}{stage} "
-              f"--job {job.job_name}")
+              f"--job {job.job_name}", flush=True)
+        if getattr(args, "wait", False):
+            import boto3
+
+            from .waiting import wait_for_job
+
+            client = boto3.session.Session().client("sagemaker", region_name=result.workload.region)
+            if wait_for_job(client, job.job_name, say=lambda line: print(line, flush=True)) != "Completed":
+                raise JobDidNotComplete(job.job_name)
     else:
         name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
                             instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
@@ -291,6 +301,10 @@ def not_deployed(exc: Exception, args: argparse.Namespace) -> str:
     return f"error: {exc}; run: {command}"
 
 
+class JobDidNotComplete(Exception):
+    """`submit --wait`: the job ended Failed or Stopped (its lines say why)."""
+
+
 def _against_aws(call, args: argparse.Namespace | None = None) -> int:
     """Run a command's AWS calls: a missing stack or an AWS refusal is one line and exit 1, never a traceback."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -304,6 +318,9 @@ def _against_aws(call, args: argparse.Namespace | None = None) -> int:
         return 1
     except (BotoCoreError, ClientError) as exc:
         print(f"error: {aws_failure(exc)}", file=sys.stderr)
+        return 1
+    except JobDidNotComplete as exc:
+        print(f"error: training job {exc} did not complete (see the lines above)", file=sys.stderr)
         return 1
     return 0
 
@@ -356,7 +373,9 @@ def _cost(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from .report import print_cost
 
         client = boto3.session.Session().client("ce", region_name=cost_facts()["region"])
-        for result, team in estates:
+        for i, (result, team) in enumerate(estates, 1):
+            print(f"cost: asking Cost Explorer for {team or result.workload.name} ({i} of {len(estates)}) ...",
+                  file=sys.stderr, flush=True)
             reports.append(cost_report(result, client, month=args.month, team=team, runs=args.runs, today=today))
         if args.json:
             json.dump([r.as_dict() for r in reports], sys.stdout, indent=2)
