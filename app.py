@@ -63,12 +63,12 @@ def main() -> int:
         report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
         what = target.plan.workload.name if target.plan else f"{len(target.teams)} team(s)"
         say(f"planned {what}; building the stacks")
-        estates = build(app, target)
+        build(app, target)
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)
         return 2
-    say(f"checking {sum(len(e.stacks) for e in estates)} stacks (cdk-nag) and writing the templates")
+    say("checking the stacks (cdk-nag) and writing the templates")
     app.synth()
     say(f"done: templates in {app.outdir}")
     return 0
