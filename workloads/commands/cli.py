@@ -257,7 +257,7 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
         job = jobs.submit(result, entry_point=args.entry_point, source_dir=args.source_dir, estate=estate)
         print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, "
               f"{'managed spot' if job.spot else 'on-demand'}; estimated cost {job.estimate}")
-        from .context import command_args
+        from ..config.loader import command_args
 
         stage = f" --stage {args.stage}" if args.stage else ""
         print(f"when it has finished: python -m workloads promote {command_args(args.workload, args.overrides)}{stage} "

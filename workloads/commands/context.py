@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config.loader import DEFAULT_WORKLOAD, load, overrides_from_context
+from ..config.loader import DEFAULT_WORKLOAD, command_args, load, overrides_from_context
 from ..errors import ConfigError, Finding, raise_all, strict
 from ..planning.planner import Plan, plan
 from ..planning.teams import StampedTeam, load_teams
@@ -37,14 +37,6 @@ def _strict(context: Mapping[str, Any]) -> bool:
     if value in (True, False, "true", "false"):
         return value in (True, "true")
     raise ConfigError("strict", value, "true or false", reason="-c strict=true refuses warnings as errors")
-
-
-def command_args(source: str, overrides: Mapping[str, Any]) -> str:
-    """What `python -m workloads submit|promote|invoke` take for this workload, ready to paste: the file or preset as
-    given and every -c override (the estate was planned with them), each quoted for a POSIX shell."""
-    import shlex
-
-    return " ".join([shlex.quote(source), *(f"-c {shlex.quote(f'{k}={v}')}" for k, v in overrides.items())])
 
 
 def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:

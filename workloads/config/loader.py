@@ -134,6 +134,14 @@ def _range_end(info: Any, end: str) -> float | int:
     return bound["le"] if "le" in bound else bound["lt"] - step if "lt" in bound else 1_000_000
 
 
+def command_args(source: str, overrides: Mapping[str, Any]) -> str:
+    """What `python -m workloads submit|promote|invoke` take for this workload, ready to paste: the file or preset as
+    given and every -c override (the estate was planned with them), each quoted for a POSIX shell."""
+    import shlex
+
+    return " ".join([shlex.quote(source), *(f"-c {shlex.quote(f'{k}={v}')}" for k, v in overrides.items())])
+
+
 def overrides_from_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> dict[str, Any]:
     """The dotted config overrides among CDK context keys. Every key must be accounted for: a config
     field, one of the app's own keys, or CDK's (feature flags, the CLI's own keys, `cdk_keys` from

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..catalog import load_catalog, strip_ml
-from ..config.loader import config_errors, load, repair
+from ..config.loader import command_args, config_errors, load, repair
 from ..config.user_yaml import read_user_yaml, yaml_problem
 from ..errors import ConfigError, raise_all
 from .planner import Plan, plan
@@ -183,7 +183,6 @@ def _team_overrides(t: Team) -> dict[str, Any]:
 
 def _team_args(t: Team, *, folder: Path) -> str:
     """The team's workload as the job commands take it: its file (from here) or preset, and its entry's overrides."""
-    from ..commands.context import command_args
     return command_args(workload_source(t.workload, folder), _team_overrides(t))
 
 
