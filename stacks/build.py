@@ -28,6 +28,7 @@ def build(app: cdk.App, target: Target, *, packs: Sequence[str] = DEFAULT_PACKS)
         estates = [TeamStage(app, stamped=s).estate for s in target.teams]
     else:
         assert target.plan is not None
-        estates = [build_estate(app, target.plan, account=target.account, named_by_workload=True)]
+        estates = [build_estate(app, target.plan, account=target.account, named_by_workload=True,
+                                workload_args=target.workload_args)]
     add_checks(app, packs)
     return estates

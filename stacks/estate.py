@@ -63,11 +63,13 @@ def commands_target(scope: Construct, workload: str) -> str:
 
 
 def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False,
-                 named_by_workload: bool = False, alarm_emails: tuple[str, ...] = ()) -> Estate:
+                 named_by_workload: bool = False, alarm_emails: tuple[str, ...] = (), workload_args: str = "") -> Estate:
     """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option.
     `named_by_workload`: CloudFormation names carry the workload (`huge-TrainStack`), so two workloads deploy
     side by side in one account and region; the construct IDs, which `cdk deploy TrainStack` selects, stay.
-    `alarm_emails`: subscribed to the estate's alarm topic (a team's; a lone workload subscribes by hand)."""
+    `alarm_emails`: subscribed to the estate's alarm topic (a team's; a lone workload subscribes by hand).
+    `workload_args`: the workload as the user gave it (file or preset, with -c overrides), for the commands the
+    estate prints; the workload's name where absent."""
     w = plan.workload
     env = cdk.Environment(account=account, region=w.region)
     common = dict(env=env, availability_zone=w.availability_zone)
@@ -101,7 +103,8 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        **common, **protect)
     inference = None if not plan.inference else InferenceStack(
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
-        inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference, workload=commands_target(scope, w.name)),
+        inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference,
+                                                                   workload=commands_target(scope, workload_args or w.name)),
         vpc=network.network.vpc, subnets=network.network.hosting_subnets,
         second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
         alarm_topic=network.alarm_topic, latency_ms=w.inference.latency_ms, **common, **protect)

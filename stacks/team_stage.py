@@ -23,7 +23,8 @@ class TeamStage(cdk.Stage):
                                           env=cdk.Environment(account=team.account, region=team.region),
                                           description=f"Guardrails and budget of team {team.name}")
         self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod,
-                                           alarm_emails=tuple(team.alarm_emails or team.budget.alert_emails))
+                                           alarm_emails=tuple(team.alarm_emails or team.budget.alert_emails),
+                                           workload_args=stamped.workload_args)
         self.ml_users = MlUsersStack(self, "MlUsersStack", team=team, estate=self.estate, termination_protection=prod,
                                      env=cdk.Environment(account=team.account, region=team.region),
                                      description=f"What team {team.name}'s ML users may do in SageMaker")

@@ -18,9 +18,9 @@ CASES = {
     "unknown field": (["huge", "-c", "training.instnce_type=p5.48xlarge"],
                       "training.instnce_type = 'p5.48xlarge': unknown field; did you mean training.instance_type?; "
                       "allowed: training.instance_type, training.instance_count"),
-    "wrong type": (["huge", "-c", "training.instance_count=lots"], "training.instance_count = 'lots': wrong type"),
+    "wrong type": (["huge", "-c", "training.instance_count=lots"], "training.instance_count = 'lots': text, not a number"),
     "out of range": (["small", "-c", "inference.serverless.max_concurrency=0"],
-                     "inference.serverless.max_concurrency = 0: wrong type or out of range; allowed: greater than or equal to 1"),
+                     "inference.serverless.max_concurrency = 0: out of range; allowed: a whole number >= 1 and <= 200"),
     "type not in catalog": (["huge", "-c", "training.instance_type=p9.48xlarge"],
                             "training.instance_type = 'p9.48xlarge': not in the instance catalog"),
     "type of a known family not in catalog": (["small", "-c", "training.instance_type=t3.xlarge"],

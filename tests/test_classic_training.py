@@ -13,7 +13,7 @@ import pytest
 from workloads import load, plan
 from workloads.catalog import ML_PREFIX, load_catalog
 from workloads.planning import classic
-from workloads.planning.schedule import runs_per_month
+from workloads.config.schedules import runs_per_month
 from workloads.planning.training import plan_training
 
 from .conftest import ROOT

@@ -11,7 +11,9 @@ import shlex
 import pytest
 
 from workloads.commands.cli import _parser, main, parse_overrides
+from workloads.commands.context import context_pairs, repeated_keys
 from workloads.config.loader import DEFAULT_WORKLOAD, load
+from workloads.errors import raise_all
 
 from .conftest import ROOT
 
@@ -100,8 +102,9 @@ CDK_COMMANDS = shown_cdk_commands()
 def test_every_cdk_command_the_docs_show_names_a_workload_or_teams_file_that_loads(where, command, churn):
     """`cdk synth|diff|deploy -c ...`: the app reads these -c options; they must load as the app would load them."""
     words = [f"workload={churn}" if w == "workload=churn.yaml" else w for w in shlex.split(command)]
-    pairs = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-c"]
-    overrides = parse_overrides(pairs)
+    pairs = context_pairs(words)  # as the app reads the cdk command line: a key given twice is refused
+    raise_all(repeated_keys(pairs))
+    overrides = dict(pairs)
     if "teams" in overrides:
         from workloads.planning.teams import load_teams
         load_teams(overrides["teams"], only=overrides.get("team"))

@@ -308,7 +308,7 @@ def test_a_boolean_node_count_is_refused_on_every_path(tmp_path, path):
         result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 2
     assert _lines(result.stderr) == ["training.instance_count = True: a boolean is not a number or a string here; "
-                                     "allowed: a valid integer"]
+                                     "allowed: a whole number >= 1 and <= 512 or null"]
     _no_traceback(result)
 
 

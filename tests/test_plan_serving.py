@@ -15,7 +15,7 @@ import pytest
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog
 from workloads.planning.estimates import billed_hours, load_services
-from workloads.planning.schedule import runs_per_month
+from workloads.config.schedules import runs_per_month
 
 from .conftest import CAPACITY_BLOCK, ROOT, TRN2
 
@@ -210,9 +210,9 @@ def test_serverless_memory_is_sized_for_the_model():
     ({"inference.serverless.max_concurrency": "201"}, "inference.serverless.max_concurrency", "200"),
     ({"inference.serverless.provisioned_concurrency": "30"}, "inference.serverless",
      "provisioned_concurrency 30 exceeds max_concurrency 20"),
-    ({"inference.processing_seconds": "4000"}, "inference.processing_seconds", "less than or equal to 3600"),
-    ({"inference.payload_mb": "2048"}, "inference.payload_mb", "less than or equal to 1024"),
-    ({"inference.batch.max_payload_mb": "101"}, "inference.batch.max_payload_mb", "less than or equal to 100"),
+    ({"inference.processing_seconds": "4000"}, "inference.processing_seconds", "<= 3600"),
+    ({"inference.payload_mb": "2048"}, "inference.payload_mb", "<= 1024"),
+    ({"inference.batch.max_payload_mb": "101"}, "inference.batch.max_payload_mb", "<= 100"),
     ({"inference.batch.max_payload_mb": "20", "inference.batch.max_concurrent_transforms": "6"},
      "inference.batch", "max_concurrent_transforms x max_payload_mb = 120 MB exceeds 100 MB"),
 ])

@@ -32,7 +32,7 @@ from .emulator import NotLocalError, deployed_resources, running
 
 
 def main() -> int:
-    console = Console(width=150) if not sys.stdout.isatty() else Console()
+    console = Console(width=150, highlight=False) if not sys.stdout.isatty() else Console(highlight=False)
     workload = os.environ.get("WORKLOAD") or "huge"
     team = os.environ.get("TEAM") or None
     teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
@@ -60,7 +60,7 @@ def main() -> int:
             answer = _one_call(emulator, the_plan, stage=team or "")
             if keep:
                 _print_reports(console, reports)
-                _serve(console, emulator, workload=workload, team=team, teams_file=teams_file)
+                _serve(console, emulator, workload=workload, team=team, teams_file=teams_file, app_args=app_args)
     except NotLocalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -85,27 +85,38 @@ def main() -> int:
     return 0
 
 
-def _serve(console: Console, emulator, *, workload: str, team: str | None, teams_file: str) -> None:
+def _serve(console: Console, emulator, *, workload: str, team: str | None, teams_file: str,
+           app_args: list[str]) -> None:
     """Keep the emulator running with the estate deployed, and say how to point the commands at it."""
     names = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION",
              "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED", "SAGEMAKER_VALIDATE_ROLE")
     env = emulator.env()
-    target = f"{workload if not team else the_workload(team, teams_file)}" + (f" --stage {team}" if team else "")
     console.print("\n[bold]The emulator keeps running[/bold] with the estate deployed. In another shell, in this "
                   "folder, paste these lines, then run the job and endpoint commands against it:")
     print("\n".join(f"export {k}={env[k]}" for k in names), flush=True)
-    console.print(f"  source .venv/bin/activate\n"
-                  f"  python -m workloads invoke {target}\n"
-                  f"  python -m workloads submit {target}\n"
-                  f"  python -m workloads process {target} --code examples/prep.py\n"
-                  "Ctrl-C here stops it (everything deployed to it is gone).", soft_wrap=True)
+    print("\n".join(serve_lines(workload=workload, team=team, teams_file=teams_file, app_args=app_args)), flush=True)
+    console.print("Ctrl-C here stops it (everything deployed to it is gone).", soft_wrap=True)
     while True:
         time.sleep(3600)
 
 
-def the_workload(team: str, teams_file: str) -> str:
-    """The workload a team's stage deploys (the job commands take it with --stage)."""
-    return next(t.team.workload for t in load_teams(teams_file, only=team))
+def serve_lines(*, workload: str, team: str | None, teams_file: str, app_args: list[str]) -> list[str]:
+    """The commands the kept emulator offers, each complete as printed: the job and endpoint commands name the
+    workload as the user gave it (a team's: its file from here, its overrides and --stage), and the deploy line carries
+    what the emulator needs."""
+    from .emulator import deploy_command
+
+    target = workload_args(team, teams_file) + f" --stage {team}" if team else workload
+    return ["  source .venv/bin/activate",
+            f"  python -m workloads invoke {target}",
+            f"  python -m workloads submit {target}",
+            f"  python -m workloads process {target} --code examples/prep.py",
+            f"  {deploy_command(app_args, (f'{team}/*',) if team else ('--all',))}   # after a change: redeploy"]
+
+
+def workload_args(team: str, teams_file: str) -> str:
+    """The workload a team's stage deploys, as the job commands take it (with --stage)."""
+    return next(t.workload_args for t in load_teams(teams_file, only=team))
 
 
 def _one_call(emulator, the_plan, *, stage: str):

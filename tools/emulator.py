@@ -14,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -430,6 +430,17 @@ def _seed_parent_images() -> None:
     amis.AMIS.extend(i for i in placeholder_dlamis() if i["ami_id"] not in known)
 
 
+# What `cdk deploy` needs against the emulator: no terminal to approve IAM changes, and no change set (the emulator
+# rebuilds outputs and exports only for direct deployments; through a change set the CLI fails on its answer).
+DEPLOY_OPTIONS = ("--require-approval", "never", "--method", "direct")
+
+
+def deploy_command(app_args: Sequence[str], stacks: Sequence[str]) -> str:
+    """The `cdk deploy` line a user pastes to deploy to the emulator, complete."""
+    import shlex
+    return shlex.join(["cdk", "deploy", *stacks, *app_args, *DEPLOY_OPTIONS])
+
+
 @dataclass
 class Emulator:
     endpoint: str
@@ -489,8 +500,7 @@ class Emulator:
         self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet)
 
     def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
-        # The emulator rebuilds outputs and exports only for direct (non change-set) deployments.
-        self.cdk("deploy", *stacks, "--require-approval", "never", "--method", "direct", *app_args, quiet=quiet)
+        self.cdk("deploy", *stacks, *DEPLOY_OPTIONS, *app_args, quiet=quiet)
 
     def destroy(self, *app_args: str, stacks: tuple[str, ...], quiet: bool = False) -> None:
         """`cdk destroy STACK`: the stack and every stack that depends on it, dependents first (never interactive)."""

@@ -170,9 +170,11 @@ def blocks(path: Path) -> list[Block]:
 
 
 def regenerate(path: Path) -> bool:
+    from .measured import fill
+
     text = path.read_text()
-    new = MARKER.sub(lambda m: f"{m['indent']}<!-- generated: {m['command']} -->\n"
-                               f"{render(m['indent'], m['command'])}{m['indent']}<!-- end -->", text)
+    new = fill(MARKER.sub(lambda m: f"{m['indent']}<!-- generated: {m['command']} -->\n"
+                                    f"{render(m['indent'], m['command'])}{m['indent']}<!-- end -->", text))
     if new != text:
         path.write_text(new)
     return new != text
@@ -188,10 +190,16 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(TABLES[args.table]()))
             return 0
         if args.check:
+            from .measured import stale as stale_figures
+
             stale = [b for p in docs() for b in blocks(p) if b.body != b.expected]
             for b in stale:
                 print(f"{b.path.relative_to(ROOT)}:{b.line}: `{b.command}` prints other figures now: run `make docs`")
-            return 1 if stale else 0
+            figures = [(p, line, key) for p in docs() for line, key in stale_figures(p)]
+            for p, line, key in figures:
+                print(f"{p.relative_to(ROOT)}:{line}: the measured figure {key} differs from docs/measured.yaml: "
+                      "run `make docs`")
+            return 1 if stale or figures else 0
         for p in docs():
             if regenerate(p):
                 print(f"regenerated {p.relative_to(ROOT)}")

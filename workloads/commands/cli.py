@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from ..catalog import PRICED_REGIONS, load_catalog
@@ -22,25 +23,71 @@ from ..planning.planner import Plan, plan
 EXIT_BAD_INPUT = 2
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, str]:
-    out = {}
+def parse_overrides(pairs: list[str], *, command: str = "plan") -> dict[str, str]:
+    """`-c KEY=VALUE` options as a dict: every malformed pair, repeated key and app-only key refused at once."""
+    from .context import repeated_keys
+
+    out, errors, given = {}, [], []
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ConfigError("-c", pair, "KEY=VALUE with a dotted key, e.g. training.instance_type=p5.48xlarge",
-                              reason="not a KEY=VALUE pair")
+            errors.append(ConfigError("-c", pair, "KEY=VALUE with a dotted key, e.g. training.instance_type=p5.48xlarge",
+                                      reason="not a KEY=VALUE pair"))
+            continue
+        given.append((key, value))
         out[key] = value
+    errors += repeated_keys(given) + _app_key_errors(out, command)
+    raise_all(errors)
     return out
+
+
+def _app_key_errors(overrides: dict[str, str], command: str) -> list[ConfigError]:
+    """`cdk synth`'s own context keys given to `python -m workloads`, where they mean something else or nothing."""
+    said = {
+        "workload": ("the command's argument: python -m workloads {command} " + overrides.get("workload", "WORKLOAD"),
+                     "the workload is the command's argument here, not a -c key"),
+        "strict": ("--strict" if command == "plan" else "-c strict=true with cdk synth",
+                   "-c strict is cdk synth's; python -m workloads plan takes --strict"),
+        "account": ("-c account=ID with cdk synth or cdk deploy", "the account is cdk synth's and cdk deploy's"),
+    }
+    return [ConfigError(f"-c {key}", overrides[key], allowed.format(command=command), reason=reason)
+            for key, (allowed, reason) in said.items() if key in overrides]
+
+
+# Numeric options, each with what it takes: argparse reads `--timeout -5` and `--timeout nan` as numbers (cost's --runs
+# is checked by cost.check_arguments).
+_NUMBER_OPTIONS = {
+    "timeout": ("--timeout", lambda v: math.isfinite(v) and v > 0, "seconds, a number > 0"),
+    "instance_count": ("--instance-count", lambda v: v >= 1, "a whole number >= 1"),
+}
+
+
+def _option_errors(args: argparse.Namespace) -> list[ConfigError]:
+    return [ConfigError(flag, getattr(args, dest), allowed, reason="out of range")
+            for dest, (flag, valid, allowed) in _NUMBER_OPTIONS.items()
+            if getattr(args, dest, None) is not None and not valid(getattr(args, dest))]
+
+
+def _workload(args: argparse.Namespace) -> str:
+    """The workload argument; the default said on stderr, so that `plan` alone is not mistaken for a plan of nothing."""
+    if args.workload is None:
+        print(f"{args.command}: no workload named, so the default preset {DEFAULT_WORKLOAD!r} (name a preset or a "
+              ".yaml file: python -m workloads plan small)", file=sys.stderr)
+        args.workload = DEFAULT_WORKLOAD
+    return args.workload
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m workloads", description="Plan an ML estate from a workload config.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="show the instance choices, the reasons and the cost")
-    p.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    p.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", help="also write the plan as one page that opens offline: the summary, "
+                   "charts of the training candidates, the month's cost and a day of the serving fleet, the tables")
     p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
     p.add_argument("--calibrate", metavar="RESULT.json", help="the calibration job's result: its measured speed beside "
                    "the plan's, and the run's time and cost recomputed from it")
@@ -51,12 +98,14 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--regions", default=",".join(PRICED_REGIONS), help="comma-separated regions (default: %(default)s)")
     fp = sub.add_parser("preflight", help="check the account before cdk deploy: zones, offerings, quotas, capacity, "
                         "artifacts, CDK bootstrap, cost allocation tags, images (read-only, your AWS credentials)")
-    fp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    fp.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     fp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field; -c teams=FILE -c team=NAME checks that team's estate")
     cp = sub.add_parser("cost", help="what the estate really cost (Cost Explorer, by its tags), service by service "
                         "beside the plan's monthly estimate (read-only, your AWS credentials)")
-    cp.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD, help="preset name or path to a .yaml file")
+    cp.add_argument("workload", nargs="?", help="preset name or path to a .yaml file (default: "
+                   f"{DEFAULT_WORKLOAD}, the largest preset)")
     cp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config field; -c teams=FILE [-c team=NAME]: each team's estate (or one)")
     cp.add_argument("--month", help="YYYY-MM (default: this month, so far)")
@@ -66,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     def job_parser(name: str, help_text: str) -> argparse.ArgumentParser:
         jp = sub.add_parser(name, help=help_text)
         jp.add_argument("workload", help="preset name or path to a .yaml file")
-        jp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+        jp.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field as at plan time, e.g. -c training.instance_count=8 (the same "
+                        "-c options the estate was deployed with)")
         jp.add_argument("--stage", default="", help="team stage the stacks belong to (stack name prefix)")
         return jp
 
@@ -75,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                     "the workload: examples/slurm/train.py for a language model, examples/classic/xgboost_train.py, "
                     "examples/classic/sklearn_train.py)")
     sp.add_argument("--source-dir", help="folder uploaded with the job (default: the shipped script's)")
+    sp.add_argument("--wait", action="store_true", help="follow the job until it ends, a line per status change "
+                    "(exit 0 when it completed, 1 otherwise; Ctrl-C stops following, not the job)")
     mp = job_parser("promote", "copy a finished training job's model to the keys the endpoints read")
     mp.add_argument("--job", required=True, help="the training job's name (what `submit` printed)")
     pp = job_parser("process", "start a SageMaker Processing job sharded over several instances")
@@ -104,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "prices":
             return _prices(args)
-        overrides = parse_overrides(args.context)
+        overrides = parse_overrides(args.context, command=args.command)
+        raise_all(_option_errors(args))
+        if not {"teams", "team"} & set(overrides):  # a team's workload is its entry's
+            _workload(args)
         args.overrides = overrides  # what a "not deployed" line repeats in its cdk deploy command
         if args.command == "preflight":
             return _preflight(args, overrides)
@@ -132,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         report(exc)
         return EXIT_BAD_INPUT
+    if getattr(args, "html", None):
+        try:
+            from .plan_page import write  # only here: the plain plan never imports it
+            write(result, args.html)
+        except OSError as exc:
+            report(ConfigError("--html", args.html, "a file path in a folder you can write", reason=type(exc).__name__))
+            return EXIT_BAD_INPUT
+        print(f"wrote {args.html}: the plan as a page (opens offline)", file=sys.stderr)
     _show(result, as_json=args.json, calibrated=calibrated)
     return 0
 
@@ -171,7 +235,9 @@ def _file_errors(args: argparse.Namespace) -> list[ConfigError]:
         return [ConfigError("--source-dir", args.source_dir, "an existing folder holding the training script",
                             reason="no such folder")]
     if not (source / args.entry_point).is_file():
-        return [ConfigError("--entry-point", args.entry_point, f"a file inside {args.source_dir}",
+        inside = sorted(p.name for p in source.glob("*.py"))[:5]
+        return [ConfigError("--entry-point", args.entry_point, f"a script inside --source-dir {args.source_dir}"
+                            + (f" ({', '.join(inside)})" if inside else "") + ", or --source-dir FOLDER holding it",
                             reason=f"no such file in {args.source_dir}")]
     return []
 
@@ -195,14 +261,14 @@ def _run_job(args: argparse.Namespace, result: Plan) -> int:
 
     # Bad input is refused before any AWS call, every mistake at once (main reports them: one line each, exit 2).
     jobs.check_sagemaker_jobs(result, command=args.command)
-    if args.command == "submit" and args.source_dir is None and args.entry_point is None:
+    if args.command == "submit" and args.source_dir is None:
         shipped = jobs.example_script(result)
-        if shipped:
+        if shipped and args.entry_point is None:
             args.source_dir, args.entry_point = shipped
+        elif args.entry_point is not None:  # a script of one's own: beside the shipped one, or here
+            args.source_dir = shipped[0] if shipped else "."
     errors = _file_errors(args)
     if args.command == "process":
-        if args.instance_count < 1:
-            errors.append(ConfigError("--instance-count", args.instance_count, "1 or more", reason="out of range"))
         errors += jobs.processing_prefix_errors(input_prefix=args.input, output_prefix=args.output)
     raise_all(errors)
     return _against_aws(lambda: _start_job(args, result), args)
@@ -218,8 +284,19 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
             "on a training plan" if result.workload.training.training_plan_arn else "on-demand"
         print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, {on}; "
               f"estimated cost {job.estimate}")
+        from ..config.loader import command_args
+
         stage = f" --stage {args.stage}" if args.stage else ""
-        print(f"when it has finished: python -m workloads promote {args.workload}{stage} --job {job.job_name}")
+        print(f"when it has finished: python -m workloads promote {command_args(args.workload, args.overrides)}{stage} "
+              f"--job {job.job_name}", flush=True)
+        if getattr(args, "wait", False):
+            import boto3
+
+            from .waiting import wait_for_job
+
+            client = boto3.session.Session().client("sagemaker", region_name=result.workload.region)
+            if wait_for_job(client, job.job_name, say=lambda line: print(line, flush=True)) != "Completed":
+                raise JobDidNotComplete(job.job_name)
     else:
         name = jobs.process(result, code=args.code, input_prefix=args.input, output_prefix=args.output,
                             instance_type=args.instance_type, instance_count=args.instance_count, estate=estate)
@@ -251,6 +328,10 @@ def not_deployed(exc: Exception, args: argparse.Namespace) -> str:
     return f"error: {exc}; run: {command}"
 
 
+class JobDidNotComplete(Exception):
+    """`submit --wait`: the job ended Failed or Stopped (its lines say why)."""
+
+
 def _against_aws(call, args: argparse.Namespace | None = None) -> int:
     """Run a command's AWS calls: a missing stack or an AWS refusal is one line and exit 1, never a traceback."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -264,6 +345,9 @@ def _against_aws(call, args: argparse.Namespace | None = None) -> int:
         return 1
     except (BotoCoreError, ClientError) as exc:
         print(f"error: {aws_failure(exc)}", file=sys.stderr)
+        return 1
+    except JobDidNotComplete as exc:
+        print(f"error: training job {exc} did not complete (see the lines above)", file=sys.stderr)
         return 1
     return 0
 
@@ -316,7 +400,9 @@ def _cost(args: argparse.Namespace, overrides: dict[str, str]) -> int:
         from .report import print_cost
 
         client = boto3.session.Session().client("ce", region_name=cost_facts()["region"])
-        for result, team in estates:
+        for i, (result, team) in enumerate(estates, 1):
+            print(f"cost: asking Cost Explorer for {team or result.workload.name} ({i} of {len(estates)}) ...",
+                  file=sys.stderr, flush=True)
             reports.append(cost_report(result, client, month=args.month, team=team, runs=args.runs, today=today))
         if args.json:
             json.dump([r.as_dict() for r in reports], sys.stdout, indent=2)

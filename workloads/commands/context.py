@@ -3,11 +3,13 @@ file's teams. Pure Python: the stacks never read context; stacks.build builds wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from ..config.loader import DEFAULT_WORKLOAD, load, overrides_from_context
+from ..config.loader import DEFAULT_WORKLOAD, command_args, load, overrides_from_context
 from ..errors import ConfigError, Finding, raise_all, strict
 from ..planning.capacity import bought_first
 from ..planning.planner import Plan, plan
@@ -21,6 +23,7 @@ class Target:
     plan: Plan | None = None
     account: str | None = None
     teams: tuple[StampedTeam, ...] = ()
+    workload_args: str = ""  # the workload as the user gave it, with its -c overrides (command_args)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -37,10 +40,57 @@ def _strict(context: Mapping[str, Any]) -> bool:
     raise ConfigError("strict", value, "true or false", reason="-c strict=true refuses warnings as errors")
 
 
-def read_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> Target:
+def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:
+    """A `-c KEY=VALUE` given twice with different values: the CDK CLI (and a dict) keeps the last silently, so the
+    user deploys what they did not mean. The same value twice is harmless."""
+    values: dict[str, list[str]] = {}
+    for key, value in pairs:
+        values.setdefault(key, []).append(value)
+    return [ConfigError(f"-c {key}", given, f"one -c {key}=VALUE",
+                        reason=f"given {len(given)} times with different values; the last would win silently")
+            for key, given in values.items() if len(set(given)) > 1]
+
+
+def context_pairs(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """The KEY=VALUE pairs of `-c`/`--context` options in a command line, in order."""
+    pairs, args = [], iter(argv)
+    for arg in args:
+        if arg in ("-c", "--context"):
+            assignment = next(args, "")
+        elif arg.startswith("--context="):
+            assignment = arg.removeprefix("--context=")
+        else:
+            continue
+        key, sep, value = assignment.partition("=")
+        if sep:
+            pairs.append((key, value))
+    return pairs
+
+
+def cdk_cli_context(pid: int | None = None) -> list[tuple[str, str]] | None:
+    """The `-c` pairs of the `cdk` command that runs this app, from its command line (Linux /proc: the CLI hands the
+    app only the merged context, so a repeated key is invisible otherwise); None where no such process is found."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(4):  # the app's parent is the CLI, or a shell the CLI started
+        try:
+            argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        if any(Path(a).name in ("cdk", "cdk.js") for a in argv[:3]):
+            return context_pairs(argv)
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's id, after the command's name
+        if pid <= 1:
+            return None
+    return None
+
+
+def read_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = (),
+                 given: Sequence[tuple[str, str]] = ()) -> Target:
     """A teams file (one stage per team, `team` picks one), or one workload with dotted overrides and an account.
-    Every context key must mean something here (`cdk_keys`: cdk.json's own). Raises ConfigError, with every
-    mistake at once."""
+    Every context key must mean something here (`cdk_keys`: cdk.json's own); `given`: the `-c` pairs as typed, where
+    known (a key given twice is refused). Raises ConfigError, with every mistake at once."""
+    raise_all(repeated_keys(given))
     target = _target(context, cdk_keys=cdk_keys)
     if _strict(context):
         strict(target.findings)  # for CI pipelines: every warning refuses, one line each
@@ -60,9 +110,14 @@ def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
         for stamped in teams:
             bought_first(stamped.plan.training.purchase, stamped.team.name)
         return Target(teams=teams)
+    workload = context.get("workload", DEFAULT_WORKLOAD)
+    if not isinstance(workload, str) or not workload.strip():
+        from ..config.loader import preset_names
+        raise ConfigError("workload", workload, "-c workload=PRESET (" + ", ".join(preset_names()) + ") or "
+                          "-c workload=path/to/file.yaml", reason="empty: name a preset or a workload file")
     if context.get("team") is not None:
         raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
                           reason="picks a team of a teams file, and no teams file was given")
-    planned = plan(load(str(context.get("workload") or DEFAULT_WORKLOAD), overrides))
+    planned = plan(load(workload, overrides))
     bought_first(planned.training.purchase)  # a deployment needs the capacity `plan` says to buy
-    return Target(plan=planned, account=context.get("account"))
+    return Target(plan=planned, workload_args=command_args(workload, overrides), account=context.get("account"))

@@ -60,8 +60,9 @@ def _hours(value: float | None) -> str:
 
 
 def _console() -> Console:
-    # Piped output gets a width that keeps the tables readable.
-    return Console() if sys.stdout.isatty() else Console(width=150)
+    # Piped output gets a width that keeps the tables readable. Colour only where the plan sets it (the pick, dim
+    # detail, headings): rich's highlighter would colour every digit and quote (the "2" of us-east-2).
+    return Console(highlight=False) if sys.stdout.isatty() else Console(width=150, highlight=False)
 
 
 def _compute(precision: str) -> str:

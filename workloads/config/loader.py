@@ -7,7 +7,7 @@ The same function serves app.py (`-c workload=... -c training.instance_type=...`
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -47,10 +47,15 @@ def load(source: str = DEFAULT_WORKLOAD, overrides: Mapping[str, Any] | None = N
         workload = Workload.model_validate(raw)
     except ValidationError as exc:
         errors += config_errors(exc.errors(), Workload)
-        repaired = _repaired(raw, exc.errors())
-        if repaired is not None:  # the cross-field rules too, on what the user evidently meant
+        # The cross-field rules too, on what the user evidently meant. A bad number stands in at the low and then at
+        # the high end of its range: a rule's error that holds at both is the user's, one that comes and goes with
+        # the stand-in is about the guess (a 1B stand-in model "does not fit in serverless memory") and is dropped.
+        runs = [_repaired(raw, exc.errors(), end) for end in ("low", "high")]
+        if all(r is not None for r in runs):
             reported = {e.field for e in errors}
-            errors += [e for e in _rule_errors(repaired) if e.field not in reported and _PLACEHOLDER not in str(e)]
+            low, high = ([e for e in _rule_errors(r) if e.field not in reported and _PLACEHOLDER not in str(e)]
+                         for r in runs)
+            errors += [e for e in low if str(e) in {str(h) for h in high}]
         raise_all(errors)
         raise AssertionError("unreachable") from None
     raise_all(errors)
@@ -66,15 +71,16 @@ def _rule_errors(workload: Workload) -> list[ConfigError]:
     return []
 
 
-def _repaired(raw: dict, errs: list[Mapping[str, Any]]) -> Workload | None:
-    """The workload with each bad value dropped and each near-miss key renamed, if that validates."""
+def _repaired(raw: dict, errs: list[Mapping[str, Any]], end: str = "low") -> Workload | None:
+    """The workload with each bad value dropped and each near-miss key renamed, if that validates (a required number
+    stands in at the `end` of its range)."""
     try:
-        return Workload.model_validate(repair(raw, errs, Workload))
+        return Workload.model_validate(repair(raw, errs, Workload, end=end))
     except ValidationError:
         return None
 
 
-def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> dict:
+def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel], *, end: str = "low") -> dict:
     """A copy of `raw` with each bad value dropped and each near-miss key renamed to what it was meant to be,
     so that the checks after the schema can still run on the rest and report their mistakes too."""
     fixed = copy.deepcopy(raw)
@@ -93,7 +99,7 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
             if guess and guess not in node:
                 node[guess] = value
         elif model is not None:
-            placeholder = _placeholder(model, str(last), value)
+            placeholder = _placeholder(model, str(last), value, end=end)
             if placeholder is not None:
                 node[last] = placeholder
     return fixed
@@ -104,7 +110,7 @@ def repair(raw: dict, errs: list[Mapping[str, Any]], root: type[BaseModel]) -> d
 _PLACEHOLDER = "placeholder"
 
 
-def _placeholder(model: type[BaseModel], name: str, value: Any = None) -> Any:
+def _placeholder(model: type[BaseModel], name: str, value: Any = None, *, end: str = "low") -> Any:
     """A stand-in for a required number or text that was wrong, so the rules that do not read it can still run
     (their findings on the field itself are dropped: it is reported already). A required choice stands in only for
     the value it evidently misspells ('torch' -> 'pytorch'): any other would make the rules judge a guess."""
@@ -112,10 +118,28 @@ def _placeholder(model: type[BaseModel], name: str, value: Any = None) -> Any:
     if info is None or not info.is_required():
         return None
     if info.annotation in (int, float):
-        return 1
+        return _range_end(info, end)
     if get_origin(info.annotation) is Literal:
         return did_you_mean(str(value), [str(a) for a in get_args(info.annotation)])
     return _PLACEHOLDER if info.annotation is str else None
+
+
+def _range_end(info: Any, end: str) -> float | int:
+    """The low or high end of a number field's range (its bounds, or 1 and a million where it has none)."""
+    whole = info.annotation is int
+    bound = {a: getattr(m, a) for m in info.metadata for a in ("gt", "ge", "lt", "le") if getattr(m, a, None) is not None}
+    step = 1 if whole else 0.001
+    if end == "low":
+        return bound["ge"] if "ge" in bound else bound["gt"] + step if "gt" in bound else 1
+    return bound["le"] if "le" in bound else bound["lt"] - step if "lt" in bound else 1_000_000
+
+
+def command_args(source: str, overrides: Mapping[str, Any]) -> str:
+    """What `python -m workloads submit|promote|invoke` take for this workload, ready to paste: the file or preset as
+    given and every -c override (the estate was planned with them), each quoted for a POSIX shell."""
+    import shlex
+
+    return " ".join([shlex.quote(source), *(f"-c {shlex.quote(f'{k}={v}')}" for k, v in overrides.items())])
 
 
 def overrides_from_context(context: Mapping[str, Any], *, cdk_keys: Iterable[str] = ()) -> dict[str, Any]:
@@ -169,7 +193,13 @@ def _allowed_here(key: str, *, app_keys: bool = False) -> str:
 
 
 def _read(source: str) -> dict:
-    is_path = source.endswith((".yaml", ".yml")) or "/" in source
+    # A file that exists is read whatever its name; a folder is named as one; a bare word is a preset.
+    is_path = source.endswith((".yaml", ".yml")) or "/" in source or \
+        Path(source).exists() and source not in preset_names()
+    if is_path and Path(source).is_dir():
+        found = sorted(str(p) for p in Path(source).glob("*.y*ml"))[:5]
+        raise ConfigError("workload", source, "a workload file" + (f", e.g. {', '.join(found)}" if found else
+                          " (.yaml), or a preset: " + ", ".join(preset_names())), reason="a folder, not a file")
     if is_path:
         data = _read_user_file(source)
     else:
@@ -207,12 +237,9 @@ def _parse_value(value: Any) -> Any:
     """Context values arrive as strings: '16' -> 16, 'null' -> None, 'true' -> True."""
     if not isinstance(value, str):
         return value
-    import yaml  # only when there are overrides (see _read_user_file)
+    from .user_yaml import read_value  # only when there are overrides (see _read_user_file)
 
-    try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError:
-        return value
+    return read_value(value)
 
 
 def _apply_override(raw: dict, key: str, value: Any) -> None:
@@ -255,9 +282,11 @@ def _validate(raw: dict) -> Workload:
 
 
 def config_errors(errs: list[Mapping[str, Any]], root: type[BaseModel],
-                  show: Callable[[tuple], list[str]] = lambda loc: [str(p) for p in loc]) -> list[ConfigError]:
+                  show: Callable[[tuple], list[str]] = lambda loc: [str(p) for p in loc],
+                  docs: str = "docs/configuration.md") -> list[ConfigError]:
     """pydantic's errors as ConfigErrors. A misspelt key says what it was probably meant to be, and then
-    the field it misses is not also reported missing. `show` turns a location into the displayed path."""
+    the field it misses is not also reported missing. `show` turns a location into the displayed path; `docs` is the
+    page that documents the file's fields."""
     out, explained = [], set()
     for err in errs:
         if err["type"] == "extra_forbidden":
@@ -270,26 +299,71 @@ def config_errors(errs: list[Mapping[str, Any]], root: type[BaseModel],
                                    reason="unknown field" + (f"; did you mean {guess}?" if guess else "")))
     for err in errs:
         if err["type"] != "extra_forbidden" and not (err["type"] == "missing" and tuple(err["loc"]) in explained):
-            out.append(_config_error({**err, "loc": tuple(show(tuple(err["loc"])))}))
+            out.append(_config_error({**err, "loc": tuple(show(tuple(err["loc"])))}, _field_at(err["loc"], root), docs))
     return out
 
 
-def _config_error(err: Mapping[str, Any]) -> ConfigError:
+def _field_at(loc: Sequence[Any], root: type[BaseModel]) -> Any:
+    """The pydantic FieldInfo at an error's location (None where it is not one field of a model)."""
+    names = [p for p in loc if not isinstance(p, int)]
+    model = _model_at(names[:-1], root) if names else None
+    if model is None:
+        return None
+    return next((i for n, i in model.model_fields.items() if (i.alias or n) == names[-1]), None)
+
+
+def _number_allowed(info: Any) -> str | None:
+    """What a number field takes, from its schema: 'a number > 0 and <= 10000' (None: not a number field)."""
+    kinds = {a for a in (info.annotation, *get_args(info.annotation)) if a in (int, float)}
+    if not kinds:
+        return None
+    bounds = []
+    for m in info.metadata:
+        for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="), ("multiple_of", "a multiple of")):
+            if getattr(m, attr, None) is not None:
+                bound = getattr(m, attr)
+                bounds.append(f"{sign} {int(bound)}" if float(bound).is_integer() else f"{sign} {bound:g}")
+    what = "a whole number" if kinds == {int} else "a number"
+    return what + (" " + " and ".join(bounds) if bounds else "") + (" or null" if type(None) in get_args(
+        info.annotation) else "")
+
+
+_NUMBER_ERRORS = ("float_type", "int_type", "float_parsing", "int_parsing", "finite_number", "int_from_float",
+                  "greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
+
+
+def _config_error(err: Mapping[str, Any], info: Any = None, docs: str = "docs/configuration.md") -> ConfigError:
     loc = [str(p) for p in err["loc"]]
     field = ".".join(loc) or "workload"
     value = err.get("input")
     kind = err["type"]
     if kind == "missing":
-        return ConfigError(field, None, "see docs/configuration.md", reason="required field is missing")
+        return ConfigError(field, None, f"see {docs}", reason="required field is missing")
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
         # The schema's own checks say what is allowed after "; allowed: " (docs/configuration.md otherwise).
         reason, _, allowed = str(err["msg"]).removeprefix("Value error, ").partition("; allowed: ")
-        return ConfigError(field, value, allowed or "see docs/configuration.md", reason=reason)
+        return ConfigError(field, value, allowed or f"see {docs}", reason=reason)
+    numbers = _number_allowed(info) if info is not None and kind in _NUMBER_ERRORS else None
     if kind.endswith("_type") and isinstance(value, bool):
-        return ConfigError(field, value, str(err["msg"]).removeprefix("Input should be "),
+        return ConfigError(field, value, numbers or str(err["msg"]).removeprefix("Input should be "),
                            reason="a boolean is not a number or a string here")
+    if numbers:
+        reason = ("not finite" if kind == "finite_number" else "text, not a number (write it unquoted)"
+                  if isinstance(value, str) else "no value" if value is None else
+                  "not a whole number" if kind == "int_from_float" or isinstance(value, float) and kind == "int_type"
+                  else "out of range" if kind not in ("float_type", "int_type") else "not a number")
+        return ConfigError(field, value, numbers, reason=reason)
+    section = _submodel(info.annotation) if info is not None else None
+    if kind in ("model_type", "model_attributes_type", "dict_type") and section is not None:
+        return ConfigError(field, value, "a section with the fields " + ", ".join(_field_names(section)),
+                           reason="not a section")
+    if kind in ("list_type", "too_short") and section is not None:
+        least = f"at least {err.get('ctx', {}).get('min_length', 1)} " if kind == "too_short" else ""
+        return ConfigError(field, value, f"a list of {least}entries with the fields "
+                           f"{', '.join(_field_names(section))} (see {docs})",
+                           reason="not a list" if kind == "list_type" else "too few entries")
     # Type and range errors: pydantic's own message says what is allowed ("Input should be ...").
     allowed = str(err["msg"]).removeprefix("Input should be ").removeprefix("String should ")
     return ConfigError(field, value, allowed, reason="wrong type or out of range")

@@ -25,8 +25,9 @@ CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
 
 class _Frozen(BaseModel):
-    # strict: a boolean is not a number (`dataset_size_gib: true` is not 1 GiB), a number not a string.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    # strict: a boolean is not a number (`dataset_size_gib: true` is not 1 GiB), a number not a string; NaN and
+    # infinity are no size, count or time (`.nan` would pass every `le` bound).
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 class Model(_Frozen):
@@ -87,7 +88,13 @@ class Training(_Frozen):
 
     # How often the workload trains (a nightly retrain): an EventBridge schedule, cron(...) or rate(...) as
     # inference.batch.schedule, or runs a month. The monthly estimate counts every run; absent: one run.
-    schedule: str | None = Field(default=None, pattern=r"^(cron\(.+\)|rate\(.+\))$")
+    schedule: str | None = None
+
+    @field_validator("schedule")
+    @classmethod
+    def _training_schedule(cls, value: str | None) -> str | None:
+        from .schedules import check_schedule  # the same EventBridge rules as inference.batch.schedule
+        return None if value is None else check_schedule(value)
     runs_per_month: float | None = Field(default=None, gt=0, le=50_000)
 
     @field_validator("instance_type")
@@ -155,7 +162,8 @@ class Batch(_Frozen):
     instance_type: str | None = None
     artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     instance_count: int = Field(default=1, ge=1, le=100)
-    schedule: str = Field(default="cron(0 2 * * ? *)", pattern=r"^(cron\(.+\)|rate\(.+\))$")
+    # An EventBridge schedule, checked field by field (config/schedules.py, from the EventBridge user guide).
+    schedule: str = "cron(0 2 * * ? *)"
     max_payload_mb: int = Field(default=6, ge=1, le=TRANSFORM_MAX_MB)
     # Requests in flight per instance. Absent: the plan sets it to what the container serves at once (and prices
     # the job at that), within TRANSFORM_MAX_MB / max_payload_mb.
@@ -170,6 +178,12 @@ class Batch(_Frozen):
                              f"{self.max_concurrent_transforms * self.max_payload_mb} MB exceeds {TRANSFORM_MAX_MB} MB; "
                              f"allowed: max_concurrent_transforms <= {TRANSFORM_MAX_MB // self.max_payload_mb}")
         return self
+
+    @field_validator("schedule")
+    @classmethod
+    def _eventbridge_schedule(cls, value: str) -> str:
+        from .schedules import check_schedule  # the rules' table is read only where a batch section is
+        return check_schedule(value)
 
     def concurrency_limit(self) -> int:
         """The most requests in flight the job may have: the configured value, or what the payload rule allows."""

@@ -13,6 +13,7 @@ from ..catalog import ML_PREFIX, Catalog, InstanceType, is_zone_id, load_catalog
 from ..catalog.sagemaker_apis import INFERENCE_API, ORCHESTRATOR_API, load_sagemaker_apis
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import model
+from .ignored import ignored_fields
 from .schema import CLASSIC_ML, SERVERLESS_MAX_MB, Workload
 
 
@@ -390,6 +391,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
 ADVICE: tuple[Callable[[Workload, Catalog], list[Finding]], ...] = (
     burstable_types_do_not_train_well,
     listed_kinds_are_not_served,
+    ignored_fields,
 )
 
 

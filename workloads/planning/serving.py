@@ -14,12 +14,12 @@ from ..catalog import ML_PREFIX, Catalog, InstanceType, devices, load_serving
 from ..config.model import artifact_format
 from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Workload
 from ..errors import ConfigError
+from ..config.schedules import runs_per_month
 from . import estimates as est
 from . import speed
 from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
-from .schedule import runs_per_month
 from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.

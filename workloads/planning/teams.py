@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..catalog import load_catalog, strip_ml
-from ..config.loader import config_errors, load, repair
+from ..config.loader import command_args, config_errors, load, repair
 from ..config.user_yaml import read_user_yaml, yaml_problem
 from ..errors import ConfigError, raise_all
 from .planner import Plan, plan
@@ -61,12 +61,14 @@ class TeamsFile(_Frozen):
 class StampedTeam:
     team: Team
     plan: Plan
+    workload_args: str = ""  # what `python -m workloads submit ... --stage` take for this team's estate
 
 
 def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     """Every team validated and planned; every mistake in the file reported at once (ConfigErrors)."""
     raw = _read(path)
-    names = [t.get("name") if isinstance(t, dict) else None for t in raw.get("teams", []) or []]
+    entries = raw.get("teams") if isinstance(raw.get("teams"), list) else []
+    names = [t.get("name") if isinstance(t, dict) else None for t in entries]
 
     def show(loc: tuple) -> list[str]:
         if len(loc) >= 2 and loc[0] == "teams" and isinstance(loc[1], int):
@@ -78,7 +80,7 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     try:
         teams = TeamsFile.model_validate(raw).teams
     except ValidationError as exc:
-        errors += config_errors(exc.errors(), TeamsFile, show)
+        errors += config_errors(exc.errors(), TeamsFile, show, docs="docs/teams.md")
         teams = _readable_teams(repair(raw, exc.errors(), TeamsFile))
     errors += _rule_errors(teams)
     # Duplicates from the file itself: an entry with other mistakes still takes its name.
@@ -86,12 +88,13 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
         errors.append(ConfigError(f"teams[{name}].name", name, "a name used once", reason="duplicate team name"))
     if only is not None:
         teams = [t for t in teams if t.name == only]
-        if not teams:
+        if only not in names and names:  # a file with no team entry at all is reported under `teams` already
             errors.append(ConfigError("team", only, ", ".join(str(n) for n in names), reason="no such team in " + path))
     stamped = []
     for t in teams:
         try:
-            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent)))
+            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent),
+                                       workload_args=_team_args(t, folder=Path(path).parent)))
         except ConfigError as exc:
             errors += exc.errors
     raise_all(errors)
@@ -174,8 +177,17 @@ def workload_source(workload: str, folder: Path) -> str:
     return str(folder / workload)
 
 
+def _team_overrides(t: Team) -> dict[str, Any]:
+    return {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
+
+
+def _team_args(t: Team, *, folder: Path) -> str:
+    """The team's workload as the job commands take it: its file (from here) or preset, and its entry's overrides."""
+    return command_args(workload_source(t.workload, folder), _team_overrides(t))
+
+
 def _plan_team(t: Team, *, folder: Path) -> Plan:
-    overrides: Mapping[str, Any] = {**t.overrides, "region": t.region, "availability_zone": t.availability_zone}
+    overrides: Mapping[str, Any] = _team_overrides(t)
     source = workload_source(t.workload, folder)
     try:
         the_plan = plan(load(source, overrides), allowed_families=t.allowed_instance_families)

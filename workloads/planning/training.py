@@ -331,9 +331,9 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         feasible, why = False, f"model state needs {min_mem} nodes' accelerator memory"
     elif count > 1 and orchestrator in ("slurm", "hyperpod") and itype.efa_max_interfaces == 0:
         feasible, why = False, f"a {count}-node cluster needs EFA; {itype.name} has none"
-    elif w.training.max_hours is not None and hrs > w.training.max_hours:
-        feasible, why = False, f"misses max_hours {w.training.max_hours:g}"
     refused_by = "training.instance_count"
+    if feasible and w.training.max_hours is not None and hrs > w.training.max_hours:
+        feasible, why, refused_by = False, f"{hrs:.3g} h misses max_hours {w.training.max_hours:g}", "training.max_hours"
     if feasible and (refusal := _trainer_refusal(w, itype, count)):
         feasible, why, refused_by = False, refusal, "training.instance_type"
     acc = itype.accelerator
@@ -391,16 +391,26 @@ def _cpu_candidate(itype: InstanceType, w: Workload, orchestrator: str) -> Candi
             feasible, why = False, f"{count} nodes: a single larger node holds {need_gib:.0f} GiB"
     # Each row's likely time and total, as _estimate gives the chosen one; the choice stays the lowest $/h.
     _, hrs, _ = est.classic_hours(w.data.dataset_size_gib, itype.vcpus, count, load_utilisation())
+    refused_by = "training.instance_count"
+    if feasible and w.training.max_hours is not None and hrs > w.training.max_hours:  # a faster type may meet it
+        feasible, why, refused_by = False, f"{hrs:.3g} h misses max_hours {w.training.max_hours:g}", "training.max_hours"
     cluster = price.usd_per_hour * count
     return Candidate(itype.name, count, f"{itype.vcpus} vCPU, {itype.memory_gib:g} GiB", cluster, hrs,
-                     est.billed_hours(hrs, price.kind) * cluster, feasible, why, price_kind=price.kind, ranked_by="$/h")
+                     est.billed_hours(hrs, price.kind) * cluster, feasible, why, price_kind=price.kind, ranked_by="$/h",
+                     refused_by=refused_by)
 
 
-def _pick(cands: list[Candidate]) -> Candidate:
+def _pick(cands: list[Candidate], max_hours: float | None = None) -> Candidate:
     """The cheapest feasible candidate: lowest total cost (DL) or $/h then fewest nodes (CPU); among the rows that
     deploy as they are, and only where there is none, among those on capacity still to buy."""
     feasible = [c for c in cands if c.feasible and c.purchase is None] or [c for c in cands if c.feasible]
     if not feasible:
+        late = [c for c in cands if c.refused_by == "training.max_hours" and c.hours]
+        if late:  # every type that holds the model misses the time target: say the shortest run there is
+            fastest = min(late, key=lambda c: c.hours or 0)
+            raise ConfigError("training.max_hours", max_hours, f"at least {fastest.hours:.3g} (the fastest "
+                              f"candidate: {fastest.count} x {fastest.instance_type}), or less data",
+                              reason="no instance type finishes the run in time")
         best = min(cands, key=lambda c: c.usd_per_hour)
         raise ConfigError("training", best.instance_type, "a larger instance_count or max_hours, or less data",
                           reason=f"no instance type can run this workload ({best.why})")
@@ -471,7 +481,7 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
                           "candidates could: " + "; ".join(skipped),
                           reason="no candidate instance type is eligible")
     if wanted is None:
-        chosen = _pick(cands)
+        chosen = _pick(cands, w.training.max_hours)
         fit = sum(c.feasible for c in cands)
         why = "" if chosen.ranked_by == "cost" else (" (classic ML takes the cheapest node per hour that holds the "
                                                      "data; each row's time assumes every vCPU busy)")
@@ -492,6 +502,9 @@ def _choose(w: Workload, cands: list[Candidate], skipped: list[str], decisions: 
         plannable = [c.instance_type for c in cands if c.feasible]
         raise ConfigError("training.instance_type", wanted, ", ".join(plannable) or "another catalog type",
                           reason=chosen.why)
+    if not chosen.feasible and chosen.refused_by == "training.max_hours":
+        raise ConfigError("training.max_hours", w.training.max_hours, f"at least {chosen.hours:.3g} for {wanted} "
+                          f"x{chosen.count}, or more nodes (training.instance_count)", reason="the run does not finish in time")
     if not chosen.feasible:
         raise ConfigError("training.instance_count", chosen.count, "more nodes, or a type with more accelerator memory",
                           reason=f"{wanted} x{chosen.count}: {chosen.why}")
