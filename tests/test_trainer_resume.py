@@ -6,6 +6,7 @@ The two-rank runs (DDP, FSDP2, SIGTERM to torchrun, transformers loading the exp
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import socket
@@ -231,3 +232,69 @@ def test_off_a_cluster_the_trainer_refuses_to_create_fsx(tmp_path, monkeypatch, 
     assert (args.checkpoint_dir, args.export_dir) == (tmp_path / "c", tmp_path / "e")
     monkeypatch.setattr(os.path, "ismount", lambda p: str(p) == layout.FSX_MOUNT)  # a cluster node
     assert str(parse().export_dir) == spread.export_dir
+
+
+def _one_process(tmp_path: Path, *extra: str, ok: bool = True) -> subprocess.CompletedProcess:
+    """train.py as one gloo rank with a tiny Llama (a few seconds)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "RANK": "0", "LOCAL_RANK": "0",
+           "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layers", "1", "--hidden", "32",
+                           "--heads", "2", "--seq", "16", "--vocab", "64", "--log-every", "1", "--lr", "1e-2",
+                           "--warmup", "0", *extra], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode == 0) == ok, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+def test_a_nonfinite_step_is_skipped_the_run_recovers_and_the_good_checkpoint_is_kept(tmp_path):
+    """Issue 42: steps 4 and 5 overflow (--inject-nonfinite makes their loss, and so their gradients, infinite). Each
+    is skipped, counted and logged; the weights stay step 3's, so the run goes on at finite losses. With --keep 1 the
+    checkpoints of the bad steps would have pruned step 3's, the last one saved at a finite loss: it stays. The run
+    resumed from step 5 ends as the uninterrupted one does. (Before: AdamW stepped on inf, every later loss NaN.)"""
+    common = ["--steps", "8", "--inject-nonfinite", "4,5", "--checkpoint-every", "1", "--keep", "1"]
+    straight = _one_process(tmp_path, *common, "--checkpoint-dir", str(tmp_path / "a")).stdout
+    assert re.search(r"^step 4 skipped: gradient norm (nan|inf) loss inf \(1 in a row, 1 skipped", straight, re.M)
+    assert re.search(r"^step 5 skipped: .*\(2 in a row, 2 skipped in this run\)", straight, re.M), straight
+    assert re.search(r"^step 8 loss [0-9.]+ .*, 2 skipped in this run$", straight, re.M), straight
+    losses = _losses(straight)
+    assert sorted(losses) == [1, 2, 3, 6, 7, 8], straight  # finite again after the bad steps (NaN never matches)
+
+    ckpt = tmp_path / "b"
+    stopped = _one_process(tmp_path, *common, "--checkpoint-dir", str(ckpt), "--stop-after", "5").stdout
+    assert "stopped after step 5" in stopped
+    assert sorted(d.name for d in ckpt.glob("step-*")) == ["step-00000003", "step-00000005"]
+    assert (ckpt / "latest").read_text().strip() == "step-00000005"
+    record = json.loads((ckpt / "step-00000003" / "loss.json").read_text())
+    assert record["finite"] and record["step"] == 3
+    assert not json.loads((ckpt / "step-00000005" / "loss.json").read_text())["finite"]
+    resumed = _losses(_one_process(tmp_path, *common, "--checkpoint-dir", str(ckpt)).stdout)
+    assert sorted(resumed) == [6, 7, 8]
+    assert all(resumed[k] == pytest.approx(losses[k], rel=1e-6, abs=2e-6) for k in resumed), (resumed, losses)
+    assert sorted(d.name for d in ckpt.glob("step-*")) == ["step-00000008"]  # finite again: keep 1 is one
+
+
+def test_too_many_nonfinite_steps_in_a_row_stop_the_run_with_latest_on_the_last_finite_checkpoint(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    done = _one_process(tmp_path, "--steps", "8", "--inject-nonfinite", "2,3,4", "--max-nonfinite-steps", "2",
+                        "--checkpoint-every", "1", "--keep", "2", "--checkpoint-dir", str(ckpt), ok=False)
+    assert "stopping at step 4: 3 steps in a row had a non-finite gradient norm or loss (limit 2" in done.stderr
+    assert "`latest` names step-00000001" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert (ckpt / "latest").read_text().strip() == "step-00000001"
+    assert "step 5 " not in done.stdout
+    resumed = _one_process(tmp_path, "--steps", "2", "--checkpoint-dir", str(ckpt)).stdout  # starts after step 1
+    assert "at step 1" in resumed
+
+
+def test_pruning_keeps_the_newest_checkpoint_saved_at_a_finite_loss(tmp_path):
+    import importlib.util as util
+
+    spec = util.spec_from_file_location("safety", TRAINER.parent / "safety.py")
+    _train()  # puts the trainer's directory on sys.path (safety imports recipe)
+    safety = util.module_from_spec(spec)
+    spec.loader.exec_module(safety)
+    for step, loss in ((1, 2.0), (2, 1.5), (3, float("nan")), (4, float("inf")), (5, float("nan"))):
+        (tmp_path / f"step-{step:08d}").mkdir()
+        safety.record_loss(tmp_path / f"step-{step:08d}", step, loss)
+    safety.prune(tmp_path, tmp_path / "step-00000005", keep=2)
+    assert sorted(d.name for d in tmp_path.glob("step-*")) == ["step-00000002", "step-00000004", "step-00000005"]
+    assert safety.last_finite(tmp_path, tmp_path / "step-00000005").name == "step-00000002"

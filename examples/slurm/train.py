@@ -39,9 +39,9 @@ import contextlib
 import gc
 import json
 import os
-import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -60,6 +60,7 @@ from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
+import safety  # noqa: E402
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/planning/layout.py FSX_MOUNT)
@@ -100,6 +101,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--tokenizer", type=Path, help="a directory with the tokenizer's Hugging Face files to export")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
+    p.add_argument("--max-nonfinite-steps", type=int, default=safety.MAX_NONFINITE_IN_A_ROW,
+                   help="steps in a row with a non-finite gradient norm (each skipped) before the run stops")
+    p.add_argument("--inject-nonfinite", metavar="STEP[,STEP]", help="fault injection (tests, drills): make these "
+                   "steps' loss infinite, so their gradients are inf/NaN")
     # Calibration (workloads/planning/acceptance.py): a measurement, not a run - no resume, no checkpoint, no export.
     p.add_argument("--calibrate-output", type=Path, help="write the measured tokens/s and MFU here as JSON")
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
@@ -380,14 +385,21 @@ def latest(directory: Path) -> Path | None:
     return directory / marker.read_text().strip() if marker.exists() else None
 
 
-def save(state: Training, directory: Path, pruner: bool, keep: int) -> None:
+def save(state: Training, directory: Path, pruner: bool, keep: int, loss: float | None = None) -> None:
     path = directory / f"step-{state.step:08d}"
     dcp.save({"training": state}, checkpoint_id=path)
     dist.barrier()  # every rank's shards are written
     if pruner:
-        publish(directory / "latest", path.name + "\n")  # `latest` moves only once the new checkpoint is complete
-        prune(directory, keep)
+        published(path, state.step, loss, keep)
     dist.barrier()
+
+
+def published(path: Path, step: int, loss: float | None, keep: int) -> None:
+    """A complete checkpoint: its loss recorded, `latest` moved to it (only once it is whole), older ones pruned."""
+    if loss is not None:
+        safety.record_loss(path, step, loss)
+    publish(path.parent / "latest", path.name + "\n")
+    prune(path.parent, keep)
 
 
 def prunes_here(directory: Path, rank: int, device: torch.device) -> bool:
@@ -415,37 +427,39 @@ class Checkpointer:
         self.directory, self.pruner, self.keep, self.pending = directory, pruner, keep, None
         self.group = dist.new_group(backend="gloo") if asynchronous else None
 
-    def save(self, state: Training) -> None:
+    def save(self, state: Training, loss: float | None = None) -> None:
         if self.group is None:
-            return save(state, self.directory, self.pruner, self.keep)
+            return save(state, self.directory, self.pruner, self.keep, loss)
         self.wait()
         path = self.directory / f"step-{state.step:08d}"
         future = dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group)
         # Published from the writer's thread the moment it is whole (every rank's future completes once rank 0 has
         # written DCP's metadata), not at the next checkpoint.
-        if self.pruner:
-            future.add_done_callback(lambda done: done.exception() is None and self.publish(path))
-        self.pending = future
+        finished = threading.Event()  # the callback's publishing done: a future's result() returns before it
+        step = state.step
 
-    def publish(self, path: Path) -> None:
-        publish(self.directory / "latest", path.name + "\n")
-        prune(self.directory, self.keep)
+        def whole(done) -> None:
+            try:
+                if self.pruner and done.exception() is None:
+                    published(path, step, loss, self.keep)
+            finally:
+                finished.set()
+
+        future.add_done_callback(whole)
+        self.pending = (future, finished)
 
     def wait(self) -> None:
-        """Finish the write in flight (its callback has published it); a failed write raises here."""
+        """Finish the write in flight and its publishing; a failed write raises here."""
         if self.pending is None:
             return
-        future, self.pending = self.pending, None
+        (future, finished), self.pending = self.pending, None
         future.result()
+        finished.wait()
 
 
 def prune(directory: Path, keep: int) -> None:
-    """Keep the newest `keep` checkpoints up to `latest` (FSx is sized for them): older ones go only behind a
-    complete newer one."""
-    newest = latest(directory)
-    done = sorted(d for d in directory.glob("step-*") if d.is_dir() and newest and d.name <= newest.name)
-    for old in done[:-keep] if keep > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
+    """Keep the newest `keep` checkpoints up to `latest`, and the newest saved at a finite loss (safety.prune)."""
+    safety.prune(directory, latest(directory), keep)
 
 
 def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
@@ -523,6 +537,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
                               and args.precision != "fp32")
     since = (time.time(), state.step)
+    guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
+                             checkpoints=args.checkpoint_dir)
+    faults = safety.injected(args.inject_nonfinite)
     model.train()
     timed = Calibration(args, world, model) if args.calibrate_output else None
     while state.step < args.steps:
@@ -534,31 +551,40 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         for micro in range(micro_steps):
             batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
-                              last=micro == micro_steps - 1)
+                              last=micro == micro_steps - 1, fault=state.step in faults)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
         if state.scaler.enabled:
             for p in model.parameters():
                 if p.grad is not None:
                     p.grad.mul_(1 / state.scaler.scale)
-        if state.scaler.update(norm.item() if state.scaler.enabled else 0.0):
-            optimizer.step()
-        if device.type == "xla":
-            import torch_xla
-
-            torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         # One collective for the mean loss and for whether any rank was signalled: all ranks stop together.
         reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
                                                                     device=device)])
         dist.all_reduce(reduced)
+        step_loss, grad_norm = reduced[0].item() / world, norm.item()
+        # A non-finite norm or loss (an overflow, a bad batch) skips the step: the weights stay the last good
+        # step's. fp16's loss scale halves there too (its own skip, as torch.amp.GradScaler).
+        good = guard.allows(state.step, grad_norm, step_loss)
+        if state.scaler.update(grad_norm if state.scaler.enabled else 0.0) and good:
+            optimizer.step()
+        if guard.diverged:
+            checkpoints.wait()  # a write in flight publishes first; then `latest` goes back to a finite one
+            dist.barrier()
+            raise guard.stop(state.step, pruner)
+        if device.type == "xla":
+            import torch_xla
+
+            torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         if rank == 0 and (state.step % args.log_every == 0 or state.step == args.steps):
             now = time.time()  # the rate since the last line: the first steps' warm-up does not blur it
             rate = (state.step - since[1]) * args.global_batch * args.seq / (now - since[0])
             since = (now, state.step)
             peak = (f" peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
                     f"{torch.cuda.max_memory_reserved() / 2**30:.1f} reserved") if device.type == "cuda" else ""
-            print(f"step {state.step} loss {reduced[0].item() / world:.6f} lr {learning_rate(state.step, args):.3e} "
-                  f"grad norm {norm.item() / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}", flush=True)
+            print(f"step {state.step} loss {step_loss:.6f} lr {learning_rate(state.step, args):.3e} "
+                  f"grad norm {grad_norm / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}"
+                  f"{f', {guard.skipped} skipped in this run' if guard.skipped else ''}", flush=True)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
         if timed:
             timed.after(state.step)
@@ -567,9 +593,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             continue
         if stopping or state.step == args.steps:
             checkpoints.wait()  # the background write first: `latest` moves in step order
-            save(state, args.checkpoint_dir, pruner, args.keep)
+            save(state, args.checkpoint_dir, pruner, args.keep, step_loss)
         elif state.step % args.checkpoint_every == 0:
-            checkpoints.save(state)
+            checkpoints.save(state, step_loss)
         if stopping:
             if rank == 0:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
@@ -582,7 +608,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
-               last: bool) -> torch.Tensor:
+               last: bool, fault: bool = False) -> torch.Tensor:
     """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
     once, after the last micro-step (its ranks hold whole gradients anyway), and so do HSDP's replicas. FSDP2
     reduce-scatters every micro-step,
@@ -596,6 +622,8 @@ def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, 
     split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
     with sync, split:
         loss = forward_loss(model, batch, args, autocast)
+        if fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
+            loss = loss * float("inf")
         (loss * scale).backward()
     return loss
 
