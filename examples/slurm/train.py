@@ -60,6 +60,7 @@ from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
+import finetune  # noqa: E402
 import safety  # noqa: E402
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
@@ -99,6 +100,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--export-dir", type=Path, help="the final model as a Hugging Face directory (default: the "
                    "layout's export_dir, which FSx exports to the serving contract's models/ prefix)")
     p.add_argument("--tokenizer", type=Path, help="a directory with the tokenizer's Hugging Face files to export")
+    p.add_argument("--init-from", type=Path, help="fine-tune: a Hugging Face Llama directory (config.json, "
+                   "*.safetensors) whose weights start the run, its shape the model's (finetune.py)")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
     p.add_argument("--max-nonfinite-steps", type=int, default=safety.MAX_NONFINITE_IN_A_ROW,
@@ -109,6 +112,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--calibrate-output", type=Path, help="write the measured tokens/s and MFU here as JSON")
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()
+    told = {a[2:].split("=")[0].replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
+    args.rope_theta, args.norm_eps = ROPE_THETA, NORM_EPS
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
@@ -119,6 +124,9 @@ def parse() -> argparse.Namespace:
             key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
                    "warmup": "warmup_steps"}.get(field, field)
             setattr(args, field, layout.get(key, default) or default)
+    args.told = told
+    if args.init_from:  # the base model's shape and the fine-tuning recipe, before the layout's shape fills the rest
+        finetune.apply(args, told, p.error)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads
@@ -143,7 +151,7 @@ def parse() -> argparse.Namespace:
         chosen += [("--export-dir", args.export_dir)] if layout.get("export_dir") else []
     if args.text and not (args.data and args.tokenizer):
         p.error("--text needs --data (where its token shards go) and --tokenizer (what tokenizes it)")
-    args.vocab_given = any(a == "--vocab" or a.startswith("--vocab=") for a in sys.argv[1:])
+    args.vocab_given = args.vocab_given if args.init_from else "vocab" in told
     missing = [name for name, needed in (("safetensors", args.export_dir), ("tokenizers", args.text),
                                          ("numpy", args.data)) if needed and not _importable(name)]
     if missing:  # fail at the start, not after the last step
@@ -185,10 +193,11 @@ class RMSNorm(nn.Module):
     def __init__(self, hidden: int) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = NORM_EPS  # a base model's rms_norm_eps where one is fine-tuned (Llama.__init__)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         wide = x.float()  # once: autograd keeps one fp32 copy of the input for backward, not two
-        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + NORM_EPS)
+        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * normed.to(x.dtype)
 
     def reset_parameters(self) -> None:
@@ -200,9 +209,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-second, first), dim=-1)
 
 
-def rotary(seq: int, head_dim: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary(seq: int, head_dim: int, device: torch.device,
+           theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of the rotary angles, halves repeated (Hugging Face's Llama layout)."""
-    inv = 1.0 / ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
     angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
     angles = torch.cat((angles, angles), dim=-1)
     return angles.cos(), angles.sin()
@@ -262,7 +272,8 @@ class Body(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 recompute_blocks: bool, rows: int = 0) -> None:
+                 recompute_blocks: bool, rows: int = 0, rope_theta: float = ROPE_THETA,
+                 norm_eps: float = NORM_EPS) -> None:
         super().__init__()
         self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                           intermediate=intermediate)
@@ -271,6 +282,9 @@ class Llama(nn.Module):
         self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
         self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
         self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
+        self.rope_theta = rope_theta
+        for norm in (m for m in self.modules() if isinstance(m, RMSNorm)):
+            norm.eps = norm_eps
 
     @property
     def blocks(self) -> nn.ModuleList:
@@ -278,7 +292,7 @@ class Llama(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.model.embed_tokens(tokens)
-        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device)
+        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device, self.rope_theta)
         for block in self.model.layers:
             # Activation checkpointing where the plan's layout needs it (its estimate counts the second forward).
             if self.recompute_blocks and self.training:
@@ -327,7 +341,8 @@ def setup(kind: str) -> torch.device:
 
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
-                 intermediate=args.intermediate, recompute_blocks=args.recompute)
+                 intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
+                 norm_eps=args.norm_eps)
     compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
@@ -468,6 +483,7 @@ def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> No
     run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
            "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq,
            "global_batch": args.global_batch,  # the data order and the schedule follow it
+           "init_from": str(args.init_from) if args.init_from else None,
            "data": str(args.data) if args.data else None,
            "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
     path = args.checkpoint_dir / "run.json"
@@ -500,6 +516,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
     data_ranks, data_rank = world // args.tensor, rank // args.tensor  # tensor ranks are neighbours (inner mesh dim)
+    if args.init_from:  # fine-tuning's batch, steps and warmup (its learning rate: parse)
+        finetune.batch_and_steps(args, data_ranks, args.told)
     args.global_batch = args.global_batch or data_ranks * args.batch
     micro_steps, left = divmod(args.global_batch, data_ranks * args.batch)
     if left or not micro_steps:
@@ -517,6 +535,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
             print(f"resumed from {resume} at step {state.step}", flush=True)
+    elif args.init_from:
+        finetune.load(model, args.init_from)
+        if rank == 0:
+            print(f"fine-tuning from {args.init_from} (each rank read its own shards): peak lr {args.lr:g}, warmup "
+                  f"{args.warmup} of {args.steps} steps", flush=True)
     pruner = prunes_here(args.checkpoint_dir, rank, device)
     checkpoints = Checkpointer(args.checkpoint_dir, pruner, args.keep, asynchronous=device.type in ("cuda", "cpu"))
     stop = {"signal": None}
