@@ -82,9 +82,21 @@ class Training(_Frozen):
     # the plan says so.
     sequence_length: int | None = Field(default=None, ge=128, le=1_048_576)
     global_batch_tokens: int | None = Field(default=None, ge=128, le=1 << 30)
+    # Fine-tuning: the base model the run starts from, a Hugging Face directory (config.json and *.safetensors of a
+    # Llama decoder) in the dataset bucket under datasets/ (on FSx at /fsx/datasets/..., in a SageMaker job's train
+    # channel) or a directory on FSx (/fsx/..., clusters only). The trainer reads it sharded into the layout and trains
+    # with a fine-tuning recipe (examples/slurm/finetune.py). Absent: pre-training from random weights.
+    init_from: str | None = Field(default=None, pattern=r"^(datasets/|/fsx/)[A-Za-z0-9._\-/]+$")
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+
+    @model_validator(mode="after")
+    def _base_model_reachable(self) -> "Training":
+        if self.init_from and self.init_from.startswith("/fsx/") and self.orchestrator == "sagemaker-jobs":
+            raise ValueError(f"init_from {self.init_from}: a SageMaker job has no FSx; give the base model's key "
+                             "under datasets/ (the job's train channel)")
+        return self
 
     @field_validator("instance_type")
     @classmethod
