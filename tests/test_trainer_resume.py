@@ -298,3 +298,84 @@ def test_pruning_keeps_the_newest_checkpoint_saved_at_a_finite_loss(tmp_path):
     safety.prune(tmp_path, tmp_path / "step-00000005", keep=2)
     assert sorted(d.name for d in tmp_path.glob("step-*")) == ["step-00000002", "step-00000004", "step-00000005"]
     assert safety.last_finite(tmp_path, tmp_path / "step-00000005").name == "step-00000002"
+
+
+def test_prepare_holds_out_a_slice_by_document_that_training_never_reads(tmp_path):
+    """Issue 42: the prepare step writes one document in HOLDOUT_EVERY to heldout/ (by a hash of its text, so the
+    same ones whatever the task split), and the trainer's token stream is only the rest."""
+    from tests.golden import train_tokenizer
+
+    _train()  # the trainer's directory on sys.path
+    import prepare
+    import recipe
+
+    text = tmp_path / "text"
+    text.mkdir()
+    docs = [f"document {i} says {'word ' * (i % 7)}" for i in range(1000)]
+    (text / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    tokenizer = train_tokenizer(text, tmp_path / "tok", vocab=300)
+    out = tmp_path / "tokens"
+    prepare.run(prepare.parse(["--input", str(text), "--tokenizer", str(tokenizer), "--output", str(out),
+                               "--workers", "1"]))
+    held = [d for d in docs if prepare.held_out(d)]
+    assert 0 < len(held) < 20  # about 1 in 200
+    info = json.loads((out / "meta.json").read_text())
+    kept = recipe.Tokens(out, 8)
+    apart = recipe.Tokens(out / prepare.HELDOUT, 8, info=info)
+    import numpy as np
+
+    eos = info["eos_id"]
+    stream = np.concatenate(kept.shards)
+    assert (stream == eos).sum() == len(docs) - len(held) and (np.concatenate(apart.shards) == eos).sum() == len(held)
+
+
+def test_the_held_out_loss_and_emf_metrics_are_written_every_n_steps(tmp_path):
+    """Issue 42: with a held-out slice beside the shards, the run prints the held-out loss every --eval-every steps
+    and appends CloudWatch embedded-metric-format lines (loss, tokens/s, MFU beside the plan's, held-out loss)."""
+    import numpy as np
+
+    data = tmp_path / "tokens"
+    (data / "heldout").mkdir(parents=True)
+    (data / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": 64, "parts": 0}))
+    (np.arange(4096) % 13).astype(np.uint16).tofile(data / "a.bin")
+    (np.arange(1024) % 13).astype(np.uint16).tofile(data / "heldout" / "a.bin")
+    metrics = tmp_path / "metrics" / "train.emf.log"
+    out = _one_process(tmp_path, "--steps", "6", "--data", str(data), "--eval-every", "3", "--checkpoint-dir",
+                       str(tmp_path / "c"), "--metrics-file", str(metrics), "--peak-tflops", "1",
+                       "--planned-mfu", "0.4").stdout
+    evals = {int(m[1]): float(m[2]) for m in re.finditer(r"^eval step (\d+) held-out loss ([0-9.]+)$", out, re.M)}
+    assert sorted(evals) == [3, 6] and evals[6] < evals[3], out  # the pattern is learnt; the held-out loss shows it
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    train_lines = [x for x in lines if "Loss" in x]
+    assert [x["Step"] for x in train_lines] == [1, 2, 3, 4, 5, 6]
+    first = train_lines[0]
+    spec = first["_aws"]["CloudWatchMetrics"][0]
+    assert spec["Dimensions"] == [["Workload"]] and {m["Name"] for m in spec["Metrics"]} >= {
+        "Loss", "TokensPerSecond", "MFU", "PlannedMFU"}
+    assert first["PlannedMFU"] == 0.4 and 0 < first["MFU"] and first["TokensPerSecond"] > 0
+    assert [x["EvalLoss"] for x in lines if "EvalLoss" in x] == pytest.approx([evals[3], evals[6]], rel=1e-5)
+
+
+def test_grouped_query_attention_uses_sdpas_own_support_without_copying_kv(monkeypatch):
+    """Issue 42: K/V are read in place by SDPA (enable_gqa), not expanded heads/kv_heads times by repeat_interleave;
+    the result is the expanded computation's."""
+    import torch
+    import torch.nn.functional as F
+
+    train = _train()
+    torch.manual_seed(0)
+    attn = train.Attention(32, 4, 2)
+    x = torch.randn(2, 8, 32)
+    cos, sin = train.rotary(8, 8, x.device)
+    monkeypatch.setattr(torch.Tensor, "repeat_interleave", lambda *a, **k: (_ for _ in ()).throw(
+        AssertionError("K/V copied with repeat_interleave")))
+    ours = attn(x, cos, sin)
+    monkeypatch.undo()
+    b, s, _ = x.shape
+    q = attn.q_proj(x).view(b, s, 4, 8).transpose(1, 2)
+    k = attn.k_proj(x).view(b, s, 2, 8).transpose(1, 2)
+    v = attn.v_proj(x).view(b, s, 2, 8).transpose(1, 2)
+    q, k = q * cos + train.rotate_half(q) * sin, k * cos + train.rotate_half(k) * sin
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    expanded = attn.o_proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, -1))
+    assert torch.allclose(ours, expanded, atol=1e-6)

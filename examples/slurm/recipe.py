@@ -217,14 +217,16 @@ class Tokens:
     """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
     every shard is read lazily, and a window is found by its start's shard (binary search)."""
 
-    def __init__(self, path: Path, seq: int) -> None:
+    def __init__(self, path: Path, seq: int, info: dict | None = None) -> None:
+        """`info`: the parent's meta.json, for the held-out slice (its shards under the prepared directory)."""
         import numpy as np
 
-        meta = path / "meta.json" if path.is_dir() else None
+        meta = path / "meta.json" if path.is_dir() and info is None else None
         if meta is not None and not meta.exists():
             raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
-        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
-        parts = self.info.get("parts", 0)
+        self.info = info or (json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None,
+                                                                          "parts": 0})
+        parts = self.info.get("parts", 0) if info is None else 0
         undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
         if undone:
             raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")

@@ -60,6 +60,7 @@ from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
+import evaluation  # noqa: E402
 import finetune  # noqa: E402
 import safety  # noqa: E402
 
@@ -103,6 +104,11 @@ def parse() -> argparse.Namespace:
     p.add_argument("--init-from", type=Path, help="fine-tune: a Hugging Face Llama directory (config.json, "
                    "*.safetensors) whose weights start the run, its shape the model's (finetune.py)")
     p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, help="held-out loss every N steps (the prepare step's held-out slice; "
+                   "default: every checkpoint; 0: never)")
+    p.add_argument("--metrics-file", type=Path, help="CloudWatch EMF lines (loss, tokens/s, MFU, held-out loss) "
+                   "appended here (default: TRAIN_METRICS_FILE; on a SageMaker job stdout)")
+    p.add_argument("--planned-mfu", type=float, help="the plan's MFU, written beside the measured one")
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
     p.add_argument("--max-nonfinite-steps", type=int, default=safety.MAX_NONFINITE_IN_A_ROW,
                    help="steps in a row with a non-finite gradient norm (each skipped) before the run stops")
@@ -137,6 +143,8 @@ def parse() -> argparse.Namespace:
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
+    args.eval_every = args.checkpoint_every if args.eval_every is None else args.eval_every
+    args.planned_mfu = args.planned_mfu or layout.get("planned_mfu")
     if args.warmup < 0:
         args.warmup = min(RECIPE_WARMUP, args.steps // 10)
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
@@ -151,7 +159,7 @@ def parse() -> argparse.Namespace:
         chosen += [("--export-dir", args.export_dir)] if layout.get("export_dir") else []
     if args.text and not (args.data and args.tokenizer):
         p.error("--text needs --data (where its token shards go) and --tokenizer (what tokenizes it)")
-    args.vocab_given = args.vocab_given if args.init_from else "vocab" in told
+    args.vocab_given = args.vocab_given if args.init_from else "vocab" in args.told
     missing = [name for name, needed in (("safetensors", args.export_dir), ("tokenizers", args.text),
                                          ("numpy", args.data)) if needed and not _importable(name)]
     if missing:  # fail at the start, not after the last step
@@ -234,9 +242,9 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         cos, sin = cos.to(q.dtype), sin.to(q.dtype)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        # Grouped-query attention: each key/value head serves heads / kv_heads query heads.
-        k, v = (t.repeat_interleave(self.heads // self.kv_heads, dim=1) for t in (k, v))
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # Grouped-query attention: each key/value head serves heads / kv_heads query heads. SDPA's enable_gqa reads
+        # the shared K/V in place (no repeat_interleave copy of K and V, heads / kv_heads times their size).
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.heads != self.kv_heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -560,6 +568,10 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
                               and args.precision != "fp32")
     since = (time.time(), state.step)
+    held = evaluation.heldout(args.data, args.seq) if args.eval_every else None
+    if rank == 0 and args.eval_every and args.data and held is None:
+        print(f"no held-out loss: {args.data} has no held-out slice (prepare.py writes one)", flush=True)
+    metrics = evaluation.Metrics(args, rank, sum(p.numel() for p in model.parameters()), world)
     guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
                              checkpoints=args.checkpoint_dir)
     faults = safety.injected(args.inject_nonfinite)
@@ -608,6 +620,12 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             print(f"step {state.step} loss {step_loss:.6f} lr {learning_rate(state.step, args):.3e} "
                   f"grad norm {grad_norm / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}"
                   f"{f', {guard.skipped} skipped in this run' if guard.skipped else ''}", flush=True)
+            metrics.emit(state.step, Loss=step_loss, TokensPerSecond=rate, SkippedSteps=guard.skipped)
+        if held is not None and not timed and (state.step % args.eval_every == 0 or state.step == args.steps):
+            eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device, forward_loss, autocast)
+            if rank == 0:
+                print(f"eval step {state.step} held-out loss {eval_loss:.6f}", flush=True)
+            metrics.emit(state.step, EvalLoss=eval_loss)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
         if timed:
             timed.after(state.step)
