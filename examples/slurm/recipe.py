@@ -73,11 +73,13 @@ def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> 
     after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is split over the vocabulary and the
     loss computed on the shards (loss_parallel), so no rank holds all the logits."""
     from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 
-    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
-            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
-            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
+    from speed import tensor_parallel_styles  # beside this script
+
+    column, row = tensor_parallel_styles(args.precision == "fp8")
+    plan = {"self_attn.q_proj": column(), "self_attn.k_proj": column(), "self_attn.v_proj": column(),
+            "self_attn.o_proj": row(), "mlp.gate_proj": column(), "mlp.up_proj": column(), "mlp.down_proj": row()}
     for block in model.blocks:
         parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads

@@ -63,6 +63,7 @@ from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
 import safety  # noqa: E402
+import speed  # noqa: E402
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/planning/layout.py FSX_MOUNT)
@@ -78,8 +79,13 @@ def parse() -> argparse.Namespace:
                    "ranks x --batch); the micro-steps between optimizer steps follow from it")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the layout's, else 3e-4)")
     p.add_argument("--warmup", type=int, help="warmup steps (default: the layout's, else 2000 or a tenth of the run)")
-    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
-                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32)")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32", "fp8"),
+                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32); fp8: "
+                   "the blocks' projections in float8 (torchao), the rest bf16 (speed.py)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile every block (default: the layout's `compile`, else off)")
+    p.add_argument("--reduce-dtype", choices=("bf16", "fp32"), help="FSDP2's gradient reduction under bf16 compute "
+                   "(default: the layout's, else bf16)")
     p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
@@ -143,6 +149,11 @@ def parse() -> argparse.Namespace:
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
+    args.compile = bool(layout.get("compile", False)) if args.compile is None else args.compile
+    args.reduce_dtype = args.reduce_dtype or layout.get("reduce_dtype") or "bf16"
+    if args.precision == "fp8":
+        if (why := speed.fp8_refusal(args.device)) or not _importable("torchao"):
+            p.error(f"--precision fp8: {why or 'needs torchao (requirements-trainer.txt), which this Python lacks'}")
     args.eval_every = args.checkpoint_every if args.eval_every is None else args.eval_every
     args.planned_mfu = args.planned_mfu or layout.get("planned_mfu")
     if args.warmup < 0:
@@ -351,27 +362,36 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
                  norm_eps=args.norm_eps)
-    compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
+    fp8 = args.precision == "fp8"
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
         model = Llama(**shape).to(device)
+        if fp8:
+            speed.float8(model, device, sharded=False)
+        if args.compile:
+            speed.compile_blocks(model.blocks, device)
         init_weights(model, device)
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
                                        gradient_as_bucket_view=True)
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import fully_shard
 
     # Built without memory (meta device) and sharded before any weight exists: a model the plan shards because
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
         model = Llama(**shape)
+    if fp8:
+        speed.float8(model, device, sharded=True)
     data_mesh, tensor_mesh = device_meshes(args, device)
     if tensor_mesh is not None:
         tensor_parallel(model, args, tensor_mesh)
-    # Compute in the layout's dtype, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
-    mp = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32) if compute else MixedPrecisionPolicy()
+    if args.compile:
+        speed.compile_blocks(model.blocks, device)
+    # Compute in the layout's dtype, fp32 master weights (the plan's 16 B/param), bf16 gradient reduction under bf16
+    # (speed.mixed_precision); CPU stays fp32.
+    mp = speed.mixed_precision(args, device)
     for block in model.blocks:
         fully_shard(block, mesh=data_mesh, mp_policy=mp)
     fully_shard(model, mesh=data_mesh, mp_policy=mp)
@@ -557,6 +577,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         how = {"full": "FSDP2", "none": "DDP"}.get(args.sharding) or \
             f"HSDP, replicate {data_ranks // (args.shard_group or data_ranks)} x shard {args.shard_group or data_ranks}"
         how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
+        how += f", float8 projections ({sum(type(m).__name__ == 'Float8Linear' for m in model.modules())})" \
+            if args.precision == "fp8" else ""
+        how += ", compiled blocks" if args.compile else ""
         if (rows := padded_vocab(args.vocab, args.tensor)) != args.vocab:
             how += f", vocabulary {args.vocab:,} padded to {rows:,} (masked)"
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
