@@ -379,3 +379,29 @@ def test_grouped_query_attention_uses_sdpas_own_support_without_copying_kv(monke
     k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
     expanded = attn.o_proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, -1))
     assert torch.allclose(ours, expanded, atol=1e-6)
+
+
+def test_the_next_micro_batch_is_read_while_the_current_one_trains():
+    """Issue 42: the loader reads ahead on a background thread: once batch (1, 0) is handed over, (1, 1) and (2, 0)
+    are already being read, and are handed over without reading them again."""
+    import threading
+
+    import torch
+
+    _train()
+    import loader
+
+    reads, main = [], threading.get_ident()
+
+    def read(step, micro):
+        reads.append(((step, micro), threading.get_ident() != main))
+        return torch.tensor([step, micro])
+
+    prefetch = loader.Prefetcher(read, pin=False)
+    assert prefetch.get((1, 0), [(1, 1), (2, 0)]).tolist() == [1, 0]
+    prefetch.pending[(2, 0)].result()
+    assert [k for k, _ in reads] == [(1, 0), (1, 1), (2, 0)] and all(off for _, off in reads)
+    assert prefetch.get((1, 1), [(2, 0), (2, 1)]).tolist() == [1, 1]
+    assert prefetch.get((2, 0), []).tolist() == [2, 0]
+    prefetch.close()
+    assert [k for k, _ in reads].count((2, 0)) == 1

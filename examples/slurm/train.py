@@ -62,6 +62,7 @@ from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip
                     tensor_parallel)
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
+import loader  # noqa: E402
 import safety  # noqa: E402
 import speed  # noqa: E402
 
@@ -598,6 +599,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
                              checkpoints=args.checkpoint_dir)
     faults = safety.injected(args.inject_nonfinite)
+    batches = loader.Prefetcher(lambda step, micro: batch_for(args, data_rank, data_ranks, step, micro, tokens),
+                                pin=device.type == "cuda")
     model.train()
     timed = Calibration(args, world, model) if args.calibrate_output else None
     while state.step < args.steps:
@@ -607,7 +610,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         for micro in range(micro_steps):
-            batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
+            ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
+            batch = batches.get((state.step, micro), ahead).to(device, non_blocking=True)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
                               last=micro == micro_steps - 1, fault=state.step in faults)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
@@ -665,6 +669,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
             break
     checkpoints.wait()
+    batches.close()
     if timed:
         timed.write(rank)
     elif state.step == args.steps and args.export_dir:
