@@ -15,7 +15,7 @@ above 1 splits every block's projections inside a node with PyTorch's DTensor te
 and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
 Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
 
-Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
+The model: model.py. Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
 the data order (an epoch draws every window once, a function of the step, so a resumed run draws the same): recipe.py.
 
 Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
@@ -53,10 +53,10 @@ from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
 from torch.distributed.tensor.parallel import loss_parallel
-from torch.utils.checkpoint import checkpoint as recompute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
+from model import Attention, Llama, MLP, RMSNorm, llama_intermediate, rotary, rotate_half  # noqa: E402,F401
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
@@ -64,6 +64,7 @@ import evaluation  # noqa: E402
 import finetune  # noqa: E402
 import loader  # noqa: E402
 import safety  # noqa: E402
+from startup import data_vocabulary, prepare_here, prunes_here, same_run  # noqa: E402
 import speed  # noqa: E402
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
@@ -203,126 +204,6 @@ def _importable(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def llama_intermediate(hidden: int) -> int:
-    """SwiGLU width by Llama 3's rule (meta-llama/llama3 model.py FeedForward): 4096 -> 14336, 8192 -> 28672."""
-    width = int(1.3 * int(2 * 4 * hidden / 3))
-    return 1024 * -(-width // 1024) if hidden >= 1024 else 8 * -(-width // 8)
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, hidden: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden))
-        self.eps = NORM_EPS  # a base model's rms_norm_eps where one is fine-tuned (Llama.__init__)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        wide = x.float()  # once: autograd keeps one fp32 copy of the input for backward, not two
-        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * normed.to(x.dtype)
-
-    def reset_parameters(self) -> None:
-        nn.init.ones_(self.weight)
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    first, second = x.chunk(2, dim=-1)
-    return torch.cat((-second, first), dim=-1)
-
-
-def rotary(seq: int, head_dim: int, device: torch.device,
-           theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of the rotary angles, halves repeated (Hugging Face's Llama layout)."""
-    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
-    angles = torch.cat((angles, angles), dim=-1)
-    return angles.cos(), angles.sin()
-
-
-class Attention(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
-        self.q_proj = nn.Linear(hidden, heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(heads * self.head_dim, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        cos, sin = cos.to(q.dtype), sin.to(q.dtype)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        # Grouped-query attention: each key/value head serves heads / kv_heads query heads. SDPA's enable_gqa reads
-        # the shared K/V in place (no repeat_interleave copy of K and V, heads / kv_heads times their size).
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.heads != self.kv_heads)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
-
-
-class MLP(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # SwiGLU
-
-
-class Block(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int, intermediate: int) -> None:
-        super().__init__()
-        self.input_layernorm, self.post_attention_layernorm = RMSNorm(hidden), RMSNorm(hidden)
-        self.self_attn, self.mlp = Attention(hidden, heads, kv_heads), MLP(hidden, intermediate)
-
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
-class Body(nn.Module):
-    def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(vocab, hidden)
-        self.layers = nn.ModuleList(Block(hidden, heads, kv_heads, intermediate) for _ in range(layers))
-        self.norm = RMSNorm(hidden)
-
-
-class Llama(nn.Module):
-    def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 recompute_blocks: bool, rows: int = 0, rope_theta: float = ROPE_THETA,
-                 norm_eps: float = NORM_EPS) -> None:
-        super().__init__()
-        self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-                          intermediate=intermediate)
-        self.lm_head = nn.Linear(hidden, rows or vocab, bias=False)
-        self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
-        self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
-        self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
-        self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
-        self.rope_theta = rope_theta
-        for norm in (m for m in self.modules() if isinstance(m, RMSNorm)):
-            norm.eps = norm_eps
-
-    @property
-    def blocks(self) -> nn.ModuleList:
-        return self.model.layers
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.model.embed_tokens(tokens)
-        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device, self.rope_theta)
-        for block in self.model.layers:
-            # Activation checkpointing where the plan's layout needs it (its estimate counts the second forward).
-            if self.recompute_blocks and self.training:
-                x = recompute(block, x, cos, sin, use_reentrant=False)
-            else:
-                x = block(x, cos, sin)
-        logits = self.lm_head(self.model.norm(x))
-        return logits if self.vocab_mask is None else logits + self.vocab_mask
-
-
 class Training(Stateful):
     """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
     learning rate and the data order are functions of the step."""
@@ -401,29 +282,6 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     return model
 
 
-def prepare_here(args: argparse.Namespace) -> None:
-    """--text: this node's ranks tokenize the text into --data together (prepare.py: each its share of the files,
-    skipping finished shards), then every rank waits for all: no rank decides alone that the data is ready."""
-    import prepare  # beside this script
-
-    local, local_world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    prepare.run(prepare.parse(["--input", str(args.text), "--tokenizer", str(args.tokenizer),
-                               "--output", str(args.data), "--part", str(local), "--parts", str(local_world),
-                               "--workers", "1"]))
-    dist.barrier()
-
-
-def data_vocabulary(args: argparse.Namespace, tokens: Tokens, rank: int) -> None:
-    """The model's vocabulary is the tokenizer's (prepare.py's meta.json) unless --vocab says otherwise."""
-    vocab = tokens.info.get("vocab_size")
-    if vocab and not args.vocab_given and vocab != args.vocab:
-        if rank == 0:
-            print(f"vocabulary {vocab:,} from the tokenizer (the plan assumed {args.vocab:,})", flush=True)
-        args.vocab = vocab
-    if vocab and vocab > args.vocab:
-        raise SystemExit(f"--vocab {args.vocab} is smaller than the tokenizer's {vocab}")
-
-
 def latest(directory: Path) -> Path | None:
     marker = directory / "latest"
     return directory / marker.read_text().strip() if marker.exists() else None
@@ -444,21 +302,6 @@ def published(path: Path, step: int, loss: float | None, keep: int) -> None:
         safety.record_loss(path, step, loss)
     publish(path.parent / "latest", path.name + "\n")
     prune(path.parent, keep)
-
-
-def prunes_here(directory: Path, rank: int, device: torch.device) -> bool:
-    """Whether this rank moves `latest` and prunes in `directory`: rank 0 alone where every node sees one directory
-    (FSx), and each node's local rank 0 as well where the directory is the node's own (a SageMaker job's
-    /opt/ml/checkpoints: each node writes its ranks' shards there, on a volume sized for --keep checkpoints). Found
-    by looking, not assumed: rank 0 writes a token that the others read back or do not."""
-    token = torch.randint(1, 2**62, (1,), dtype=torch.int64).to(device)
-    dist.broadcast(token, src=0)
-    probe = directory / ".rank0-token"
-    if rank == 0:
-        publish(probe, str(token.item()))
-    dist.barrier()
-    shared = probe.exists() and probe.read_text() == str(token.item())
-    return rank == 0 or (int(os.environ.get("LOCAL_RANK", "0")) == 0 and not shared)
 
 
 class Checkpointer:
@@ -504,26 +347,6 @@ class Checkpointer:
 def prune(directory: Path, keep: int) -> None:
     """Keep the newest `keep` checkpoints up to `latest`, and the newest saved at a finite loss (safety.prune)."""
     safety.prune(directory, latest(directory), keep)
-
-
-def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
-    """The checkpoint folder belongs to one run: a new start with another model, layout or data would resume the
-    old run's step (or fail inside DCP), so it is refused, naming what differs."""
-    run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
-           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq,
-           "global_batch": args.global_batch,  # the data order and the schedule follow it
-           "init_from": str(args.init_from) if args.init_from else None,
-           "data": str(args.data) if args.data else None,
-           "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
-    path = args.checkpoint_dir / "run.json"
-    if path.exists():
-        before = json.loads(path.read_text())
-        differs = sorted(k for k in run if before.get(k) != run[k])
-        if differs:
-            raise SystemExit(f"{args.checkpoint_dir} holds another run's checkpoints (it differs in "
-                             f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
-    elif rank == 0:
-        publish(path, json.dumps(run, indent=2))
 
 
 def main() -> None:
