@@ -95,7 +95,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
                        training=plan.training, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
                        access_logs=data.datasets.access_logs, subnet=net.private_subnet, security=network.security,
                        lustre=data.lustre, home=data.home, notebook=w.notebook,
-                       training_plan_arn=w.training.training_plan_arn, vpc=net.vpc,
+                       training_plan_arn=w.training.training_plan_arn, init_from=w.training.init_from, vpc=net.vpc,
                        job_images=job_images(plan), workload_name=w.name, alarm_topic=network.alarm_topic,
                        job_names=job_names_start(w.name, stage_of(scope)),
                        # A team's ML users may start their notebooks (TEAM-...) as the estate's notebook role.

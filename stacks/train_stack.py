@@ -41,9 +41,10 @@ class TrainStack(EstateStack):
                  lustre: LustreFileSystem | None, home: SharedHome | None, notebook: Notebook | None,
                  training_plan_arn: str | None, vpc: ec2.IVpc, job_images: tuple[str, ...], workload_name: str,
                  alarm_topic: sns.ITopic, job_names: str, notebook_log_streams: str | None = None,
-                 **kwargs: Any) -> None:
+                 init_from: str | None = None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self.workload_name = workload_name
+        self.init_from = init_from  # training.init_from: the base model a fine-tune starts from
         self.notebook: IdleStoppingNotebook | None = None
         slurm = training.orchestrator == "slurm"
         # `job_images`: what `submit` and `process` run, for sagemaker-jobs plans only (workloads.commands.jobs.job_images).
@@ -75,7 +76,7 @@ class TrainStack(EstateStack):
                 accelerator_kind=training.accelerator_kind, lustre=lustre, training_plan_arn=training_plan_arn,
                 software=training.software, layout=training.parallelism.as_json() if training.parallelism else None)
             cdk.CfnOutput(self, "HyperPodClusterName", value=hyperpod.cluster_name)
-            _submit_output(self, training, workload=self.workload_name)
+            _submit_output(self, training, workload=self.workload_name, init_from=self.init_from)
             cdk.CfnOutput(self, "Connect", description="Shell on the login node (SSM Session Manager)",
                           value=f"aws sagemaker list-cluster-nodes --cluster-name {hyperpod.cluster_name} "
                                 "--instance-group-name-contains login; then aws ssm start-session --target "
@@ -136,14 +137,15 @@ class TrainStack(EstateStack):
                                   f"of {(image.parent.marker or 'its name').rstrip('.')} with the PCS agent and Slurm")
         cdk.CfnOutput(self, "Connect", value=connect_command(region=self.region, login_group_id=cluster.login.attr_id),
                       description="Shell on the login node (SSM Session Manager)")
-        _submit_output(self, t, workload=self.workload_name)
+        _submit_output(self, t, workload=self.workload_name, init_from=self.init_from)
 
 
-def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str) -> None:
+def _submit_output(stack: cdk.Stack, t: TrainingPlan, *, workload: str, init_from: str | None = None) -> None:
     hyperpod = t.orchestrator == "hyperpod"
     cdk.CfnOutput(stack, "Submit", value=slurm_submit(workload=workload, nodes=t.instance_count,
                                                       accelerator_kind=t.accelerator_kind, parallelism=t.parallelism,
-                                                      auto_resume=hyperpod, speed=t.speed_flags),
+                                                      auto_resume=hyperpod, speed=t.speed_flags,
+                                                      init_from=init_from),
                   description="Tokenize datasets/text/ with datasets/tokenizer/, then train the plan's steps on every "
                               "node and export the model where serving reads it (docs/training.md)")
     itype = load_catalog().get(t.instance_type)

@@ -28,11 +28,11 @@ def test_wait_returns_only_after_the_write_is_published(tmp_path, monkeypatch):
     writer.directory, writer.pruner, writer.keep, writer.pending, writer.group = tmp_path, True, 2, None, object()
     gate, publishing, published = threading.Event(), threading.Event(), []
 
-    def slow_publish(path):  # the callback's publish, held until the test lets it go
+    def slow_publish(path, step, loss, keep):  # the callback's publish, held until the test lets it go
         publishing.set()
         gate.wait(30)
         published.append(path.name)
-    monkeypatch.setattr(writer, "publish", slow_publish)
+    monkeypatch.setattr(train, "published", slow_publish)
     state = type("State", (), {"step": 7})()
     writer.save(state)
     completer = threading.Thread(target=future.set_result, args=(None,))  # the writer thread finishing the write
@@ -54,7 +54,7 @@ def test_a_failed_write_raises_at_wait_and_publishes_nothing(tmp_path, monkeypat
     monkeypatch.setattr(train.dcp, "async_save", lambda *a, **kw: future)
     writer = object.__new__(train.Checkpointer)
     writer.directory, writer.pruner, writer.keep, writer.pending, writer.group = tmp_path, True, 2, None, object()
-    monkeypatch.setattr(writer, "publish", lambda path: (_ for _ in ()).throw(AssertionError("published")))
+    monkeypatch.setattr(train, "published", lambda *a: (_ for _ in ()).throw(AssertionError("published")))
     writer.save(type("State", (), {"step": 3})())
     future.set_exception(OSError("disk full"))
     try:

@@ -191,3 +191,29 @@ def test_invoke_on_a_kind_the_plan_lacks_is_bad_input_exit_2(capsys):
     assert main(["invoke", "small", "--kind", "async"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --kind = 'async': the plan has no async endpoint") and "allowed: realtime, serverless" in err
+
+
+def test_a_fine_tune_names_its_base_model_where_each_trainer_reads_it():
+    """Issue 42: training.init_from (a Hugging Face directory under datasets/, or on FSx) reaches train.py as
+    --init-from: on a cluster at the FSx path the dataset link imports it to, on a SageMaker job in its train
+    channel. A job cannot read FSx, and a key outside datasets/ is neither on FSx nor in the channel: refused."""
+    from workloads.errors import ConfigError
+    from workloads.planning.train_commands import slurm_submit
+
+    base = {"training.init_from": "datasets/base/llama-3-8b"}
+    t = plan(load("huge", base)).training
+    assert t.orchestrator != "sagemaker-jobs"
+    submit = slurm_submit(workload="huge", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
+                          parallelism=t.parallelism, init_from=load("huge", base).training.init_from)
+    assert _flag(_arguments(submit, "train-gpu.sbatch"), "--init-from") == "/fsx/datasets/base/llama-3-8b"
+    assert "--init-from" not in slurm_submit(workload="huge", nodes=t.instance_count, accelerator_kind=None,
+                                             parallelism=t.parallelism)
+    p = plan(load("intermediate", base))
+    assert p.training.orchestrator == "sagemaker-jobs"
+    hyper = job_hyperparameters(p.training.parallelism, p.workload.training.init_from)
+    assert hyper["init-from"] == keys.JOB_CHANNEL + "/base/llama-3-8b"
+    for bad, said in (({"training.init_from": "/fsx/base/llama", "training.orchestrator": "sagemaker-jobs"},
+                       "a SageMaker job has no FSx"), ({"training.init_from": "models/llama"}, "init_from")):
+        with pytest.raises(ConfigError) as refused:
+            load("intermediate", bad)
+        assert said in str(refused.value) and "\n" not in str(refused.value).strip(), str(refused.value)

@@ -6,6 +6,7 @@ The two-rank runs (DDP, FSDP2, SIGTERM to torchrun, transformers loading the exp
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import socket
@@ -231,3 +232,176 @@ def test_off_a_cluster_the_trainer_refuses_to_create_fsx(tmp_path, monkeypatch, 
     assert (args.checkpoint_dir, args.export_dir) == (tmp_path / "c", tmp_path / "e")
     monkeypatch.setattr(os.path, "ismount", lambda p: str(p) == layout.FSX_MOUNT)  # a cluster node
     assert str(parse().export_dir) == spread.export_dir
+
+
+def _one_process(tmp_path: Path, *extra: str, ok: bool = True) -> subprocess.CompletedProcess:
+    """train.py as one gloo rank with a tiny Llama (a few seconds)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "RANK": "0", "LOCAL_RANK": "0",
+           "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    done = subprocess.run([sys.executable, str(TRAINER), "--device", "cpu", "--layers", "1", "--hidden", "32",
+                           "--heads", "2", "--seq", "16", "--vocab", "64", "--log-every", "1", "--lr", "1e-2",
+                           "--warmup", "0", *extra], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode == 0) == ok, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+def test_a_nonfinite_step_is_skipped_the_run_recovers_and_the_good_checkpoint_is_kept(tmp_path):
+    """Issue 42: steps 4 and 5 overflow (--inject-nonfinite makes their loss, and so their gradients, infinite). Each
+    is skipped, counted and logged; the weights stay step 3's, so the run goes on at finite losses. With --keep 1 the
+    checkpoints of the bad steps would have pruned step 3's, the last one saved at a finite loss: it stays. The run
+    resumed from step 5 ends as the uninterrupted one does. (Before: AdamW stepped on inf, every later loss NaN.)"""
+    common = ["--steps", "8", "--inject-nonfinite", "4,5", "--checkpoint-every", "1", "--keep", "1"]
+    straight = _one_process(tmp_path, *common, "--checkpoint-dir", str(tmp_path / "a")).stdout
+    assert re.search(r"^step 4 skipped: gradient norm (nan|inf) loss inf \(1 in a row, 1 skipped", straight, re.M)
+    assert re.search(r"^step 5 skipped: .*\(2 in a row, 2 skipped in this run\)", straight, re.M), straight
+    assert re.search(r"^step 8 loss [0-9.]+ .*, 2 skipped in this run$", straight, re.M), straight
+    losses = _losses(straight)
+    assert sorted(losses) == [1, 2, 3, 6, 7, 8], straight  # finite again after the bad steps (NaN never matches)
+
+    ckpt = tmp_path / "b"
+    stopped = _one_process(tmp_path, *common, "--checkpoint-dir", str(ckpt), "--stop-after", "5").stdout
+    assert "stopped after step 5" in stopped
+    assert sorted(d.name for d in ckpt.glob("step-*")) == ["step-00000003", "step-00000005"]
+    assert (ckpt / "latest").read_text().strip() == "step-00000005"
+    record = json.loads((ckpt / "step-00000003" / "loss.json").read_text())
+    assert record["finite"] and record["step"] == 3
+    assert not json.loads((ckpt / "step-00000005" / "loss.json").read_text())["finite"]
+    resumed = _losses(_one_process(tmp_path, *common, "--checkpoint-dir", str(ckpt)).stdout)
+    assert sorted(resumed) == [6, 7, 8]
+    assert all(resumed[k] == pytest.approx(losses[k], rel=1e-6, abs=2e-6) for k in resumed), (resumed, losses)
+    assert sorted(d.name for d in ckpt.glob("step-*")) == ["step-00000008"]  # finite again: keep 1 is one
+
+
+def test_too_many_nonfinite_steps_in_a_row_stop_the_run_with_latest_on_the_last_finite_checkpoint(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    done = _one_process(tmp_path, "--steps", "8", "--inject-nonfinite", "2,3,4", "--max-nonfinite-steps", "2",
+                        "--checkpoint-every", "1", "--keep", "2", "--checkpoint-dir", str(ckpt), ok=False)
+    assert "stopping at step 4: 3 steps in a row had a non-finite gradient norm or loss (limit 2" in done.stderr
+    assert "`latest` names step-00000001" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert (ckpt / "latest").read_text().strip() == "step-00000001"
+    assert "step 5 " not in done.stdout
+    resumed = _one_process(tmp_path, "--steps", "2", "--checkpoint-dir", str(ckpt)).stdout  # starts after step 1
+    assert "at step 1" in resumed
+
+
+def test_pruning_keeps_the_newest_checkpoint_saved_at_a_finite_loss(tmp_path):
+    import importlib.util as util
+
+    spec = util.spec_from_file_location("safety", TRAINER.parent / "safety.py")
+    _train()  # puts the trainer's directory on sys.path (safety imports recipe)
+    safety = util.module_from_spec(spec)
+    spec.loader.exec_module(safety)
+    for step, loss in ((1, 2.0), (2, 1.5), (3, float("nan")), (4, float("inf")), (5, float("nan"))):
+        (tmp_path / f"step-{step:08d}").mkdir()
+        safety.record_loss(tmp_path / f"step-{step:08d}", step, loss)
+    safety.prune(tmp_path, tmp_path / "step-00000005", keep=2)
+    assert sorted(d.name for d in tmp_path.glob("step-*")) == ["step-00000002", "step-00000004", "step-00000005"]
+    assert safety.last_finite(tmp_path, tmp_path / "step-00000005").name == "step-00000002"
+
+
+def test_prepare_holds_out_a_slice_by_document_that_training_never_reads(tmp_path):
+    """Issue 42: the prepare step writes one document in HOLDOUT_EVERY to heldout/ (by a hash of its text, so the
+    same ones whatever the task split), and the trainer's token stream is only the rest."""
+    from tests.golden import train_tokenizer
+
+    _train()  # the trainer's directory on sys.path
+    import prepare
+    import recipe
+
+    text = tmp_path / "text"
+    text.mkdir()
+    docs = [f"document {i} says {'word ' * (i % 7)}" for i in range(1000)]
+    (text / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    tokenizer = train_tokenizer(text, tmp_path / "tok", vocab=300)
+    out = tmp_path / "tokens"
+    prepare.run(prepare.parse(["--input", str(text), "--tokenizer", str(tokenizer), "--output", str(out),
+                               "--workers", "1"]))
+    held = [d for d in docs if prepare.held_out(d)]
+    assert 0 < len(held) < 20  # about 1 in 200
+    info = json.loads((out / "meta.json").read_text())
+    kept = recipe.Tokens(out, 8)
+    apart = recipe.Tokens(out / prepare.HELDOUT, 8, info=info)
+    import numpy as np
+
+    eos = info["eos_id"]
+    stream = np.concatenate(kept.shards)
+    assert (stream == eos).sum() == len(docs) - len(held) and (np.concatenate(apart.shards) == eos).sum() == len(held)
+
+
+def test_the_held_out_loss_and_emf_metrics_are_written_every_n_steps(tmp_path):
+    """Issue 42: with a held-out slice beside the shards, the run prints the held-out loss every --eval-every steps
+    and appends CloudWatch embedded-metric-format lines (loss, tokens/s, MFU beside the plan's, held-out loss)."""
+    import numpy as np
+
+    data = tmp_path / "tokens"
+    (data / "heldout").mkdir(parents=True)
+    (data / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": 64, "parts": 0}))
+    (np.arange(4096) % 13).astype(np.uint16).tofile(data / "a.bin")
+    (np.arange(1024) % 13).astype(np.uint16).tofile(data / "heldout" / "a.bin")
+    metrics = tmp_path / "metrics" / "train.emf.log"
+    out = _one_process(tmp_path, "--steps", "6", "--data", str(data), "--eval-every", "3", "--checkpoint-dir",
+                       str(tmp_path / "c"), "--metrics-file", str(metrics), "--peak-tflops", "1",
+                       "--planned-mfu", "0.4").stdout
+    evals = {int(m[1]): float(m[2]) for m in re.finditer(r"^eval step (\d+) held-out loss ([0-9.]+)$", out, re.M)}
+    assert sorted(evals) == [3, 6] and evals[6] < evals[3], out  # the pattern is learnt; the held-out loss shows it
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    train_lines = [x for x in lines if "Loss" in x]
+    assert [x["Step"] for x in train_lines] == [1, 2, 3, 4, 5, 6]
+    first = train_lines[0]
+    spec = first["_aws"]["CloudWatchMetrics"][0]
+    assert spec["Dimensions"] == [["Workload"]] and {m["Name"] for m in spec["Metrics"]} >= {
+        "Loss", "TokensPerSecond", "MFU", "PlannedMFU"}
+    assert first["PlannedMFU"] == 0.4 and 0 < first["MFU"] and first["TokensPerSecond"] > 0
+    assert [x["EvalLoss"] for x in lines if "EvalLoss" in x] == pytest.approx([evals[3], evals[6]], rel=1e-5)
+
+
+def test_grouped_query_attention_uses_sdpas_own_support_without_copying_kv(monkeypatch):
+    """Issue 42: K/V are read in place by SDPA (enable_gqa), not expanded heads/kv_heads times by repeat_interleave;
+    the result is the expanded computation's."""
+    import torch
+    import torch.nn.functional as F
+
+    train = _train()
+    torch.manual_seed(0)
+    attn = train.Attention(32, 4, 2)
+    x = torch.randn(2, 8, 32)
+    cos, sin = train.rotary(8, 8, x.device)
+    monkeypatch.setattr(torch.Tensor, "repeat_interleave", lambda *a, **k: (_ for _ in ()).throw(
+        AssertionError("K/V copied with repeat_interleave")))
+    ours = attn(x, cos, sin)
+    monkeypatch.undo()
+    b, s, _ = x.shape
+    q = attn.q_proj(x).view(b, s, 4, 8).transpose(1, 2)
+    k = attn.k_proj(x).view(b, s, 2, 8).transpose(1, 2)
+    v = attn.v_proj(x).view(b, s, 2, 8).transpose(1, 2)
+    q, k = q * cos + train.rotate_half(q) * sin, k * cos + train.rotate_half(k) * sin
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    expanded = attn.o_proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, -1))
+    assert torch.allclose(ours, expanded, atol=1e-6)
+
+
+def test_the_next_micro_batch_is_read_while_the_current_one_trains():
+    """Issue 42: the loader reads ahead on a background thread: once batch (1, 0) is handed over, (1, 1) and (2, 0)
+    are already being read, and are handed over without reading them again."""
+    import threading
+
+    import torch
+
+    _train()
+    import loader
+
+    reads, main = [], threading.get_ident()
+
+    def read(step, micro):
+        reads.append(((step, micro), threading.get_ident() != main))
+        return torch.tensor([step, micro])
+
+    prefetch = loader.Prefetcher(read, pin=False)
+    assert prefetch.get((1, 0), [(1, 1), (2, 0)]).tolist() == [1, 0]
+    prefetch.pending[(2, 0)].result()
+    assert [k for k, _ in reads] == [(1, 0), (1, 1), (2, 0)] and all(off for _, off in reads)
+    assert prefetch.get((1, 1), [(2, 0), (2, 1)]).tolist() == [1, 1]
+    assert prefetch.get((2, 0), []).tolist() == [2, 0]
+    prefetch.close()
+    assert [k for k, _ in reads].count((2, 0)) == 1

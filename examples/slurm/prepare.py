@@ -26,6 +26,15 @@ from pathlib import Path
 SUFFIXES = (".txt", ".jsonl")
 META = "meta.json"
 BATCH = 256  # documents per encode_batch call (the tokenizer's own threads work across them)
+# The held-out slice the trainer's evaluation reads: one document in HOLDOUT_EVERY (0.5%), chosen by a hash of its
+# text (the same documents whatever the task split or rerun), into HELDOUT/ beside the training shards, never trained
+# on (the trainer reads only the top directory's shards).
+HOLDOUT_EVERY = 200
+HELDOUT = "heldout"
+
+
+def held_out(text: str) -> bool:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") % HOLDOUT_EVERY == 0
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,7 +73,7 @@ def meta(tokenizer_dir: Path, parts: int) -> dict:
     if eos_id is None:  # documents would run into each other with nothing between them
         raise SystemExit(f"prepare: {config} names no eos_token the tokenizer knows ({eos!r})")
     return {"vocab_size": vocab, "dtype": "uint16" if vocab <= 2**16 else "uint32", "eos_id": eos_id,
-            "tokenizer_sha256": hashlib.sha256(raw).hexdigest(), "parts": parts}
+            "tokenizer_sha256": hashlib.sha256(raw).hexdigest(), "parts": parts, "heldout_every": HOLDOUT_EVERY}
 
 
 def documents(path: Path):
@@ -95,12 +104,18 @@ def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict, part: in
 
     tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
     tmp = target.with_name(f"{target.name}.tmp-{part}")  # this task's own: two tasks never write one file
+    (target.parent / HELDOUT).mkdir(exist_ok=True)
+    held = target.parent / HELDOUT / tmp.name
     count = 0
-    with tmp.open("wb") as out:
+    with tmp.open("wb") as out, held.open("wb") as aside:
         for batch in _batches(documents(path), BATCH):
-            ids = [i for encoding in tokenizer.encode_batch(batch) for i in (*encoding.ids, info["eos_id"])]
-            np.asarray(ids, dtype=info["dtype"]).tofile(out)
-            count += len(ids)
+            kept, apart = [], []
+            for text, encoding in zip(batch, tokenizer.encode_batch(batch)):
+                (apart if held_out(text) else kept).extend((*encoding.ids, info["eos_id"]))
+            np.asarray(kept, dtype=info["dtype"]).tofile(out)
+            np.asarray(apart, dtype=info["dtype"]).tofile(aside)
+            count += len(kept)
+    held.replace(target.parent / HELDOUT / target.name)  # first: the training shard's presence means both are whole
     tmp.replace(target)  # whole or absent: a rerun redoes only what is missing
     return count
 

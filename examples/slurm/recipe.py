@@ -73,11 +73,13 @@ def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> 
     after the MLP (Megatron-LM's layout, Shoeybi et al. 2019). The output head is split over the vocabulary and the
     loss computed on the shards (loss_parallel), so no rank holds all the logits."""
     from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 
-    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
-            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
-            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(), "mlp.down_proj": RowwiseParallel()}
+    from speed import tensor_parallel_styles  # beside this script
+
+    column, row = tensor_parallel_styles(args.precision == "fp8")
+    plan = {"self_attn.q_proj": column(), "self_attn.k_proj": column(), "self_attn.v_proj": column(),
+            "self_attn.o_proj": row(), "mlp.gate_proj": column(), "mlp.up_proj": column(), "mlp.down_proj": row()}
     for block in model.blocks:
         parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads
@@ -217,14 +219,16 @@ class Tokens:
     """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
     every shard is read lazily, and a window is found by its start's shard (binary search)."""
 
-    def __init__(self, path: Path, seq: int) -> None:
+    def __init__(self, path: Path, seq: int, info: dict | None = None) -> None:
+        """`info`: the parent's meta.json, for the held-out slice (its shards under the prepared directory)."""
         import numpy as np
 
-        meta = path / "meta.json" if path.is_dir() else None
+        meta = path / "meta.json" if path.is_dir() and info is None else None
         if meta is not None and not meta.exists():
             raise SystemExit(f"{path} has no meta.json: run the prepare step (prepare.py) into it first")
-        self.info = json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None, "parts": 0}
-        parts = self.info.get("parts", 0)
+        self.info = info or (json.loads(meta.read_text()) if meta else {"dtype": "uint16", "vocab_size": None,
+                                                                          "parts": 0})
+        parts = self.info.get("parts", 0) if info is None else 0
         undone = [p for p in range(parts) if not (path / f"done-{p}-of-{parts}").exists()]
         if undone:
             raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")

@@ -15,7 +15,7 @@ above 1 splits every block's projections inside a node with PyTorch's DTensor te
 and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
 Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
 
-Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
+The model: model.py. Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
 the data order (an epoch draws every window once, a function of the step, so a resumed run draws the same): recipe.py.
 
 Checkpoints: DCP writes each rank's shards to CHECKPOINT_DIR/step-NNNNNNNN every --checkpoint-every steps (the
@@ -39,7 +39,6 @@ import contextlib
 import gc
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -54,16 +53,30 @@ from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
 from torch.distributed.tensor.parallel import loss_parallel
-from torch.utils.checkpoint import checkpoint as recompute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepare.py, beside this script
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
+from model import Attention, Llama, MLP, RMSNorm, llama_intermediate, rotary, rotate_half  # noqa: E402,F401
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
+import evaluation  # noqa: E402
+import finetune  # noqa: E402
+import loader  # noqa: E402
+import safety  # noqa: E402
+from startup import data_vocabulary, prepare_here, prunes_here, same_run  # noqa: E402
+import speed  # noqa: E402
 
 BACKENDS = {"cuda": "nccl", "neuron": "neuron", "xla": "xla", "cpu": "gloo"}
 FSX = Path("/fsx")  # where every cluster node mounts FSx for Lustre (workloads/planning/layout.py FSX_MOUNT)
+
+
+def _switch(value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r}: allowed true or false")
 
 
 def parse() -> argparse.Namespace:
@@ -76,8 +89,15 @@ def parse() -> argparse.Namespace:
                    "ranks x --batch); the micro-steps between optimizer steps follow from it")
     p.add_argument("--lr", type=float, help="peak learning rate (default: the layout's, else 3e-4)")
     p.add_argument("--warmup", type=int, help="warmup steps (default: the layout's, else 2000 or a tenth of the run)")
-    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"),
-                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32)")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32", "fp8"),
+                   help="compute dtype on accelerators (default: the layout's, else bf16; CPU computes in fp32); fp8: "
+                   "the blocks' projections in float8 (torchao), the rest bf16 (speed.py)")
+    # `--compile true|false` too: a SageMaker job passes every hyperparameter as `--key value`.
+    p.add_argument("--compile", nargs="?", const=True, default=None, type=_switch,
+                   help="torch.compile every block (default: the layout's `compile`, else off)")
+    p.add_argument("--no-compile", dest="compile", action="store_false", help="never compile the blocks")
+    p.add_argument("--reduce-dtype", choices=("bf16", "fp32"), help="FSDP2's gradient reduction under bf16 compute "
+                   "(default: the layout's, else bf16)")
     p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
@@ -99,12 +119,25 @@ def parse() -> argparse.Namespace:
     p.add_argument("--export-dir", type=Path, help="the final model as a Hugging Face directory (default: the "
                    "layout's export_dir, which FSx exports to the serving contract's models/ prefix)")
     p.add_argument("--tokenizer", type=Path, help="a directory with the tokenizer's Hugging Face files to export")
+    p.add_argument("--init-from", type=Path, help="fine-tune: a Hugging Face Llama directory (config.json, "
+                   "*.safetensors) whose weights start the run, its shape the model's (finetune.py)")
     p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, help="held-out loss every N steps (the prepare step's held-out slice; "
+                   "default: every checkpoint; 0: never)")
+    p.add_argument("--metrics-file", type=Path, help="CloudWatch EMF lines (loss, tokens/s, MFU, held-out loss) "
+                   "appended here (default: TRAIN_METRICS_FILE; on a SageMaker job stdout)")
+    p.add_argument("--planned-mfu", type=float, help="the plan's MFU, written beside the measured one")
     p.add_argument("--stop-after", type=int, help="leave after this step, as an interrupted job would")
+    p.add_argument("--max-nonfinite-steps", type=int, default=safety.MAX_NONFINITE_IN_A_ROW,
+                   help="steps in a row with a non-finite gradient norm (each skipped) before the run stops")
+    p.add_argument("--inject-nonfinite", metavar="STEP[,STEP]", help="fault injection (tests, drills): make these "
+                   "steps' loss infinite, so their gradients are inf/NaN")
     # Calibration (workloads/planning/acceptance.py): a measurement, not a run - no resume, no checkpoint, no export.
     p.add_argument("--calibrate-output", type=Path, help="write the measured tokens/s and MFU here as JSON")
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()
+    told = {a[2:].split("=")[0].replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
+    args.rope_theta, args.norm_eps = ROPE_THETA, NORM_EPS
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
@@ -115,6 +148,9 @@ def parse() -> argparse.Namespace:
             key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
                    "warmup": "warmup_steps"}.get(field, field)
             setattr(args, field, layout.get(key, default) or default)
+    args.told = told
+    if args.init_from:  # the base model's shape and the fine-tuning recipe, before the layout's shape fills the rest
+        finetune.apply(args, told, p.error)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads
@@ -125,6 +161,13 @@ def parse() -> argparse.Namespace:
         p.error("the layout shards the model (FSDP2), which PyTorch/XLA does not run: on Trn1 (Neuron 2.28) train it "
                 "with NxD's ZeRO-1 optimizer (neuronx_distributed, in the node image), or on Trn2 with this script")
     args.steps = args.steps or 1000
+    args.compile = bool(layout.get("compile", False)) if args.compile is None else args.compile
+    args.reduce_dtype = args.reduce_dtype or layout.get("reduce_dtype") or "bf16"
+    if args.precision == "fp8":
+        if (why := speed.fp8_refusal(args.device)) or not _importable("torchao"):
+            p.error(f"--precision fp8: {why or 'needs torchao (requirements-trainer.txt), which this Python lacks'}")
+    args.eval_every = args.checkpoint_every if args.eval_every is None else args.eval_every
+    args.planned_mfu = args.planned_mfu or layout.get("planned_mfu")
     if args.warmup < 0:
         args.warmup = min(RECIPE_WARMUP, args.steps // 10)
     args.recompute = bool(layout.get("recompute", True))  # the plan decides: only when memory needs it
@@ -139,7 +182,7 @@ def parse() -> argparse.Namespace:
         chosen += [("--export-dir", args.export_dir)] if layout.get("export_dir") else []
     if args.text and not (args.data and args.tokenizer):
         p.error("--text needs --data (where its token shards go) and --tokenizer (what tokenizes it)")
-    args.vocab_given = any(a == "--vocab" or a.startswith("--vocab=") for a in sys.argv[1:])
+    args.vocab_given = args.vocab_given if args.init_from else "vocab" in args.told
     missing = [name for name, needed in (("safetensors", args.export_dir), ("tokenizers", args.text),
                                          ("numpy", args.data)) if needed and not _importable(name)]
     if missing:  # fail at the start, not after the last step
@@ -169,120 +212,6 @@ def _importable(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
-
-
-def llama_intermediate(hidden: int) -> int:
-    """SwiGLU width by Llama 3's rule (meta-llama/llama3 model.py FeedForward): 4096 -> 14336, 8192 -> 28672."""
-    width = int(1.3 * int(2 * 4 * hidden / 3))
-    return 1024 * -(-width // 1024) if hidden >= 1024 else 8 * -(-width // 8)
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, hidden: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        wide = x.float()  # once: autograd keeps one fp32 copy of the input for backward, not two
-        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + NORM_EPS)
-        return self.weight * normed.to(x.dtype)
-
-    def reset_parameters(self) -> None:
-        nn.init.ones_(self.weight)
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    first, second = x.chunk(2, dim=-1)
-    return torch.cat((-second, first), dim=-1)
-
-
-def rotary(seq: int, head_dim: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of the rotary angles, halves repeated (Hugging Face's Llama layout)."""
-    inv = 1.0 / ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
-    angles = torch.cat((angles, angles), dim=-1)
-    return angles.cos(), angles.sin()
-
-
-class Attention(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int) -> None:
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
-        self.q_proj = nn.Linear(hidden, heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(heads * self.head_dim, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        cos, sin = cos.to(q.dtype), sin.to(q.dtype)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        # Grouped-query attention: each key/value head serves heads / kv_heads query heads.
-        k, v = (t.repeat_interleave(self.heads // self.kv_heads, dim=1) for t in (k, v))
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
-
-
-class MLP(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # SwiGLU
-
-
-class Block(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int, intermediate: int) -> None:
-        super().__init__()
-        self.input_layernorm, self.post_attention_layernorm = RMSNorm(hidden), RMSNorm(hidden)
-        self.self_attn, self.mlp = Attention(hidden, heads, kv_heads), MLP(hidden, intermediate)
-
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
-class Body(nn.Module):
-    def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(vocab, hidden)
-        self.layers = nn.ModuleList(Block(hidden, heads, kv_heads, intermediate) for _ in range(layers))
-        self.norm = RMSNorm(hidden)
-
-
-class Llama(nn.Module):
-    def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 recompute_blocks: bool, rows: int = 0) -> None:
-        super().__init__()
-        self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-                          intermediate=intermediate)
-        self.lm_head = nn.Linear(hidden, rows or vocab, bias=False)
-        self.head_dim, self.recompute_blocks = hidden // heads, recompute_blocks
-        self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
-        self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
-        self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
-
-    @property
-    def blocks(self) -> nn.ModuleList:
-        return self.model.layers
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.model.embed_tokens(tokens)
-        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device)
-        for block in self.model.layers:
-            # Activation checkpointing where the plan's layout needs it (its estimate counts the second forward).
-            if self.recompute_blocks and self.training:
-                x = recompute(block, x, cos, sin, use_reentrant=False)
-            else:
-                x = block(x, cos, sin)
-        logits = self.lm_head(self.model.norm(x))
-        return logits if self.vocab_mask is None else logits + self.vocab_mask
 
 
 class Training(Stateful):
@@ -323,28 +252,38 @@ def setup(kind: str) -> torch.device:
 
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
-                 intermediate=args.intermediate, recompute_blocks=args.recompute)
-    compute = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision) if device.type != "cpu" else None
+                 intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
+                 norm_eps=args.norm_eps)
+    fp8 = args.precision == "fp8"
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
         model = Llama(**shape).to(device)
+        if fp8:
+            speed.float8(model, device, sharded=False)
+        if args.compile:
+            speed.compile_blocks(model.blocks, device)
         init_weights(model, device)
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
                                        gradient_as_bucket_view=True)
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import fully_shard
 
     # Built without memory (meta device) and sharded before any weight exists: a model the plan shards because
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
         model = Llama(**shape)
+    if fp8:
+        speed.float8(model, device, sharded=True)
     data_mesh, tensor_mesh = device_meshes(args, device)
     if tensor_mesh is not None:
         tensor_parallel(model, args, tensor_mesh)
-    # Compute in the layout's dtype, fp32 gradient reduction and master weights (the plan's 16 B/param); CPU stays fp32.
-    mp = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=torch.float32) if compute else MixedPrecisionPolicy()
+    if args.compile:
+        speed.compile_blocks(model.blocks, device)
+    # Compute in the layout's dtype, fp32 master weights (the plan's 16 B/param), bf16 gradient reduction under bf16
+    # (speed.mixed_precision); CPU stays fp32.
+    mp = speed.mixed_precision(args, device)
     for block in model.blocks:
         fully_shard(block, mesh=data_mesh, mp_policy=mp)
     fully_shard(model, mesh=data_mesh, mp_policy=mp)
@@ -353,57 +292,26 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     return model
 
 
-def prepare_here(args: argparse.Namespace) -> None:
-    """--text: this node's ranks tokenize the text into --data together (prepare.py: each its share of the files,
-    skipping finished shards), then every rank waits for all: no rank decides alone that the data is ready."""
-    import prepare  # beside this script
-
-    local, local_world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    prepare.run(prepare.parse(["--input", str(args.text), "--tokenizer", str(args.tokenizer),
-                               "--output", str(args.data), "--part", str(local), "--parts", str(local_world),
-                               "--workers", "1"]))
-    dist.barrier()
-
-
-def data_vocabulary(args: argparse.Namespace, tokens: Tokens, rank: int) -> None:
-    """The model's vocabulary is the tokenizer's (prepare.py's meta.json) unless --vocab says otherwise."""
-    vocab = tokens.info.get("vocab_size")
-    if vocab and not args.vocab_given and vocab != args.vocab:
-        if rank == 0:
-            print(f"vocabulary {vocab:,} from the tokenizer (the plan assumed {args.vocab:,})", flush=True)
-        args.vocab = vocab
-    if vocab and vocab > args.vocab:
-        raise SystemExit(f"--vocab {args.vocab} is smaller than the tokenizer's {vocab}")
-
-
 def latest(directory: Path) -> Path | None:
     marker = directory / "latest"
     return directory / marker.read_text().strip() if marker.exists() else None
 
 
-def save(state: Training, directory: Path, pruner: bool, keep: int) -> None:
+def save(state: Training, directory: Path, pruner: bool, keep: int, loss: float | None = None) -> None:
     path = directory / f"step-{state.step:08d}"
     dcp.save({"training": state}, checkpoint_id=path)
     dist.barrier()  # every rank's shards are written
     if pruner:
-        publish(directory / "latest", path.name + "\n")  # `latest` moves only once the new checkpoint is complete
-        prune(directory, keep)
+        published(path, state.step, loss, keep)
     dist.barrier()
 
 
-def prunes_here(directory: Path, rank: int, device: torch.device) -> bool:
-    """Whether this rank moves `latest` and prunes in `directory`: rank 0 alone where every node sees one directory
-    (FSx), and each node's local rank 0 as well where the directory is the node's own (a SageMaker job's
-    /opt/ml/checkpoints: each node writes its ranks' shards there, on a volume sized for --keep checkpoints). Found
-    by looking, not assumed: rank 0 writes a token that the others read back or do not."""
-    token = torch.randint(1, 2**62, (1,), dtype=torch.int64).to(device)
-    dist.broadcast(token, src=0)
-    probe = directory / ".rank0-token"
-    if rank == 0:
-        publish(probe, str(token.item()))
-    dist.barrier()
-    shared = probe.exists() and probe.read_text() == str(token.item())
-    return rank == 0 or (int(os.environ.get("LOCAL_RANK", "0")) == 0 and not shared)
+def published(path: Path, step: int, loss: float | None, keep: int) -> None:
+    """A complete checkpoint: its loss recorded, `latest` moved to it (only once it is whole), older ones pruned."""
+    if loss is not None:
+        safety.record_loss(path, step, loss)
+    publish(path.parent / "latest", path.name + "\n")
+    prune(path.parent, keep)
 
 
 class Checkpointer:
@@ -416,65 +324,39 @@ class Checkpointer:
         self.directory, self.pruner, self.keep, self.pending = directory, pruner, keep, None
         self.group = dist.new_group(backend="gloo") if asynchronous else None
 
-    def save(self, state: Training) -> None:
+    def save(self, state: Training, loss: float | None = None) -> None:
         if self.group is None:
-            return save(state, self.directory, self.pruner, self.keep)
+            return save(state, self.directory, self.pruner, self.keep, loss)
         self.wait()
         path = self.directory / f"step-{state.step:08d}"
         future = dcp.async_save({"training": state}, checkpoint_id=path, process_group=self.group)
         # Published from the writer's thread the moment it is whole (every rank's future completes once rank 0 has
-        # written DCP's metadata), not at the next checkpoint. wait() waits for `published`: result() returns
-        # before the callbacks run.
-        published = threading.Event()
+        # written DCP's metadata), not at the next checkpoint.
+        finished = threading.Event()  # the callback's publishing done: a future's result() returns before it
+        step = state.step
 
-        def done(f) -> None:
+        def whole(done) -> None:
             try:
-                if self.pruner and f.exception() is None:
-                    self.publish(path)
+                if self.pruner and done.exception() is None:
+                    published(path, step, loss, self.keep)
             finally:
-                published.set()
-        future.add_done_callback(done)
-        self.pending = future, published
+                finished.set()
 
-    def publish(self, path: Path) -> None:
-        publish(self.directory / "latest", path.name + "\n")
-        prune(self.directory, self.keep)
+        future.add_done_callback(whole)
+        self.pending = (future, finished)
 
     def wait(self) -> None:
         """Finish the write in flight and its publishing; a failed write raises here."""
         if self.pending is None:
             return
-        (future, published), self.pending = self.pending, None
-        published.wait()
+        (future, finished), self.pending = self.pending, None
         future.result()
+        finished.wait()
 
 
 def prune(directory: Path, keep: int) -> None:
-    """Keep the newest `keep` checkpoints up to `latest` (FSx is sized for them): older ones go only behind a
-    complete newer one."""
-    newest = latest(directory)
-    done = sorted(d for d in directory.glob("step-*") if d.is_dir() and newest and d.name <= newest.name)
-    for old in done[:-keep] if keep > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def same_run(args: argparse.Namespace, tokens: "Tokens | None", rank: int) -> None:
-    """The checkpoint folder belongs to one run: a new start with another model, layout or data would resume the
-    old run's step (or fail inside DCP), so it is refused, naming what differs."""
-    run = {"layers": args.layers, "hidden": args.hidden, "heads": args.heads, "kv_heads": args.kv_heads,
-           "intermediate": args.intermediate, "vocab": args.vocab, "seq": args.seq,
-           "global_batch": args.global_batch,  # the data order and the schedule follow it
-           "data": str(args.data) if args.data else None,
-           "tokenizer_sha256": tokens.info.get("tokenizer_sha256") if tokens else None}
-    path = args.checkpoint_dir / "run.json"
-    if path.exists():
-        before = json.loads(path.read_text())
-        differs = sorted(k for k in run if before.get(k) != run[k])
-        if differs:
-            raise SystemExit(f"{args.checkpoint_dir} holds another run's checkpoints (it differs in "
-                             f"{', '.join(differs)}): give this run its own --checkpoint-dir or CHECKPOINT_DIR")
-    elif rank == 0:
-        publish(path, json.dumps(run, indent=2))
+    """Keep the newest `keep` checkpoints up to `latest`, and the newest saved at a finite loss (safety.prune)."""
+    safety.prune(directory, latest(directory), keep)
 
 
 def main() -> None:
@@ -496,6 +378,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
     data_ranks, data_rank = world // args.tensor, rank // args.tensor  # tensor ranks are neighbours (inner mesh dim)
+    if args.init_from:  # fine-tuning's batch, steps and warmup (its learning rate: parse)
+        finetune.batch_and_steps(args, data_ranks, args.told)
     args.global_batch = args.global_batch or data_ranks * args.batch
     micro_steps, left = divmod(args.global_batch, data_ranks * args.batch)
     if left or not micro_steps:
@@ -513,6 +397,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         dcp.load({"training": state}, checkpoint_id=resume)
         if rank == 0:
             print(f"resumed from {resume} at step {state.step}", flush=True)
+    elif args.init_from:
+        finetune.load(model, args.init_from)
+        if rank == 0:
+            print(f"fine-tuning from {args.init_from} (each rank read its own shards): peak lr {args.lr:g}, warmup "
+                  f"{args.warmup} of {args.steps} steps", flush=True)
     pruner = prunes_here(args.checkpoint_dir, rank, device)
     checkpoints = Checkpointer(args.checkpoint_dir, pruner, args.keep, asynchronous=device.type in ("cuda", "cpu"))
     stop = {"signal": None}
@@ -522,6 +411,9 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         how = {"full": "FSDP2", "none": "DDP"}.get(args.sharding) or \
             f"HSDP, replicate {data_ranks // (args.shard_group or data_ranks)} x shard {args.shard_group or data_ranks}"
         how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
+        how += f", float8 projections ({sum(type(m).__name__ == 'Float8Linear' for m in model.modules())})" \
+            if args.precision == "fp8" else ""
+        how += ", compiled blocks" if args.compile else ""
         if (rows := padded_vocab(args.vocab, args.tensor)) != args.vocab:
             how += f", vocabulary {args.vocab:,} padded to {rows:,} (masked)"
         print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
@@ -533,6 +425,15 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
                               and args.precision != "fp32")
     since = (time.time(), state.step)
+    held = evaluation.heldout(args.data, args.seq) if args.eval_every else None
+    if rank == 0 and args.eval_every and args.data and held is None:
+        print(f"no held-out loss: {args.data} has no held-out slice (prepare.py writes one)", flush=True)
+    metrics = evaluation.Metrics(args, rank, sum(p.numel() for p in model.parameters()), world)
+    guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
+                             checkpoints=args.checkpoint_dir)
+    faults = safety.injected(args.inject_nonfinite)
+    batches = loader.Prefetcher(lambda step, micro: batch_for(args, data_rank, data_ranks, step, micro, tokens),
+                                pin=device.type == "cuda")
     model.train()
     timed = Calibration(args, world, model) if args.calibrate_output else None
     while state.step < args.steps:
@@ -542,33 +443,49 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         for micro in range(micro_steps):
-            batch = batch_for(args, data_rank, data_ranks, state.step, micro, tokens).to(device)
+            ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
+            batch = batches.get((state.step, micro), ahead).to(device, non_blocking=True)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
-                              last=micro == micro_steps - 1)
+                              last=micro == micro_steps - 1, fault=state.step in faults)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
         if state.scaler.enabled:
             for p in model.parameters():
                 if p.grad is not None:
                     p.grad.mul_(1 / state.scaler.scale)
-        if state.scaler.update(norm.item() if state.scaler.enabled else 0.0):
-            optimizer.step()
-        if device.type == "xla":
-            import torch_xla
-
-            torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         # One collective for the mean loss and for whether any rank was signalled: all ranks stop together.
         reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
                                                                     device=device)])
         dist.all_reduce(reduced)
+        step_loss, grad_norm = reduced[0].item() / world, norm.item()
+        # A non-finite norm or loss (an overflow, a bad batch) skips the step: the weights stay the last good
+        # step's. fp16's loss scale halves there too (its own skip, as torch.amp.GradScaler).
+        good = guard.allows(state.step, grad_norm, step_loss)
+        if state.scaler.update(grad_norm if state.scaler.enabled else 0.0) and good:
+            optimizer.step()
+        if guard.diverged:
+            checkpoints.wait()  # a write in flight publishes first; then `latest` goes back to a finite one
+            dist.barrier()
+            raise guard.stop(state.step, pruner)
+        if device.type == "xla":
+            import torch_xla
+
+            torch_xla.sync()  # run the step's traced graph (XLA executes lazily)
         if rank == 0 and (state.step % args.log_every == 0 or state.step == args.steps):
             now = time.time()  # the rate since the last line: the first steps' warm-up does not blur it
             rate = (state.step - since[1]) * args.global_batch * args.seq / (now - since[0])
             since = (now, state.step)
             peak = (f" peak {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB allocated, "
                     f"{torch.cuda.max_memory_reserved() / 2**30:.1f} reserved") if device.type == "cuda" else ""
-            print(f"step {state.step} loss {reduced[0].item() / world:.6f} lr {learning_rate(state.step, args):.3e} "
-                  f"grad norm {norm.item() / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}", flush=True)
+            print(f"step {state.step} loss {step_loss:.6f} lr {learning_rate(state.step, args):.3e} "
+                  f"grad norm {grad_norm / state.scaler.scale:.4f} {rate:,.0f} tokens/s{peak}"
+                  f"{f', {guard.skipped} skipped in this run' if guard.skipped else ''}", flush=True)
+            metrics.emit(state.step, Loss=step_loss, TokensPerSecond=rate, SkippedSteps=guard.skipped)
+        if held is not None and not timed and (state.step % args.eval_every == 0 or state.step == args.steps):
+            eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device, forward_loss, autocast)
+            if rank == 0:
+                print(f"eval step {state.step} held-out loss {eval_loss:.6f}", flush=True)
+            metrics.emit(state.step, EvalLoss=eval_loss)
         stopping = reduced[1].item() > 0 or state.step == args.stop_after
         if timed:
             timed.after(state.step)
@@ -577,14 +494,15 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             continue
         if stopping or state.step == args.steps:
             checkpoints.wait()  # the background write first: `latest` moves in step order
-            save(state, args.checkpoint_dir, pruner, args.keep)
+            save(state, args.checkpoint_dir, pruner, args.keep, step_loss)
         elif state.step % args.checkpoint_every == 0:
-            checkpoints.save(state)
+            checkpoints.save(state, step_loss)
         if stopping:
             if rank == 0:
                 print(f"stopped after step {state.step} (checkpointed); a new start resumes here", flush=True)
             break
     checkpoints.wait()
+    batches.close()
     if timed:
         timed.write(rank)
     elif state.step == args.steps and args.export_dir:
@@ -592,7 +510,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
-               last: bool) -> torch.Tensor:
+               last: bool, fault: bool = False) -> torch.Tensor:
     """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
     once, after the last micro-step (its ranks hold whole gradients anyway), and so do HSDP's replicas. FSDP2
     reduce-scatters every micro-step,
@@ -606,6 +524,8 @@ def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, 
     split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
     with sync, split:
         loss = forward_loss(model, batch, args, autocast)
+        if fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
+            loss = loss * float("inf")
         (loss * scale).backward()
     return loss
 

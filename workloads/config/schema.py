@@ -82,6 +82,11 @@ class Training(_Frozen):
     # the plan says so.
     sequence_length: int | None = Field(default=None, ge=128, le=1_048_576)
     global_batch_tokens: int | None = Field(default=None, ge=128, le=1 << 30)
+    # Fine-tuning: the base model the run starts from, a Hugging Face directory (config.json and *.safetensors of a
+    # Llama decoder) in the dataset bucket under datasets/ (on FSx at /fsx/datasets/..., in a SageMaker job's train
+    # channel) or a directory on FSx (/fsx/..., clusters only). The trainer reads it sharded into the layout and trains
+    # with a fine-tuning recipe (examples/slurm/finetune.py). Absent: pre-training from random weights.
+    init_from: str | None = Field(default=None, pattern=r"^(datasets/|/fsx/)[A-Za-z0-9._\-/]+$")
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group or the training jobs.
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")

@@ -32,10 +32,13 @@ def tokens_dir(export_dir: str, workload: str) -> str:
 
 
 def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str = "", text: str = "",
-                       speed: tuple[str, ...] = ()) -> list[str]:
-    """train.py's arguments beyond the layout: the shards, the tokenizer the export carries, the plan's steps, and the
-    precision and compiler it is priced at (`speed`: precision.trainer_flags, e.g. --precision fp8 --compile)."""
+                       speed: tuple[str, ...] = (), init_from: str = "") -> list[str]:
+    """train.py's arguments beyond the layout: the shards, the tokenizer the export carries, the plan's steps, the
+    precision and compiler it is priced at (`speed`: precision.trainer_flags, e.g. --precision fp8 --compile), and the
+    base model a fine-tune starts from."""
     args = ["--data", data, "--tokenizer", tokenizer, *speed]
+    if init_from:
+        args += ["--init-from", init_from]
     if text:
         args += ["--text", text]  # a job tokenizes on its own nodes first (train.py's prepare step)
     if steps:
@@ -45,8 +48,16 @@ def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str
     return args
 
 
+def base_model(init_from: str | None, *, job: bool) -> str:
+    """training.init_from where the trainer reads it: a datasets/ key on FSx (/fsx/datasets/...) or in a job's train
+    channel; an FSx path as it is (the schema refuses one for SageMaker jobs)."""
+    if not init_from or init_from.startswith(layout.FSX_MOUNT + "/"):
+        return init_from or ""
+    return layout.in_job(init_from) if job else layout.on_fsx(init_from)
+
+
 def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, parallelism,
-                 auto_resume: bool = False, speed: tuple[str, ...] = ()) -> str:
+                 auto_resume: bool = False, speed: tuple[str, ...] = (), init_from: str | None = None) -> str:
     """The prepare job on every node, then the training job once it succeeded (afterok; a failed prepare cancels it
     instead of leaving it pending), from /fsx. The jobs are named after the workload: the sbatch scripts keep
     checkpoints in /fsx/checkpoints/<job name>, one folder per workload (train.py refuses another run's).
@@ -64,18 +75,19 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
     train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind, parallelism)}")
     train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
-                                export_dir=export, speed=speed)
+                               export_dir=export, speed=speed, init_from=base_model(init_from, job=False))
     # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
     return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
             f"{'AUTO_RESUME=1 ' if auto_resume else ''}sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
 
 
-def job_hyperparameters(parallelism, speed: tuple[str, ...] = ()) -> dict[str, str]:
+def job_hyperparameters(parallelism, speed: tuple[str, ...] = (), init_from: str | None = None) -> dict[str, str]:
     """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
     tokenizer, node-local shards, the plan's steps, its precision and compiler; the export goes to SM_MODEL_DIR
     (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
     args = training_arguments(data=layout.JOB_TOKENS, tokenizer=layout.in_job(layout.TOKENIZER),
-                              steps=parallelism.steps if parallelism else 0, text=layout.in_job(layout.TEXT))
+                              steps=parallelism.steps if parallelism else 0, text=layout.in_job(layout.TEXT),
+                              init_from=base_model(init_from, job=True))
     out = {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
     flags = list(speed)
     while flags:

@@ -1,0 +1,97 @@
+"""Fine-tuning from base weights for examples/slurm/train.py, beside it: --init-from names a Hugging Face directory
+(config.json and *.safetensors of a LlamaForCausalLM, in the dataset bucket's datasets/ prefix, so on FSx at
+/fsx/datasets/... or in a SageMaker job's train channel). The model takes the base's shape, each rank reads only its
+own shards of each tensor from the safetensors files (torch.distributed.checkpoint's HuggingFaceStorageReader:
+safetensors slices, straight into the FSDP2 / tensor-parallel DTensors; no full copy on rank 0), and the run trains
+with a fine-tuning recipe instead of pre-training's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from torch import nn
+
+# Llama 2's supervised fine-tuning (https://arxiv.org/abs/2307.09288, section 3.1 "Supervised Fine-Tuning"): cosine
+# schedule from a peak learning rate of 2e-5, weight decay 0.1, a batch of 64 sequences of 4,096 tokens.
+FINETUNE_LR = 2e-5
+FINETUNE_BATCH_TOKENS = 64 * 4096
+# Warmup over the first 3% of the steps: Stanford Alpaca's fine-tuning command (github.com/tatsu-lab/stanford_alpaca
+# README.md, "--warmup_ratio 0.03"), with the same 2e-5 peak.
+FINETUNE_WARMUP_RATIO = 0.03
+SHAPE = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+         "kv_heads": "num_key_value_heads", "intermediate": "intermediate_size", "vocab": "vocab_size"}
+
+
+def base_shape(directory: Path) -> dict:
+    """The base model's shape and constants from its config.json, or a one-line reason it cannot be fine-tuned here
+    (raised as ValueError; train.py turns it into a usage error)."""
+    config_path = directory / "config.json"
+    if not config_path.exists() or not any(directory.glob("*.safetensors")):
+        raise ValueError(f"--init-from {directory}: no config.json and *.safetensors there (a Hugging Face model "
+                         "directory saved with safe_serialization)")
+    config = json.loads(config_path.read_text())
+    if config.get("model_type") != "llama":
+        raise ValueError(f"--init-from {directory}: model_type {config.get('model_type')!r}; this trainer fine-tunes "
+                         "Llama decoders (model_type llama, LlamaForCausalLM)")
+    for key, allowed in (("tie_word_embeddings", False), ("rope_scaling", None), ("hidden_act", "silu"),
+                         ("attention_bias", False), ("mlp_bias", False)):
+        if config.get(key, allowed) != allowed:
+            raise ValueError(f"--init-from {directory}: config.json {key} {config[key]!r}; this trainer builds "
+                             f"{key} {allowed!r}")
+    shape = {ours: config[theirs] for ours, theirs in SHAPE.items() if theirs in config}
+    shape.setdefault("kv_heads", shape.get("heads"))
+    if config.get("head_dim", config["hidden_size"] // config["num_attention_heads"]) * config[
+            "num_attention_heads"] != config["hidden_size"]:
+        raise ValueError(f"--init-from {directory}: head_dim x heads is not hidden_size; this trainer needs it")
+    shape["rope_theta"] = float(config.get("rope_theta", 10000.0))  # transformers' LlamaConfig default
+    shape["norm_eps"] = float(config.get("rms_norm_eps", 1e-6))
+    return shape
+
+
+def apply(args: argparse.Namespace, told: set[str], error) -> None:
+    """The base's shape replaces the layout's; a shape flag given on the command line must agree with it. The
+    fine-tuning recipe fills what the command line does not say (the layout's lr and warmup are pre-training's)."""
+    try:
+        shape = base_shape(args.init_from)
+    except ValueError as e:
+        error(str(e))
+    for name, value in shape.items():
+        if name in told and getattr(args, name) != value:
+            error(f"--{name.replace('_', '-')} {getattr(args, name)} differs from the base model's {value} "
+                  f"({args.init_from}/config.json)")
+        setattr(args, name, value)
+    args.vocab_given = True  # the base's embedding decides the vocabulary, not the tokenizer's meta.json
+    if "lr" not in told:
+        args.lr = FINETUNE_LR
+    if args.tensor > 1 and args.vocab % args.tensor:
+        error(f"--init-from: the base's vocabulary of {args.vocab} is not divisible by tensor parallel {args.tensor} "
+              "(the trainer would pad it); choose a tensor degree that divides it")
+
+
+def batch_and_steps(args: argparse.Namespace, data_ranks: int, told: set[str]) -> None:
+    """Fine-tuning's global batch (about FINETUNE_BATCH_TOKENS, a whole number of micro-steps) unless told, the steps
+    that train the tokens the layout's steps did at its batch, and warmup over 3% of them unless told."""
+    if "global_batch" not in told:
+        tokens = args.steps * (args.global_batch or data_ranks * args.batch) * args.seq
+        unit = data_ranks * args.batch
+        args.global_batch = max(1, round(FINETUNE_BATCH_TOKENS / args.seq / unit)) * unit
+        if "steps" not in told:
+            args.steps = max(1, math.ceil(tokens / (args.global_batch * args.seq)))
+    if "warmup" not in told:
+        args.warmup = math.ceil(FINETUNE_WARMUP_RATIO * args.steps)
+
+
+def load(model: nn.Module, directory: Path) -> None:
+    """Fill the model (DDP, FSDP2, HSDP or tensor parallel) from the base's safetensors: every rank reads the slices
+    of its own shards."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import HuggingFaceStorageReader
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+    state = get_model_state_dict(model)  # this rank's shards (DTensors), with Hugging Face's names
+    dcp.load(state, storage_reader=HuggingFaceStorageReader(str(directory)))
+    set_model_state_dict(model, state)
