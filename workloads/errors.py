@@ -72,6 +72,12 @@ class Finding:
     def __str__(self) -> str:
         return f"{self.field} = {_show(self.value)}: {self.message}" + (f" (source: {self.source})" if self.source else "")
 
+    @property
+    def headline(self) -> str:
+        """The message in a line a terminal shows whole: its first clause (before the first ': ', '; ' or '. '),
+        else its first words; the rest is the plan's --full (and --json, whole)."""
+        return headline(self.message)
+
     def as_dict(self) -> dict:
         return {"field": self.field, "message": self.message, "source": self.source}
 
@@ -79,6 +85,17 @@ class Finding:
         """--strict: the warning refuses, as an error does (for CI pipelines)."""
         return ConfigError(self.field, self.value, "another value, or leave out --strict / -c strict=true",
                            reason=f"a warning, refused under strict: {self.message}")
+
+
+HEADLINE_CHARS = 100
+
+
+def headline(message: str, limit: int = HEADLINE_CHARS) -> str:
+    cuts = [i for sep in (": ", "; ", ". ") if (i := message.find(sep)) >= 12]
+    first = message[:min(cuts)] if cuts else message
+    if len(first) <= limit:
+        return first.rstrip(".")
+    return first[:first.rfind(" ", 0, limit - 3)].rstrip(" ,;:") + "..."
 
 
 def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False) -> None:
