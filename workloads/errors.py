@@ -98,12 +98,18 @@ def headline(message: str, limit: int = HEADLINE_CHARS) -> str:
     return first[:first.rfind(" ", 0, limit - 3)].rstrip(" ,;:") + "..."
 
 
-def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False) -> None:
+def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False,
+                    detail: str = "") -> None:
     """`warning: FIELD = VALUE: message (source: ...)`, one line each (INFO lines are left to the plan); with
-    `errors`, `error: ...` lines for ERROR findings too (preflight's)."""
-    for f in findings:
-        if f.level == WARNING or (errors and f.level == ERROR):
-            print(f"{f.level.lower()}: {f}", file=file or sys.stderr)
+    `errors`, `error: ...` lines for ERROR findings too (preflight's). With `detail` (the command that shows each in
+    full, e.g. `python -m workloads plan W --full`), each warning is its headline and that command follows once."""
+    out = file or sys.stderr
+    shown = [f for f in findings if f.level == WARNING or (errors and f.level == ERROR)]
+    for f in shown:
+        line = f"{f.field} = {_show(f.value)}: {f.headline}" if detail else str(f)
+        print(f"{f.level.lower()}: {line}", file=out)
+    if detail and shown:
+        print(f"  (each in full, with its source: {detail})", file=out)
 
 
 def strict(findings: Iterable[Finding]) -> None:

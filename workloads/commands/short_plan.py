@@ -59,7 +59,7 @@ def print_short_plan(p: Plan, console: Console | None = None, *, given: str, con
             len(m.lines) if m else 0), ("notes", notes)) if n]
     console.print(f"  the full plan ({', '.join(rest) or 'every table'}, sources), the account checked against it, "
                   "the first deploy:")
-    for command in next_commands(given=given, context=context, team=bool(budget)):
+    for command in next_commands(given=given, context=context):
         console.print(f"      {escape(command)}", soft_wrap=True, highlight=False)
 
 
@@ -89,10 +89,10 @@ def _why(p: Plan) -> list[str]:
     return lines
 
 
-def next_commands(*, given: str, context: dict[str, str], team: bool) -> list[str]:
+def next_commands(*, given: str, context: dict[str, str]) -> list[str]:
     """The commands after the plan, complete as printed: the full plan, the account's check, the first deploy."""
     cdk = " ".join(f"-c {shlex.quote(f'{k}={v}')}" for k, v in context.items())
-    first = f"'{context['team']}/{FIRST_DEPLOY}'" if team and "team" in context else FIRST_DEPLOY
+    first = f"'{context['team']}/{FIRST_DEPLOY}'" if "team" in context else FIRST_DEPLOY
     return [f"python -m workloads plan {given} --full".replace("  ", " "),
             f"python -m workloads preflight {given}".rstrip(),
             f"cdk deploy {first} {cdk}"]
