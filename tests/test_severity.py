@@ -32,7 +32,10 @@ T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_
 
 
 def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys):
-    assert main(["plan", *TRN1]) == 0
+    assert main(["plan", *TRN1]) == 0  # one screen: a line a warning
+    out = capsys.readouterr().out
+    assert "2 warnings" in out and "  - training.instance_type: Trn1/Trn1n train on Neuron 2.28" in out
+    assert main(["plan", *TRN1, "--full"]) == 0  # the table, each in full with its source
     out = capsys.readouterr().out
     assert "Warnings and notes" in out and "WARNING" in out and "Neuron 2.28" in out
 

@@ -112,6 +112,18 @@ def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, 
         print(f"  (each in full, with its source: {detail})", file=out)
 
 
+def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:
+    """A `-c KEY=VALUE` given twice with different values: the CDK CLI (and a dict) keeps the last silently, so the
+    user deploys what they did not mean. The same value twice is harmless. Here, not beside the context it reads:
+    `python -m workloads plan` checks its own -c options without importing the teams machinery."""
+    values: dict[str, list[str]] = {}
+    for key, value in pairs:
+        values.setdefault(key, []).append(value)
+    return [ConfigError(f"-c {key}", given, f"one -c {key}=VALUE",
+                        reason=f"given {len(given)} times with different values; the last would win silently")
+            for key, given in values.items() if len(set(given)) > 1]
+
+
 def strict(findings: Iterable[Finding]) -> None:
     """Raise every warning as an error at once (nothing when there is none)."""
     raise_all([f.as_error() for f in findings if f.level == WARNING])

@@ -16,7 +16,7 @@ import sys
 
 from ..catalog import PRICED_REGIONS, load_catalog
 from ..config.loader import DEFAULT_WORKLOAD, load
-from ..errors import ConfigError, raise_all, report, strict
+from ..errors import ConfigError, raise_all, repeated_keys, report, strict
 from ..planning import layout
 from ..planning.planner import Plan, plan
 
@@ -25,7 +25,6 @@ EXIT_BAD_INPUT = 2
 
 def parse_overrides(pairs: list[str], *, command: str = "plan") -> dict[str, str]:
     """`-c KEY=VALUE` options as a dict: every malformed pair, repeated key and app-only key refused at once."""
-    from .context import repeated_keys
 
     out, errors, given = {}, [], []
     for pair in pairs:
