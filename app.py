@@ -60,7 +60,7 @@ def main() -> int:
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
         target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=cdk_cli_context() or ())
-        report_findings(target.findings)  # warnings on stderr, one line each; the synthesis goes on
+        _warn(target)  # warnings on stderr, one line each; the synthesis goes on
         what = target.plan.workload.name if target.plan else f"{len(target.teams)} team(s)"
         say(f"planned {what}; building the stacks")
         build(app, target)
@@ -72,6 +72,22 @@ def main() -> int:
     app.synth()
     say(f"done: templates in {app.outdir}")
     return 0
+
+
+# Set by a caller that has printed the plan's warnings already (tools/demo.py, before its deploys): each once.
+SHOWN = "WORKLOADS_WARNINGS_SHOWN"
+
+
+def _warn(target) -> None:
+    """Each warning in a line (its headline), then the command that shows them whole with their sources."""
+    if os.environ.get(SHOWN) == "1":
+        n = sum(1 for f in target.findings if f.level == "WARNING")
+        if n:
+            say(f"{n} warning{'s' if n != 1 else ''}, shown with the plan above")
+        return
+    detail = f"python -m workloads plan {target.workload_args} --full" if target.plan is not None else \
+        "python -m workloads plan -c teams=FILE -c team=NAME --full"
+    report_findings(target.findings, detail=detail)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,6 @@ def test_plan_json_has_the_range_fields():
 
 
 def test_the_text_plan_shows_the_range_and_what_it_rests_on():
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small", "--full"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
     assert "estimate: - = -" not in out and "likely; range" in out and "rests on:" in out

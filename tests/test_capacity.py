@@ -178,7 +178,7 @@ def test_hyperpod_group_of_trn2_carries_the_plan(synth):
 def test_the_table_shows_capacity_and_the_commands(capsys):
     from workloads.commands.cli import main
 
-    assert main(["plan", "huge", *(a for k, v in TRN2_30B.items() for a in ("-c", f"{k}={v}"))]) == 0
+    assert main(["plan", "huge", "--full", *(a for k, v in TRN2_30B.items() for a in ("-c", f"{k}={v}"))]) == 0
     out = capsys.readouterr().out
     assert "capacity" in out and "SageMaker training plan" in out
     assert "aws sagemaker search-training-plan-offerings --region us-east-2" in out

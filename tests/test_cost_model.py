@@ -126,7 +126,7 @@ def test_a_t4_plan_is_fp16_and_never_says_bf16():
     over = {"training.instance_type": "g4dn.xlarge", "model.parameters_billion": "0.3"}
     t = _training(over, "intermediate")
     assert t.precision == "fp16" and "fp16 MFU" in t.estimate.basis and "bf16" not in t.estimate.basis
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "intermediate", "-c",
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "intermediate", "--full", "-c",
                           "training.instance_type=g4dn.xlarge", "-c", "model.parameters_billion=0.3"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     training = out.split("Training candidates")[0].replace("has no bf16 tensor cores", "")

@@ -41,7 +41,9 @@ def test_preflight_passes_against_the_emulator_its_error_message_recommends(emul
     status = main(["preflight", "intermediate"])
     lines = capsys.readouterr().err.splitlines()
     assert status == 0, lines
-    assert all(line.startswith("warning: ") and "not emulated" in line for line in lines), lines
+    # a service moto lacks answers HTTP 500: said as a failure of the service, never as the value of a quota
+    assert all(line.startswith("warning: ") and "local emulator answers so" in line for line in lines), lines
+    assert not any(" = 500:" in line for line in lines), lines
     boot = emulator.client("cloudformation").describe_stacks(StackName="CDKToolkit")["Stacks"][0]
     assert {o["OutputKey"]: o["OutputValue"] for o in boot["Outputs"]}["BootstrapVersion"].isdigit()
 
@@ -395,6 +397,28 @@ def test_promote_names_the_model_key_a_completed_job_did_not_write():
         jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(), s3=Bucket())
     assert str(refused.value).startswith("job j is Completed but its model s3://b/output/j/output/model.tar.gz is not "
                                          "there: the job wrote none")
+
+
+def test_promote_on_the_emulator_says_the_emulator_ran_no_container_and_does_not_blame_the_script():
+    """moto marks a job Completed without running it, so no model is written: the new user was told their training
+    script saved none. The moto server the emulator starts, with a bucket and a job (no estate needed)."""
+    p = plan(load("small"))
+    with running("us-west-2") as emu:
+        s3, sm = emu.client("s3"), emu.client("sagemaker")
+        s3.create_bucket(Bucket="data", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::123456789012:role/r", bucket="data",
+                             subnets=("subnet-1",), security_groups=("sg-1",))
+        sm.create_training_job(
+            TrainingJobName="small-train-nothing", RoleArn=estate.role_arn,
+            StoppingCondition={"MaxRuntimeInSeconds": 3600},
+            AlgorithmSpecification={"TrainingImage": jobs.training_image(p), "TrainingInputMode": "File"},
+            ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+            OutputDataConfig={"S3OutputPath": f"s3://data/{layout.OUTPUT}"})
+        with pytest.raises(jobs.EstateNotDeployed) as refused:
+            jobs.promote(p, job_name="small-train-nothing", estate=estate, sagemaker=sm, s3=s3)
+    said = str(refused.value)
+    assert "on the local emulator at http://" in said and "runs no training container" in said, said
+    assert "nothing is wrong with the training script" in said and "SM_MODEL_DIR" not in said
 
 
 def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_component(emulator, synth):

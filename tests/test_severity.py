@@ -32,7 +32,10 @@ T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_
 
 
 def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys):
-    assert main(["plan", *TRN1]) == 0
+    assert main(["plan", *TRN1]) == 0  # one screen: a line a warning
+    out = capsys.readouterr().out
+    assert "2 warnings" in out and "  - training.instance_type: Trn1/Trn1n train on Neuron 2.28" in out
+    assert main(["plan", *TRN1, "--full"]) == 0  # the table, each in full with its source
     out = capsys.readouterr().out
     assert "Warnings and notes" in out and "WARNING" in out and "Neuron 2.28" in out
 
@@ -137,7 +140,9 @@ def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys):
         err = [line for line in capsys.readouterr().err.splitlines()
                if not line.startswith(("python app.py", "synth: "))]  # the app's own and its progress lines
         if status == 0:
-            assert built and err and all(line.startswith("warning: training.instance_type = 'trn1.32xlarge'")
-                                         for line in err)
+            # each a line of its headline, then once the command that shows them whole
+            assert built and "python -m workloads plan huge -c " in err[-1] and err[-1].endswith(" --full)"), err
+            assert len(err) > 1 and all(line.startswith("warning: training.instance_type = 'trn1.32xlarge'")
+                                        for line in err[:-1])
         else:  # one line a warning: Trn1's legacy stack, its packages not hash-locked
             assert len(err) == 2 and all(line.startswith("error: training.instance_type") for line in err)

@@ -26,7 +26,7 @@ from workloads.errors import report
 from workloads.commands.interrupt import die_of_sigint
 from workloads.planning.teams import load_teams
 from workloads.commands.invoke import INVOCABLE, default_kind, invoke, sample_request
-from workloads.commands.report import print_plan
+from workloads.commands.short_plan import print_short_plan
 
 from .emulator import NotLocalError, deployed_resources, running
 
@@ -47,7 +47,11 @@ def main() -> int:
     except ConfigError as exc:
         report(exc)
         return 2
-    print_plan(the_plan, console)
+    # The plan on one screen, each warning once in a line; the app's synthesis says only how many (app.SHOWN).
+    context = {"teams": teams_file, "team": team} if team else {"workload": workload}
+    print_short_plan(the_plan, console, given=" ".join(f"-c {k}={v}" for k, v in context.items()) if team else workload,
+                     context=context)
+    os.environ["WORKLOADS_WARNINGS_SHOWN"] = "1"  # the emulator's env() hands it to the CDK CLI and so to app.py
     region = the_plan.workload.region
     started = time.perf_counter()
     try:

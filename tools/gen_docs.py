@@ -3,9 +3,9 @@
 A generated block in README.md or docs/*.md is a marker naming the command, then the command and what it prints,
 indented as a code block, then an end marker:
 
-    <!-- generated: python -m workloads plan huge | grep -A1 'layout:' -->
+    <!-- generated: python -m workloads plan huge --full | grep -A1 'layout:' -->
 
-        $ python -m workloads plan huge | grep -A1 'layout:'
+        $ python -m workloads plan huge --full | grep -A1 'layout:'
           layout: data 128 x tensor 1 ...
 
     <!-- end -->

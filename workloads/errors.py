@@ -72,6 +72,12 @@ class Finding:
     def __str__(self) -> str:
         return f"{self.field} = {_show(self.value)}: {self.message}" + (f" (source: {self.source})" if self.source else "")
 
+    @property
+    def headline(self) -> str:
+        """The message in a line a terminal shows whole: its first clause (before the first ': ', '; ' or '. '),
+        else its first words; the rest is the plan's --full (and --json, whole)."""
+        return headline(self.message)
+
     def as_dict(self) -> dict:
         return {"field": self.field, "message": self.message, "source": self.source}
 
@@ -81,12 +87,41 @@ class Finding:
                            reason=f"a warning, refused under strict: {self.message}")
 
 
-def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False) -> None:
+HEADLINE_CHARS = 100
+
+
+def headline(message: str, limit: int = HEADLINE_CHARS) -> str:
+    cuts = [i for sep in (": ", "; ", ". ") if (i := message.find(sep)) >= 12]
+    first = message[:min(cuts)] if cuts else message
+    if len(first) <= limit:
+        return first.rstrip(".")
+    return first[:first.rfind(" ", 0, limit - 3)].rstrip(" ,;:") + "..."
+
+
+def report_findings(findings: Iterable[Finding], file: TextIO | None = None, *, errors: bool = False,
+                    detail: str = "") -> None:
     """`warning: FIELD = VALUE: message (source: ...)`, one line each (INFO lines are left to the plan); with
-    `errors`, `error: ...` lines for ERROR findings too (preflight's)."""
-    for f in findings:
-        if f.level == WARNING or (errors and f.level == ERROR):
-            print(f"{f.level.lower()}: {f}", file=file or sys.stderr)
+    `errors`, `error: ...` lines for ERROR findings too (preflight's). With `detail` (the command that shows each in
+    full, e.g. `python -m workloads plan W --full`), each warning is its headline and that command follows once."""
+    out = file or sys.stderr
+    shown = [f for f in findings if f.level == WARNING or (errors and f.level == ERROR)]
+    for f in shown:
+        line = f"{f.field} = {_show(f.value)}: {f.headline}" if detail else str(f)
+        print(f"{f.level.lower()}: {line}", file=out)
+    if detail and shown:
+        print(f"  (each in full, with its source: {detail})", file=out)
+
+
+def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:
+    """A `-c KEY=VALUE` given twice with different values: the CDK CLI (and a dict) keeps the last silently, so the
+    user deploys what they did not mean. The same value twice is harmless. Here, not beside the context it reads:
+    `python -m workloads plan` checks its own -c options without importing the teams machinery."""
+    values: dict[str, list[str]] = {}
+    for key, value in pairs:
+        values.setdefault(key, []).append(value)
+    return [ConfigError(f"-c {key}", given, f"one -c {key}=VALUE",
+                        reason=f"given {len(given)} times with different values; the last would win silently")
+            for key, given in values.items() if len(set(given)) > 1]
 
 
 def strict(findings: Iterable[Finding]) -> None:

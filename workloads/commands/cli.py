@@ -16,7 +16,7 @@ import sys
 
 from ..catalog import PRICED_REGIONS, load_catalog
 from ..config.loader import DEFAULT_WORKLOAD, load
-from ..errors import ConfigError, raise_all, report, strict
+from ..errors import ConfigError, raise_all, repeated_keys, report, strict
 from ..planning import layout
 from ..planning.planner import Plan, plan
 
@@ -25,7 +25,6 @@ EXIT_BAD_INPUT = 2
 
 def parse_overrides(pairs: list[str], *, command: str = "plan") -> dict[str, str]:
     """`-c KEY=VALUE` options as a dict: every malformed pair, repeated key and app-only key refused at once."""
-    from .context import repeated_keys
 
     out, errors, given = {}, [], []
     for pair in pairs:
@@ -86,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. -c training.instance_count=8")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--full", action="store_true", help="the whole plan: every candidate, the serving contract, the "
+                   "estate's monthly lines, each warning and note in full with its source (default: one screen)")
     p.add_argument("--html", metavar="FILE", help="also write the plan as one page that opens offline: the summary, "
                    "charts of the training candidates, the month's cost and a day of the serving fleet, the tables")
     p.add_argument("--strict", action="store_true", help="refuse warnings as errors (exit 2), for CI pipelines")
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             result, budget = _team_plan(overrides)
             if getattr(args, "strict", False):
                 strict(result.findings)
-            _show(result, as_json=args.json, budget=budget)
+            _show(result, args, budget=budget)
             return 0
         result = plan(load(args.workload, overrides))
         if getattr(args, "strict", False):
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             report(ConfigError("--html", args.html, "a file path in a folder you can write", reason=type(exc).__name__))
             return EXIT_BAD_INPUT
         print(f"wrote {args.html}: the plan as a page (opens offline)", file=sys.stderr)
-    _show(result, as_json=args.json, calibrated=calibrated)
+    _show(result, args, calibrated=calibrated)
     return 0
 
 
@@ -451,8 +452,8 @@ def _largest_lines(m, n: int = 3) -> list[str]:
             for usd, item, quantity in sorted(lines, key=lambda x: -x[0])[:n]]
 
 
-def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated=None) -> None:
-    if as_json:
+def _show(result: Plan, args: argparse.Namespace, *, budget: dict | None = None, calibrated=None) -> None:
+    if args.json:
         out = result.to_dict()
         if budget:
             out["team"] = budget
@@ -462,7 +463,15 @@ def _show(result: Plan, *, as_json: bool, budget: dict | None = None, calibrated
         sys.stdout.write("\n")
         return
     from .report import print_plan, print_team_budget
-    print_plan(result, budget=budget)
+    if args.full:
+        print_plan(result, budget=budget)
+    else:
+        from ..config.loader import command_args
+        from .short_plan import print_short_plan
+        given = command_args(args.workload, args.overrides) if args.workload else \
+            " ".join(f"-c {k}={v}" for k, v in args.overrides.items())
+        context = {"workload": args.workload, **args.overrides} if args.workload else dict(args.overrides)
+        print_short_plan(result, given=given, context=context, budget=budget)
     if budget:
         print_team_budget(budget)
     if calibrated:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.loader import DEFAULT_WORKLOAD, command_args, load, overrides_from_context
-from ..errors import ConfigError, Finding, raise_all, strict
+from ..errors import ConfigError, Finding, raise_all, repeated_keys, strict  # noqa: F401 (repeated_keys: its home was here)
 from ..planning.capacity import bought_first
 from ..planning.planner import Plan, plan
 from ..planning.teams import StampedTeam, load_teams
@@ -38,17 +38,6 @@ def _strict(context: Mapping[str, Any]) -> bool:
     if value in (True, False, "true", "false"):
         return value in (True, "true")
     raise ConfigError("strict", value, "true or false", reason="-c strict=true refuses warnings as errors")
-
-
-def repeated_keys(pairs: Sequence[tuple[str, str]]) -> list[ConfigError]:
-    """A `-c KEY=VALUE` given twice with different values: the CDK CLI (and a dict) keeps the last silently, so the
-    user deploys what they did not mean. The same value twice is harmless."""
-    values: dict[str, list[str]] = {}
-    for key, value in pairs:
-        values.setdefault(key, []).append(value)
-    return [ConfigError(f"-c {key}", given, f"one -c {key}=VALUE",
-                        reason=f"given {len(given)} times with different values; the last would win silently")
-            for key, given in values.items() if len(set(given)) > 1]
 
 
 def context_pairs(argv: Sequence[str]) -> list[tuple[str, str]]:

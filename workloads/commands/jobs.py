@@ -337,9 +337,22 @@ def job_model(described: dict) -> str:
     return reported or f"{output['S3OutputPath'].rstrip('/')}/{described['TrainingJobName']}/output/model.tar.gz"
 
 
-def _no_model(job_name: str, where: str) -> str:
+def _no_model(job_name: str, where: str, client=None) -> str:
+    if client is not None and on_local_emulator(client):  # the emulator marks a job Completed without running it
+        return (f"job {job_name} is Completed on the local emulator at {client.meta.endpoint_url}, which runs no "
+                f"training container, so no model was written to {where}; nothing is wrong with the training script. "
+                "The demo put a placeholder at each serving key already (tools/placeholder_artifacts.py); on AWS, "
+                "promote copies the job's real model")
     return (f"job {job_name} is Completed but its model {where} is not there: the job wrote none (the training script "
             "saves it to SM_MODEL_DIR, /opt/ml/model) or it was moved or deleted since")
+
+
+def on_local_emulator(client) -> bool:
+    """The client talks to a server on this machine (`make emulator`'s AWS_ENDPOINT_URL), not to AWS."""
+    from urllib.parse import urlparse
+
+    endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None) or ""
+    return urlparse(endpoint).hostname in ("localhost", "127.0.0.1", "::1")
 
 
 def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=None) -> list[str]:
@@ -369,7 +382,7 @@ def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=Non
             o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=source_key)
             for o in page.get("Contents", [])]
         if not objects:
-            raise EstateNotDeployed(_no_model(job_name, source))
+            raise EstateNotDeployed(_no_model(job_name, source, s3))
         for obj in objects:
             target = key if not key.endswith("/") else key + obj.removeprefix(source_key)
             try:
@@ -377,7 +390,7 @@ def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=Non
             except Exception as exc:  # botocore's ClientError; S3 says NoSuchKey without the key
                 if getattr(exc, "response", {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
                     raise
-                raise EstateNotDeployed(_no_model(job_name, f"s3://{bucket}/{obj}")) from None
+                raise EstateNotDeployed(_no_model(job_name, f"s3://{bucket}/{obj}", s3)) from None
         done.append(f"s3://{bucket}/{source_key} -> s3://{bucket}/{key} ({len(objects)} object(s))")
     if not done:
         raise EstateNotDeployed(f"no serving key of the plan reads what job {job_name} wrote ({source})")

@@ -121,8 +121,10 @@ def _not_checked(r: Rule, exc) -> Finding:
     http = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
     message = str(error.get("Message", exc))
     if http >= 500 or message.lstrip().lower().startswith(("<!doctype", "<html")):
-        return Finding(WARNING, r.name, http or error.get("Code"),
-                       f"not checked: the service answered HTTP {http} (not emulated here?)")
+        # The value is the answer's status, said as one: a bare 500 in the value column read as the quota's value.
+        return Finding(WARNING, r.name, f"HTTP {http}" if http else error.get("Code"),
+                       f"not checked: the service failed (HTTP {http}), so this says nothing about the account; a "
+                       f"local emulator answers so where it lacks {', '.join(r.actions)}")
     why = "the caller may not call it" if error.get("Code") in DENIED else "AWS refused the request"
     return Finding(WARNING, r.name, error.get("Code"), f"not checked: {why} ({message}); "
                    f"the check needs {', '.join(r.actions)}")

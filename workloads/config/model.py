@@ -3,6 +3,8 @@ the plan says so), and the memory its weights take. The validators and the plann
 
 from __future__ import annotations
 
+from functools import cache
+
 from .schema import Workload
 
 
@@ -68,7 +70,11 @@ def artifact_format(w: Workload) -> tuple[str, str]:
 def model_shape(w: Workload) -> tuple[int, int, int, int]:
     """(layers, heads, KV heads, hidden): the config's model.layers, attention_heads, kv_heads and hidden_size, each
     absent one the usual decoder's at this size."""
-    m = w.model
+    return _model_shape(w.model)
+
+
+@cache  # the serving comparison asks it for every candidate's KV cache (thousands of calls a plan); the section is frozen
+def _model_shape(m) -> tuple[int, int, int, int]:
     layers, heads, kv_heads, hidden, _ = _typical(m.parameters_billion)
     heads = m.attention_heads or heads
     # The usual decoder's KV heads cannot exceed the heads the config names (multi-head attention then).
@@ -77,7 +83,7 @@ def model_shape(w: Workload) -> tuple[int, int, int, int]:
     if m.layers:
         return m.layers, heads, kv_heads, hidden
     # The usual depth where it holds parameters_billion within SHAPE_TOLERANCE; else the depth at which this width does.
-    vocab, width = m.vocab_size or DEFAULT_VOCAB, ffn_width(w)
+    vocab, width = m.vocab_size or DEFAULT_VOCAB, _ffn_width(m)
     one = decoder_parameters(layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
     rest = decoder_parameters(layers=0, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
     wanted = m.parameters_billion * 1e9
@@ -102,7 +108,11 @@ def _typical(parameters_billion: float) -> tuple[int, int, int, int, int]:
 def ffn_width(w: Workload) -> int:
     """The SwiGLU width (config.json's intermediate_size): model.intermediate_size, else the usual decoder's at this
     size, in proportion where the config sets its own hidden_size (a multiple of 8)."""
-    m = w.model
+    return _ffn_width(w.model)
+
+
+@cache
+def _ffn_width(m) -> int:
     *_, hidden, width = _typical(m.parameters_billion)
     if m.intermediate_size:
         return m.intermediate_size

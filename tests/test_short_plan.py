@@ -1,0 +1,84 @@
+"""The terminal plan is one screen by default, the rest under --full (issue 43); each warning a line; --json whole."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+
+import pytest
+from rich.console import Console
+
+from workloads.commands.cli import main
+from workloads.commands.report import print_plan
+from workloads.commands.short_plan import print_short_plan
+from workloads.config.loader import load
+from workloads.errors import HEADLINE_CHARS, Finding, headline, report_findings
+from workloads.planning.planner import plan
+
+
+def _lines(printer, p, width: int, **kw) -> list[str]:
+    out = io.StringIO()
+    printer(p, Console(file=out, width=width, highlight=False, color_system=None), **kw)
+    return out.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("name", ["small", "intermediate", "huge"])
+def test_the_default_plan_is_a_screen_at_80_columns_and_full_is_the_rest(name):
+    p = plan(load(name, {}))
+    short = _lines(print_short_plan, p, 80, given=name, context={"workload": name})
+    full = _lines(print_plan, p, 80)
+    assert len(short) < 60 < len(full), (len(short), len(full))
+    assert max(map(len, short)) <= 80
+    text = "\n".join(short)
+    assert f"train on {p.training.instance_count} x {p.training.instance_type}" in text  # the summary
+    assert "Why this pick" in text and "runner-up" in text
+    # every warning once, in one line of its headline; never the full message
+    for f in p.findings:
+        if f.level == "WARNING":
+            assert sum(f.headline in line for line in short) == 1 and f.message not in text
+
+
+def test_the_next_commands_paste_and_name_the_workload_as_given(capsys):
+    assert main(["plan", "examples/workloads/llm-finetune-realtime.yaml", "-c", "training.instance_count=2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    commands = [line.strip() for line in out if line.strip().startswith(("python -m", "cdk "))]
+    assert commands == [
+        "python -m workloads plan examples/workloads/llm-finetune-realtime.yaml -c training.instance_count=2 --full",
+        "python -m workloads preflight examples/workloads/llm-finetune-realtime.yaml -c training.instance_count=2",
+        "cdk deploy TrainStack -c workload=examples/workloads/llm-finetune-realtime.yaml -c training.instance_count=2"]
+    # --full is the long plan: pasted, it parses and prints the tables the short one leaves out
+    assert main(shlex.split(commands[0])[3:]) == 0
+    assert "Training candidates" in capsys.readouterr().out
+
+
+def test_json_is_unchanged_by_the_short_default(capsys):
+    assert main(["plan", "huge", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    p = plan(load("huge", {}))
+    assert [w["message"] for w in data["warnings"]] == [f.message for f in p.findings if f.level == "WARNING"]
+    assert data["warnings"] and len(data["warnings"][0]["message"]) > HEADLINE_CHARS  # whole, not the headline
+
+
+@pytest.mark.parametrize("message,expected", [
+    ("the scheduled transform job cannot start: the AWS vLLM DLC is CUDA 13.0", "the scheduled transform job cannot start"),
+    ("short", "short"),
+    ("a finding without a clause break " + "word " * 40, None),
+])
+def test_a_headline_is_the_first_clause_within_a_line(message, expected):
+    got = headline(message)
+    assert len(got) <= HEADLINE_CHARS
+    if expected is not None:
+        assert got == expected
+    else:
+        assert got.endswith("...") and message.startswith(got[:-3])
+
+
+def test_synthesis_prints_each_warning_as_a_line_and_the_command_for_the_detail_once():
+    findings = [Finding("WARNING", "a.b", 1, "it cannot start: " + "why " * 200, "src"),
+                Finding("WARNING", "c.d", 2, "another finding: detail"), Finding("INFO", "e", 3, "a note")]
+    out = io.StringIO()
+    report_findings(findings, out, detail="python -m workloads plan huge --full")
+    lines = out.getvalue().splitlines()
+    assert lines == ["warning: a.b = 1: it cannot start", "warning: c.d = 2: another finding",
+                     "  (each in full, with its source: python -m workloads plan huge --full)"]
