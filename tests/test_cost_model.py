@@ -233,7 +233,7 @@ def test_the_launch_commands_run_the_precision_and_compiler_the_plan_prices():
     submit = slurm_submit(workload="w", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
                           parallelism=t.parallelism, speed=t.speed_flags)
     assert "train-gpu.sbatch --data" in submit and " --precision fp8 --compile " in submit
-    hyper = job_hyperparameters(t.parallelism, t.speed_flags)
+    hyper = job_hyperparameters(t.parallelism, speed=t.speed_flags)
     assert (hyper["precision"], hyper["compile"]) == ("fp8", "true")
     itype = CAT.types["p6-b200.48xlarge"]
     calibrate = calibration_submit(workload="w", nodes=2, itype=itype, accelerator_kind="nvidia-gpu",

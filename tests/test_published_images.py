@@ -107,7 +107,9 @@ def _family_plan(preset: str, family: str):
     """The preset trained as another model family (served from that family's artifact if the preset's is not
     one it can serve); None if the planner refuses it."""
     fmt = {"pytorch": "framework-archive", "tensorflow": "framework-archive"}.get(family, family)
-    for overrides in ({"model.framework": family}, {"model.framework": family, "inference.artifact.format": fmt}):
+    # (the last without the preset's time limit: a tensorflow small is a 3-epoch encoder fine-tune over 20 GiB)
+    for overrides in ({"model.framework": family}, {"model.framework": family, "inference.artifact.format": fmt},
+                      {"model.framework": family, "inference.artifact.format": fmt, "training.max_hours": None}):
         try:
             return plan(load(preset, overrides))
         except ConfigError:

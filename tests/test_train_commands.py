@@ -210,7 +210,7 @@ def test_a_fine_tune_names_its_base_model_where_each_trainer_reads_it():
                                              parallelism=t.parallelism)
     p = plan(load("intermediate", base))
     assert p.training.orchestrator == "sagemaker-jobs"
-    hyper = job_hyperparameters(p.training.parallelism, p.workload.training.init_from)
+    hyper = job_hyperparameters(p.training.parallelism, init_from=p.workload.training.init_from)
     assert hyper["init-from"] == keys.JOB_CHANNEL + "/base/llama-3-8b"
     for bad, said in (({"training.init_from": "/fsx/base/llama", "training.orchestrator": "sagemaker-jobs"},
                        "a SageMaker job has no FSx"), ({"training.init_from": "models/llama"}, "init_from")):

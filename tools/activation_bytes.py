@@ -20,12 +20,15 @@ from pathlib import Path
 
 import torch
 
-TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
+TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "model.py"  # the trainer's blocks
 COLUMN_SPLIT = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # they keep their full-width input
 
 
 def _trainer():
-    spec = importlib.util.spec_from_file_location("train", TRAINER)
+    import sys
+
+    sys.path.insert(0, str(TRAINER.parent))  # model.py imports its neighbours as train.py's folder does
+    spec = importlib.util.spec_from_file_location("trainer_model", TRAINER)
     train = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(train)
     return train

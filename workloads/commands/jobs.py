@@ -311,7 +311,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
                                             compression_type="NONE" if uncompressed else "GZIP"),
         environment=job_environment(plan),
         # The shipped trainer's arguments: the channel's text and tokenizer, the plan's steps (train_commands).
-        hyperparameters=job_hyperparameters(t.parallelism, t.speed_flags, w.training.init_from) if llm else {},
+        hyperparameters=job_hyperparameters(t.parallelism, speed=t.speed_flags, init_from=w.training.init_from) if llm else {},
         tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)

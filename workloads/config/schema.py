@@ -102,6 +102,13 @@ class Training(_Frozen):
         return None if value is None else check_schedule(value)
     runs_per_month: float | None = Field(default=None, gt=0, le=50_000)
 
+    @model_validator(mode="after")
+    def _base_model_reachable(self) -> "Training":
+        if self.init_from and self.init_from.startswith("/fsx/") and self.orchestrator == "sagemaker-jobs":
+            raise ValueError(f"init_from {self.init_from}: a SageMaker job has no FSx; give the base model's key "
+                             "under datasets/ (the job's train channel)")
+        return self
+
     @field_validator("instance_type")
     @classmethod
     def _ec2_name(cls, value: str | None) -> str | None:

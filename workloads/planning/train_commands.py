@@ -81,7 +81,7 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
             f"{'AUTO_RESUME=1 ' if auto_resume else ''}sbatch --dependency=afterok:${{prep%%;*}} {shlex.join(train)}")
 
 
-def job_hyperparameters(parallelism, speed: tuple[str, ...] = (), init_from: str | None = None) -> dict[str, str]:
+def job_hyperparameters(parallelism, *, speed: tuple[str, ...] = (), init_from: str | None = None) -> dict[str, str]:
     """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
     tokenizer, node-local shards, the plan's steps, its precision and compiler; the export goes to SM_MODEL_DIR
     (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
