@@ -243,8 +243,14 @@ def test_the_nxd_launcher_runs_nxd_training_with_the_plans_config_and_converts_i
                             "--output_dir", f"{run}/hf", "--config", f"{run}/config.json"]
     export, = [s for s in steps if any(a.endswith("nxdt_export.py") for a in s)]
     assert export[export.index("--output") + 1] == spread.export_dir
-    convert_data, = [s for s in steps if any(a.endswith("nxdt_data.py") for a in s)]
-    assert convert_data[convert_data.index("--sequence") + 1] == str(spread.sequence)
+    parts, index = [s for s in steps if any(a.endswith("nxdt_data.py") for a in s)]
+    assert parts[:2] == [f"--ntasks={t.instance_count}", "--ntasks-per-node=1"]  # every node converts its share
+    assert index[-3:] == ["--parts", str(t.instance_count), "--finish"] and index[:2] == ["--nodes=1", "--ntasks=1"]
+    for convert_data in (parts, index):
+        assert convert_data[convert_data.index("--sequence") + 1] == str(spread.sequence)
+        assert convert_data[convert_data.index("--vocab") + 1] == str(spread.nxdt["model_config"]["vocab_size"])
+    assert steps.index(index) == steps.index(parts) + 1
+    assert torchrun["env"]["HF_DATASETS_CACHE"].startswith("/fsx/")
 
 
 def tokens_dir_of(submit: str) -> str:
