@@ -120,9 +120,12 @@ def test_the_chosen_layout_obeys_nxds_rules_and_is_the_smallest_that_fits(name):
     assert s.gib_per_rank <= core_gib * MEMORY_FRACTION
     # No layout with fewer model-parallel ranks fits (NxD accepts it, memory refuses it).
     params = trained_billion(p.workload)
+    run = nxd.published_run(itype, params)  # a model of a published run's size: at least that run's degrees
     for tp in (1, 2, 4, 8, 16, 32):
         for pp in range(1, s.layers + 1):
             if tp * pp >= s.tensor * s.pipeline or s.ranks % (tp * pp):
+                continue
+            if run is not None and (tp < run.tensor or pp < run.pipeline):
                 continue
             data = s.ranks // (tp * pp)
             if nxd.degree_problems(heads=s.heads, kv_heads=s.kv_heads, hidden=s.hidden, intermediate=s.intermediate,
@@ -134,6 +137,24 @@ def test_the_chosen_layout_obeys_nxds_rules_and_is_the_smallest_that_fits(name):
                                      vocab=s.vocab, sequence=s.sequence, tensor=tp, pipeline=pp, data=data,
                                      recompute=nxd.RECOMPUTE[-1], micro_steps=steps)
             assert least > core_gib * MEMORY_FRACTION, (tp, pp)
+
+
+def test_a_model_of_a_published_runs_size_takes_its_degrees_and_says_so():
+    """The 70B model on trn1 is the size of Neuron's published Llama 3.1 70B run (TP 32 PP 8), the run its estimate
+    rests on: it takes those degrees, not the shallower pipeline that would fit, and the layout line says whose they
+    are. Where the node count rules them out, the line says the estimate was measured at other degrees."""
+    for name in ("huge-trn1", "huge-trn1n", "huge-hyperpod-trn1"):
+        s = _plan(name).training.parallelism
+        assert (s.tensor, s.pipeline) == (32, 8), name
+        assert "the degrees of Neuron's llama-3.1-70b run the estimate rests on, TP 32 PP 8" in s.reason
+    small = _plan("intermediate-trn1-slurm").training.parallelism  # 3B: no published run of its size
+    assert "published" not in small.reason and small.tensor * small.pipeline < 32
+    itype = load_catalog().get("trn1.32xlarge")
+    shape = dict(parameters_billion=69.0, layers=80, hidden=8192, heads=64, kv_heads=8, intermediate=28672,
+                 vocab=32000, sequence=4096, global_batch_tokens=4 * 2**20, itype=itype)
+    odd = nxd.choose(**shape, nodes=12)  # 384 ranks: TP 32 leaves 12 stages, which do not divide 80 layers
+    assert odd is not None and odd.pipeline < 8
+    assert "NOT the published degrees: the estimate was measured at TP 32 PP 8 (llama-3.1-70b)" in odd.reason
 
 
 def test_more_recompute_and_more_model_parallel_ranks_need_less_memory():
