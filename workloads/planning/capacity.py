@@ -188,18 +188,6 @@ def purchase_finding(p: Purchase, price: Price, cat: Catalog) -> Finding:
                    _cited(cat, source))
 
 
-def plan_arn_findings(w: Workload) -> list[Finding]:
-    """A WARNING when the training plan's ARN names another region than the cluster's: a plan reserves capacity in
-    its own region (its ARN's), so the instance group would find none."""
-    arn = w.training.training_plan_arn
-    region = arn.split(":")[3] if arn else ""
-    if not arn or region == w.region:
-        return []
-    return [Finding(WARNING, "training.training_plan_arn", arn,
-                    f"the training plan is in {region}, the cluster in {w.region}: a plan reserves capacity in its own "
-                    f"region; name a plan bought in {w.region}", "")]
-
-
 def slurm_capacity_refusal(itype: InstanceType, w: Workload, cat: Catalog) -> str:
     """Why a Slurm (AWS PCS) cluster of `itype` would never start its nodes in the config's capacity, or "": PCS runs
     Capacity Blocks of some families only, and on-demand nodes need an on-demand offering (catalog `sold`)."""

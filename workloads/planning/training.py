@@ -574,7 +574,6 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops, reserved, chosen.purchase)
     if chosen.purchase and reserved:
         findings.append(capacity.purchase_finding(chosen.purchase, reserved, cat))
-    findings.extend(capacity.plan_arn_findings(w))
     fsx = None
     if storage == "fsx-lustre":
         fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
