@@ -335,3 +335,23 @@ def test_the_70b_hyperpod_cluster_on_trn1_gets_the_nxd_layout_and_stack(variant_
     assert layout["sharding"] == "zero1" and layout["nxdt"]["config"]["distributed_strategy"]["zero1"]
     assert "InstallNxdTraining" in shipped[FRAMEWORK_SCRIPT]
     assert f"/{NXDT_SCRIPT} " in s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
+
+
+def test_fsx_holds_the_token_shards_and_nxds_copy_of_them():
+    """/fsx/tokens (the prepare step's ids, 2 bytes a token under 65,536 entries) is counted in every cluster plan;
+    an NxD plan adds nxdt_data.py's Arrow copy (two ids and a mask byte a token), and its decision says so."""
+    from workloads.planning import estimates as est
+    from workloads.planning.storage import tokens_gib
+
+    assert tokens_gib(tokens_billion=1, vocab=32000, nxdt=False) == pytest.approx(2e9 / 2**30)
+    assert tokens_gib(tokens_billion=1, vocab=32000, nxdt=True) == pytest.approx(7e9 / 2**30)
+    assert tokens_gib(tokens_billion=1, vocab=128256, nxdt=True) == pytest.approx(13e9 / 2**30)
+    p = _plan("huge-trn1")
+    w, t = p.workload, p.training
+    per_epoch = est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, 1)
+    shards = tokens_gib(tokens_billion=per_epoch, vocab=t.parallelism.vocab, nxdt=True)
+    (line,) = [d for d in t.decisions if d.startswith("FSx for Lustre")]
+    assert f"{shards:,.0f} GiB of token shards (/fsx/tokens and NxD Training's copy)" in line
+    gpu = plan(load("huge")).training
+    (line,) = [d for d in gpu.decisions if d.startswith("FSx for Lustre")]
+    assert "GiB of token shards (/fsx/tokens)" in line
