@@ -355,3 +355,21 @@ def test_fsx_holds_the_token_shards_and_nxds_copy_of_them():
     gpu = plan(load("huge")).training
     (line,) = [d for d in gpu.decisions if d.startswith("FSx for Lustre")]
     assert "GiB of token shards (/fsx/tokens)" in line
+
+
+def test_the_launcher_and_converter_are_said_to_come_from_the_2_26_release():
+    """The examples commit is the repository's 2.26.0 release (NxD Training 1.6.0), not the 1.7.0 wheel's: the bake
+    step's comment and the plan's WARNING say so."""
+    from constructs_lib.node_image import install_nxd_training
+    from workloads.catalog import load_software
+
+    stack = nxd.load_nxd().stack
+    assert (stack["examples_release"], stack["examples_version"]) == ("2.26.0", "1.6.0")
+    assert stack["examples_version"] != stack["pins"]["neuronx_distributed_training"]
+    software = next(s for s in load_software().stacks if s.device == "xla")
+    (step,) = install_nxd_training(software)
+    assert "its launcher and converter from 9169aa03f39efd4eb02da63891a7ed98defb1714: the repository's 2.26.0 " \
+           "release (NxD Training 1.6.0)" in step.commands()
+    (warning,) = [f for f in _plan("huge-trn1").training.findings if "training_orchestrator.py" in f.message]
+    assert "2.26.0 release (NxD Training 1.6.0" in warning.message and "1.7.0 wheel" in warning.message
+    assert "9169aa03" in warning.source

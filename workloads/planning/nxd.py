@@ -395,6 +395,14 @@ def planned(w: Workload, spread: Parallelism, decisions: list[str], findings: li
                      f"{spread.steps:,} steps, a checkpoint every {spread.checkpoint_every:,}, written synchronously as in AWS's "
                      "configs: the cadence keeps even a blocking write within its share); its last checkpoint is "
                      "converted to the Hugging Face layout by NxD's checkpoint converter for serving")
+    findings.append(Finding(
+        WARNING, "training.instance_type", w.training.instance_type or "trn1",
+        f"NxD Training's launcher (training_orchestrator.py) and checkpoint converter come from "
+        f"{stack['examples_repo']} at {stack['examples_commit'][:8]}, its {stack['examples_release']} release "
+        f"(NxD Training {stack['examples_version']}, the last public commit), and run against the "
+        f"{stack['pins']['neuronx_distributed_training']} wheel of Neuron {stack['neuron_release']}: no public "
+        "release of them matches the wheel", (lambda src: f"{src['title']} <{src['url']}>")(
+            load_nxd().sources["nxdt-repo"])))
     eos = load_software().sources["neuron-nxdt-eos"]
     findings.append(Finding(
         WARNING, "training.instance_type", w.training.instance_type or "trn1",
