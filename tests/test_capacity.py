@@ -266,3 +266,19 @@ def test_synthesis_of_capacity_still_to_buy_is_refused_with_the_purchase():
     arn = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/bought"
     target = read_context({**overrides, "training.orchestrator": "hyperpod", "training.training_plan_arn": arn})
     assert target.plan.training.purchase is None
+
+
+def test_an_unconfirmed_rate_says_so_on_the_plans_price_line():
+    """trn2's 35.76 $/h is a third-party on-demand figure read as the Capacity Block rate (instances.yaml
+    price_unconfirmed): the training plan's price says UNCONFIRMED, that the offering's UpfrontFee decides, and the
+    figure's date; a rate recorded without doubt (p5's block) carries no such words."""
+    t = plan(load("huge", TRN2_PLAN)).training
+    trn2 = CAT.types["trn2.48xlarge"]
+    assert "capacity_block" in trn2.price_unconfirmed
+    note = t.estimate.price_note
+    assert "UNCONFIRMED" in note and "the offering's UpfrontFee decides the price" in note
+    assert f"(as of {trn2.as_of})" in note
+    p5 = CAT.types["p5.48xlarge"].price("us-east-2", sagemaker=False, capacity_block=True)
+    assert p5 is not None and "UNCONFIRMED" not in p5.label
+    for itype in CAT.types.values():  # every doubt names a kind of price the type records
+        assert set(itype.price_unconfirmed) <= {"ec2", "sagemaker", "capacity_block"}, itype.name

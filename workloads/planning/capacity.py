@@ -65,7 +65,10 @@ def training_plan_price(itype: InstanceType, region: str) -> Price | None:
     if not load_sagemaker_apis().takes("ReservedCapacityInstanceType", itype.name):
         return None
     block = _block_rate(itype, region)
-    return None if block is None else Price(block.usd_per_hour, region, PLAN_PRICE_NOTE, kind=TRAINING_PLAN)
+    if block is None:
+        return None
+    return Price(block.usd_per_hour, region, "; ".join(n for n in (PLAN_PRICE_NOTE, block.note) if n),
+                 kind=TRAINING_PLAN)
 
 
 def reserved_price(w: Workload, cat: Catalog, itype: InstanceType, orchestrator: str) -> Price | None:
