@@ -223,7 +223,7 @@ def install_nxd_training(software: SoftwareStack) -> list[BakeStep]:
     wanted = "; ".join(f"assert version('{name}') == '{version}', ('{name}', version('{name}'))"
                        for name, version in stack["pins"].items())
     return [BakeStep("InstallNxdTraining", f"""
-# NxD Training {stack['pins']['neuronx_distributed_training']} (Neuron {stack['neuron_release']}) and its examples at {commit}
+# NxD Training {stack['pins']['neuronx_distributed_training']} (Neuron {stack['neuron_release']}); its launcher and converter from {commit}: the repository's {stack['examples_release']} release (NxD Training {stack['examples_version']}), its last public commit
 mkdir -p /opt/nxdt && cd /opt/nxdt
 curl -fsSL https://codeload.github.com/{repo}/tar.gz/{commit} | tar -xz --strip-components=1
 if [ ! -x {venv}/bin/python ]; then

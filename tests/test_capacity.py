@@ -8,6 +8,8 @@ from __future__ import annotations
 import gzip
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import botocore
@@ -20,7 +22,7 @@ from workloads.errors import INFO, WARNING
 from workloads.planning import estimates as est
 from workloads.planning.capacity import CAPACITY_BLOCK, TRAINING_PLAN, plan_count
 
-from .conftest import TRN2_PLAN
+from .conftest import ROOT, TRN2_PLAN
 
 CAT = load_catalog()
 # A 30B decoder pre-trained on 600B tokens on trn2.48xlarge in us-east-2, no capacity and no orchestrator named.
@@ -151,10 +153,18 @@ def test_a_training_plan_bills_nothing_outside_the_run():
     assert line.usd == 0 and "training plan" in line.item
 
 
-def test_a_plan_arn_of_another_region_warns():
+def test_a_plan_arn_of_another_region_is_refused():
+    """CreateCluster refuses a plan of another region: an ERROR naming the field, the ARN and what is allowed, exit 2
+    from the CLI without a traceback."""
     arn = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/x"
-    p = plan(load("huge", {**TRN2_PLAN, "training.training_plan_arn": arn}))
-    assert any(f.field == "training.training_plan_arn" and "us-west-2" in f.message for f in p.warnings)
+    with pytest.raises(ConfigError, match=r"training.training_plan_arn = .*us-west-2.*: the plan is in us-west-2, the "
+                                          r"cluster in us-east-2.*allowed: a training plan bought in us-east-2"):
+        plan(load("huge", {**TRN2_PLAN, "training.training_plan_arn": arn}))
+    done = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "-c", "training.instance_type=trn2.48xlarge",
+                           "-c", "training.orchestrator=hyperpod", "-c", f"training.training_plan_arn={arn}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "training.training_plan_arn" in done.stderr and "us-east-2" in done.stderr
 
 
 def test_trn2_on_slurm_without_capacity_names_the_training_plan_way():
@@ -256,3 +266,19 @@ def test_synthesis_of_capacity_still_to_buy_is_refused_with_the_purchase():
     arn = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/bought"
     target = read_context({**overrides, "training.orchestrator": "hyperpod", "training.training_plan_arn": arn})
     assert target.plan.training.purchase is None
+
+
+def test_an_unconfirmed_rate_says_so_on_the_plans_price_line():
+    """trn2's 35.76 $/h is a third-party on-demand figure read as the Capacity Block rate (instances.yaml
+    price_unconfirmed): the training plan's price says UNCONFIRMED, that the offering's UpfrontFee decides, and the
+    figure's date; a rate recorded without doubt (p5's block) carries no such words."""
+    t = plan(load("huge", TRN2_PLAN)).training
+    trn2 = CAT.types["trn2.48xlarge"]
+    assert "capacity_block" in trn2.price_unconfirmed
+    note = t.estimate.price_note
+    assert "UNCONFIRMED" in note and "the offering's UpfrontFee decides the price" in note
+    assert f"(as of {trn2.as_of})" in note
+    p5 = CAT.types["p5.48xlarge"].price("us-east-2", sagemaker=False, capacity_block=True)
+    assert p5 is not None and "UNCONFIRMED" not in p5.label
+    for itype in CAT.types.values():  # every doubt names a kind of price the type records
+        assert set(itype.price_unconfirmed) <= {"ec2", "sagemaker", "capacity_block"}, itype.name

@@ -120,9 +120,12 @@ def test_the_chosen_layout_obeys_nxds_rules_and_is_the_smallest_that_fits(name):
     assert s.gib_per_rank <= core_gib * MEMORY_FRACTION
     # No layout with fewer model-parallel ranks fits (NxD accepts it, memory refuses it).
     params = trained_billion(p.workload)
+    run = nxd.published_run(itype, params)  # a model of a published run's size: at least that run's degrees
     for tp in (1, 2, 4, 8, 16, 32):
         for pp in range(1, s.layers + 1):
             if tp * pp >= s.tensor * s.pipeline or s.ranks % (tp * pp):
+                continue
+            if run is not None and (tp < run.tensor or pp < run.pipeline):
                 continue
             data = s.ranks // (tp * pp)
             if nxd.degree_problems(heads=s.heads, kv_heads=s.kv_heads, hidden=s.hidden, intermediate=s.intermediate,
@@ -134,6 +137,24 @@ def test_the_chosen_layout_obeys_nxds_rules_and_is_the_smallest_that_fits(name):
                                      vocab=s.vocab, sequence=s.sequence, tensor=tp, pipeline=pp, data=data,
                                      recompute=nxd.RECOMPUTE[-1], micro_steps=steps)
             assert least > core_gib * MEMORY_FRACTION, (tp, pp)
+
+
+def test_a_model_of_a_published_runs_size_takes_its_degrees_and_says_so():
+    """The 70B model on trn1 is the size of Neuron's published Llama 3.1 70B run (TP 32 PP 8), the run its estimate
+    rests on: it takes those degrees, not the shallower pipeline that would fit, and the layout line says whose they
+    are. Where the node count rules them out, the line says the estimate was measured at other degrees."""
+    for name in ("huge-trn1", "huge-trn1n", "huge-hyperpod-trn1"):
+        s = _plan(name).training.parallelism
+        assert (s.tensor, s.pipeline) == (32, 8), name
+        assert "the degrees of Neuron's llama-3.1-70b run the estimate rests on, TP 32 PP 8" in s.reason
+    small = _plan("intermediate-trn1-slurm").training.parallelism  # 3B: no published run of its size
+    assert "published" not in small.reason and small.tensor * small.pipeline < 32
+    itype = load_catalog().get("trn1.32xlarge")
+    shape = dict(parameters_billion=69.0, layers=80, hidden=8192, heads=64, kv_heads=8, intermediate=28672,
+                 vocab=32000, sequence=4096, global_batch_tokens=4 * 2**20, itype=itype)
+    odd = nxd.choose(**shape, nodes=12)  # 384 ranks: TP 32 leaves 12 stages, which do not divide 80 layers
+    assert odd is not None and odd.pipeline < 8
+    assert "NOT the published degrees: the estimate was measured at TP 32 PP 8 (llama-3.1-70b)" in odd.reason
 
 
 def test_more_recompute_and_more_model_parallel_ranks_need_less_memory():
@@ -314,3 +335,41 @@ def test_the_70b_hyperpod_cluster_on_trn1_gets_the_nxd_layout_and_stack(variant_
     assert layout["sharding"] == "zero1" and layout["nxdt"]["config"]["distributed_strategy"]["zero1"]
     assert "InstallNxdTraining" in shipped[FRAMEWORK_SCRIPT]
     assert f"/{NXDT_SCRIPT} " in s.templates["TrainStack"]["Outputs"]["Submit"]["Value"]
+
+
+def test_fsx_holds_the_token_shards_and_nxds_copy_of_them():
+    """/fsx/tokens (the prepare step's ids, 2 bytes a token under 65,536 entries) is counted in every cluster plan;
+    an NxD plan adds nxdt_data.py's Arrow copy (two ids and a mask byte a token), and its decision says so."""
+    from workloads.planning import estimates as est
+    from workloads.planning.storage import tokens_gib
+
+    assert tokens_gib(tokens_billion=1, vocab=32000, nxdt=False) == pytest.approx(2e9 / 2**30)
+    assert tokens_gib(tokens_billion=1, vocab=32000, nxdt=True) == pytest.approx(7e9 / 2**30)
+    assert tokens_gib(tokens_billion=1, vocab=128256, nxdt=True) == pytest.approx(13e9 / 2**30)
+    p = _plan("huge-trn1")
+    w, t = p.workload, p.training
+    per_epoch = est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, 1)
+    shards = tokens_gib(tokens_billion=per_epoch, vocab=t.parallelism.vocab, nxdt=True)
+    (line,) = [d for d in t.decisions if d.startswith("FSx for Lustre")]
+    assert f"{shards:,.0f} GiB of token shards (/fsx/tokens and NxD Training's copy)" in line
+    gpu = plan(load("huge")).training
+    (line,) = [d for d in gpu.decisions if d.startswith("FSx for Lustre")]
+    assert "GiB of token shards (/fsx/tokens)" in line
+
+
+def test_the_launcher_and_converter_are_said_to_come_from_the_2_26_release():
+    """The examples commit is the repository's 2.26.0 release (NxD Training 1.6.0), not the 1.7.0 wheel's: the bake
+    step's comment and the plan's WARNING say so."""
+    from constructs_lib.node_image import install_nxd_training
+    from workloads.catalog import load_software
+
+    stack = nxd.load_nxd().stack
+    assert (stack["examples_release"], stack["examples_version"]) == ("2.26.0", "1.6.0")
+    assert stack["examples_version"] != stack["pins"]["neuronx_distributed_training"]
+    software = next(s for s in load_software().stacks if s.device == "xla")
+    (step,) = install_nxd_training(software)
+    assert "its launcher and converter from 9169aa03f39efd4eb02da63891a7ed98defb1714: the repository's 2.26.0 " \
+           "release (NxD Training 1.6.0)" in step.commands()
+    (warning,) = [f for f in _plan("huge-trn1").training.findings if "training_orchestrator.py" in f.message]
+    assert "2.26.0 release (NxD Training 1.6.0" in warning.message and "1.7.0 wheel" in warning.message
+    assert "9169aa03" in warning.source

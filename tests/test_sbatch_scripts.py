@@ -215,11 +215,27 @@ def test_the_nxd_launcher_runs_nxd_training_with_the_plans_config_and_converts_i
     checkpoints = tmp_path / "checkpoints" / "huge-train"
     (checkpoints / "checkpoints" / "huge-train--step=9-consumed_samples=9216.0.ckpt" / "model").mkdir(parents=True)
     env.update(NXDT_VENV=env["ML_VENV"], NXDT_EXAMPLES="/opt/nxdt/examples", CHECKPOINT_DIR=str(checkpoints))
+    for name in ("lctl", "sudo"):  # FSx's client tool, and the sudo that runs it: recorded
+        (tmp_path / "bin" / name).write_text(f"#!{sys.executable}\n{_RECORD}")
+        (tmp_path / "bin" / name).chmod(0o755)
+    (tmp_path / "bin" / "torchrun").write_text(f"#!{sys.executable}\n{_RECORD}" + (
+        "import resource\nopen(os.environ['STUB_LOG'] + '.nofile', 'w').write("
+        "str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))\n"))
     submit = slurm_submit(workload="huge", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
                           parallelism=spread)
-    done = _run_submit(submit, env, tmp_path)
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1024), hard))  # a node's default: the script raises it
+    try:
+        done = _run_submit(submit, env, tmp_path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert done.returncode == 0, done.stderr[-3000:]
     calls = _calls(tmp_path)
+    # NxD's train_setup.sh: FSx's dirty cache capped, and as many open files as the node allows up to 65535.
+    assert ["-n", "lctl", "set_param", "osc.*.max_dirty_mb=64"] in [c["argv"] for c in calls if c["cmd"] == "sudo"]
+    want = 65535 if hard == resource.RLIM_INFINITY else min(65535, hard)
+    assert int((tmp_path / "calls.jsonl.nofile").read_text()) == want
     train = [c for c in calls if c["cmd"] == "sbatch"][1]
     assert f"{EXAMPLES_ON_NODE}/{NXDT_SCRIPT}" in train["argv"]
     run = checkpoints / "nxdt"
@@ -243,8 +259,14 @@ def test_the_nxd_launcher_runs_nxd_training_with_the_plans_config_and_converts_i
                             "--output_dir", f"{run}/hf", "--config", f"{run}/config.json"]
     export, = [s for s in steps if any(a.endswith("nxdt_export.py") for a in s)]
     assert export[export.index("--output") + 1] == spread.export_dir
-    convert_data, = [s for s in steps if any(a.endswith("nxdt_data.py") for a in s)]
-    assert convert_data[convert_data.index("--sequence") + 1] == str(spread.sequence)
+    parts, index = [s for s in steps if any(a.endswith("nxdt_data.py") for a in s)]
+    assert parts[:2] == [f"--ntasks={t.instance_count}", "--ntasks-per-node=1"]  # every node converts its share
+    assert index[-3:] == ["--parts", str(t.instance_count), "--finish"] and index[:2] == ["--nodes=1", "--ntasks=1"]
+    for convert_data in (parts, index):
+        assert convert_data[convert_data.index("--sequence") + 1] == str(spread.sequence)
+        assert convert_data[convert_data.index("--vocab") + 1] == str(spread.nxdt["model_config"]["vocab_size"])
+    assert steps.index(index) == steps.index(parts) + 1
+    assert torchrun["env"]["HF_DATASETS_CACHE"].startswith("/fsx/")
 
 
 def tokens_dir_of(submit: str) -> str:

@@ -66,6 +66,9 @@ class InstanceType:
     on_demand_regions: tuple[str, ...] | None = None
     capacity_block_regions: tuple[str, ...] | None = None
     sold_sources: tuple[str, ...] = ()
+    # Price kinds whose recorded figure is not confirmed at AWS (instances.yaml `price_unconfirmed`: kind -> why):
+    # the plan's price line says so, with the figure's date.
+    price_unconfirmed: dict[str, str] = field(default_factory=dict)
 
     @property
     def accelerated(self) -> bool:
@@ -85,12 +88,15 @@ class InstanceType:
         kind = "EC2 Capacity Block" if capacity_block else "SageMaker on-demand" if sagemaker else "EC2 on-demand"
         prices = self.capacity_block_prices if capacity_block else self.sagemaker_prices if sagemaker \
             else self.ec2_prices
+        key = "capacity_block" if capacity_block else "sagemaker" if sagemaker else "ec2"
+        doubt = f"UNCONFIRMED: {self.price_unconfirmed[key]} (as of {self.as_of})" \
+            if key in self.price_unconfirmed else ""
         if prices.get(region) is not None:
-            return Price(float(prices[region]), region, kind=kind)
+            return Price(float(prices[region]), region, doubt, kind=kind)
         for fallback in (*PRICED_REGIONS, *prices):
             if prices.get(fallback) is not None:
-                return Price(float(prices[fallback]), fallback, f"no {region} price recorded; {fallback} price shown",
-                             kind=kind)
+                note = "; ".join(n for n in (f"no {region} price recorded; {fallback} price shown", doubt) if n)
+                return Price(float(prices[fallback]), fallback, note, kind=kind)
         return None
 
 
@@ -241,6 +247,7 @@ def _instance(raw: dict, known_sources: dict[str, Source]) -> InstanceType:
         on_demand_regions=tuple(sold["on_demand"]) if sold else None,
         capacity_block_regions=tuple(sold["capacity_block"]) if sold and sold["capacity_block"] is not None else None,
         sold_sources=tuple(sold["sources"]) if sold else (),
+        price_unconfirmed=dict(raw.get("price_unconfirmed") or {}),
     )
 
 

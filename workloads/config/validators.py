@@ -212,6 +212,17 @@ def training_plan_needs_hyperpod(w: Workload, cat: Catalog) -> None:
                           reason="a training plan reserves capacity for a HyperPod worker group or training jobs")
 
 
+def training_plan_in_the_region(w: Workload, cat: Catalog) -> None:
+    """A training plan reserves capacity in its own region (its ARN's): a cluster or job elsewhere cannot use it, and
+    CreateCluster or CreateTrainingJob refuses the ARN."""
+    arn = w.training.training_plan_arn
+    region = arn.split(":")[3] if arn else ""
+    if arn and region != w.region:
+        raise ConfigError("training.training_plan_arn", arn, f"a training plan bought in {w.region} (the workload's "
+                          "region)", reason=f"the plan is in {region or 'no region'}, the cluster in {w.region}: a "
+                          "plan reserves capacity in its own region only")
+
+
 def notebook_type_is_known(w: Workload, cat: Catalog) -> None:
     if w.notebook is not None:
         itype = _known_type("notebook.instance_type", w.notebook.instance_type, cat, sagemaker=True,
@@ -375,6 +386,7 @@ RULES: tuple[Callable[[Workload, Catalog], None], ...] = (
     capacity_reservation_in_cluster_az,
     orchestrator_supports_type,
     training_plan_needs_hyperpod,
+    training_plan_in_the_region,
     notebook_type_is_known,
     scikit_learn_is_single_node,
     inference_types_are_known,

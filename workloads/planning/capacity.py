@@ -65,7 +65,10 @@ def training_plan_price(itype: InstanceType, region: str) -> Price | None:
     if not load_sagemaker_apis().takes("ReservedCapacityInstanceType", itype.name):
         return None
     block = _block_rate(itype, region)
-    return None if block is None else Price(block.usd_per_hour, region, PLAN_PRICE_NOTE, kind=TRAINING_PLAN)
+    if block is None:
+        return None
+    return Price(block.usd_per_hour, region, "; ".join(n for n in (PLAN_PRICE_NOTE, block.note) if n),
+                 kind=TRAINING_PLAN)
 
 
 def reserved_price(w: Workload, cat: Catalog, itype: InstanceType, orchestrator: str) -> Price | None:
@@ -186,18 +189,6 @@ def purchase_finding(p: Purchase, price: Price, cat: Catalog) -> Finding:
                    f"planned on {article(p.kind)} still to buy ({price.label}, ${price.usd_per_hour:g}/h a node): "
                    f"{p.line()}; until it is named, the {p.instance_type} nodes have no capacity to start on",
                    _cited(cat, source))
-
-
-def plan_arn_findings(w: Workload) -> list[Finding]:
-    """A WARNING when the training plan's ARN names another region than the cluster's: a plan reserves capacity in
-    its own region (its ARN's), so the instance group would find none."""
-    arn = w.training.training_plan_arn
-    region = arn.split(":")[3] if arn else ""
-    if not arn or region == w.region:
-        return []
-    return [Finding(WARNING, "training.training_plan_arn", arn,
-                    f"the training plan is in {region}, the cluster in {w.region}: a plan reserves capacity in its own "
-                    f"region; name a plan bought in {w.region}", "")]
 
 
 def slurm_capacity_refusal(itype: InstanceType, w: Workload, cat: Catalog) -> str:

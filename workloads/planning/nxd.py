@@ -25,7 +25,8 @@ Memory per NeuronCore, by the rules parallelism.py holds for the GPU layouts (it
 - the logits: 16 bytes per token and vocabulary entry over the tensor degree, the vocabulary padded as NxD Training
   pads it (a multiple of 128 x tensor: lightning_modules/data/base.py _vocab_size_with_padding).
 The layout taken is the one with the fewest model-parallel ranks (tensor x pipeline) that fits, tensor parallel
-before pipeline parallel, the least recompute: the least communication per token.
+before pipeline parallel, the least recompute: the least communication per token; a model of a published run's size
+(within PUBLISHED_MATCH) takes at least that run's tensor and pipeline degrees, as the estimate is that run's speed.
 
 The estimate rests on Neuron's published throughput for these layouts (nxd.yaml `throughput`): each row's MFU on the
 plan's 6N basis, the likely figure the run nearest in size, the range the published runs.
@@ -59,6 +60,9 @@ RECOMPUTE = (("CoreAttention",), ("CoreAttention", "LlamaMLP"))
 ROPE_THETA = 500000.0  # Llama 3's rotary base, as examples/slurm/hf_export.py writes it and the published configs set it
 NORM_EPS = 1e-5
 LEGACY = "NxD Training on Neuron 2.28"
+# A model within this factor of a published run's size takes at least that run's degrees (choose): the estimate
+# is that run's measured speed, which a shallower pipeline would not reproduce.
+PUBLISHED_MATCH = 1.5
 
 
 @dataclass(frozen=True)
@@ -184,16 +188,50 @@ def gib_per_core(params: float, *, layers: int, hidden: int, intermediate: int, 
     return (state + max(working + activations + logits, step)) / 2**30
 
 
+def published_run(itype: InstanceType, parameters_billion: float) -> Throughput | None:
+    """Neuron's published run the estimate rests on (utilisation: the nearest in size on this type), where the model is
+    of its size (within PUBLISHED_MATCH either way); None where no published run is near it."""
+    rows = [r for r in load_nxd().throughput if itype.name in r.instance_types]
+    if not rows:
+        return None
+    nearest = min(rows, key=lambda r: abs(math.log(r.parameters_billion / parameters_billion)))
+    ratio = max(nearest.parameters_billion, parameters_billion) / min(nearest.parameters_billion, parameters_billion)
+    return nearest if ratio <= PUBLISHED_MATCH else None
+
+
 def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
            vocab: int, sequence: int, global_batch_tokens: int, itype: InstanceType, nodes: int) -> Parallelism | None:
-    """The NxD Training layout that fits with the fewest model-parallel ranks (module docstring), or None."""
+    """The NxD Training layout that fits with the fewest model-parallel ranks (module docstring), or None. A model of a
+    published run's size takes at least that run's tensor and pipeline degrees (its own where they fit): the estimate
+    is that run's speed, measured at those degrees."""
     per_node, core_gib = devices(itype)
     ranks = per_node * nodes
-    budget = core_gib * MEMORY_FRACTION
-    params = parameters_billion * 1e9
-    batch = max(1, global_batch_tokens // sequence)
+    shape = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=intermediate,
+                 vocab=vocab, sequence=sequence)
     options = sorted(((t, p) for t in (1, 2, 4, 8, 16, 32, 64) for p in range(1, layers + 1)
                       if t <= per_node and ranks % (t * p) == 0), key=lambda tp: (tp[0] * tp[1], tp[1]))
+    run = published_run(itype, parameters_billion)
+    if run is not None:
+        deep = [(t, p) for t, p in options if t >= run.tensor and p >= run.pipeline]
+        measured = f"Neuron's {run.model} run the estimate rests on, TP {run.tensor} PP {run.pipeline}"
+        found = _first_fit(deep, parameters_billion, shape, ranks, per_node, core_gib, global_batch_tokens,
+                           why=f"the degrees of {measured} (the fewest model-parallel ranks that fit at least those)")
+        if found is not None:
+            return found
+    return _first_fit(options, parameters_billion, shape, ranks, per_node, core_gib, global_batch_tokens,
+                      why="the fewest model-parallel ranks that fit" + (
+                          "" if run is None else f"; NOT the published degrees: the estimate was measured at TP "
+                          f"{run.tensor} PP {run.pipeline} ({run.model})"))
+
+
+def _first_fit(options: list[tuple[int, int]], parameters_billion: float, shape: dict, ranks: int, per_node: int,
+               core_gib: float, global_batch_tokens: int, why: str) -> Parallelism | None:
+    """The first (tensor, pipeline) of `options` NxD accepts whose state fits a NeuronCore, with the least recompute."""
+    budget = core_gib * MEMORY_FRACTION
+    params = parameters_billion * 1e9
+    layers, hidden, heads, kv_heads = shape["layers"], shape["hidden"], shape["heads"], shape["kv_heads"]
+    intermediate, vocab, sequence = shape["intermediate"], shape["vocab"], shape["sequence"]
+    batch = max(1, global_batch_tokens // sequence)
     for t, p in options:
         data = ranks // (t * p)
         micro_steps = max(1, round(batch / data))
@@ -211,20 +249,19 @@ def choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, k
                     gib_per_rank=round(gib, 1), rank_memory_gib=round(core_gib, 1), layers=layers, hidden=hidden,
                     heads=heads, kv_heads=kv_heads, intermediate=intermediate, sequence=sequence, vocab=vocab,
                     recompute=True, global_batch=data * micro_steps, lr=recipe_lr(parameters_billion),
-                    reason=_reason(t, p, data, kv_heads, recompute),
+                    reason=_reason(t, p, data, kv_heads, recompute, why),
                     nxdt={"kv_replicator": kv_replicator(kv_heads, t), "sequence_parallel": True,
                           "recompute": list(recompute)})
     return None
 
 
-def _reason(t: int, p: int, data: int, kv_heads: int, recompute: tuple[str, ...]) -> str:
+def _reason(t: int, p: int, data: int, kv_heads: int, recompute: tuple[str, ...], why: str) -> str:
     kv = kv_replicator(kv_heads, t)
     replicated = f", each of the {kv_heads} key/value heads replicated {kv}x (kv_replicator)" if kv > 1 else ""
     pipe = f", pipeline parallel {p} across nodes (1F1B)" if p > 1 else ""
     return (f"the model state does not fit a NeuronCore whole (the shipped trainer's DDP on Neuron 2.28): NxD Training "
             f"with tensor parallel {t} inside each node and sequence parallel{replicated}{pipe}, ZeRO-1 over the "
-            f"{data:,} data ranks, selective activation recompute of {' and '.join(recompute)}; the fewest "
-            "model-parallel ranks that fit")
+            f"{data:,} data ranks, selective activation recompute of {' and '.join(recompute)}; {why}")
 
 
 # ---------------------------------------------------------------- estimate
@@ -358,6 +395,14 @@ def planned(w: Workload, spread: Parallelism, decisions: list[str], findings: li
                      f"{spread.steps:,} steps, a checkpoint every {spread.checkpoint_every:,}, written synchronously as in AWS's "
                      "configs: the cadence keeps even a blocking write within its share); its last checkpoint is "
                      "converted to the Hugging Face layout by NxD's checkpoint converter for serving")
+    findings.append(Finding(
+        WARNING, "training.instance_type", w.training.instance_type or "trn1",
+        f"NxD Training's launcher (training_orchestrator.py) and checkpoint converter come from "
+        f"{stack['examples_repo']} at {stack['examples_commit'][:8]}, its {stack['examples_release']} release "
+        f"(NxD Training {stack['examples_version']}, the last public commit), and run against the "
+        f"{stack['pins']['neuronx_distributed_training']} wheel of Neuron {stack['neuron_release']}: no public "
+        "release of them matches the wheel", (lambda src: f"{src['title']} <{src['url']}>")(
+            load_nxd().sources["nxdt-repo"])))
     eos = load_software().sources["neuron-nxdt-eos"]
     findings.append(Finding(
         WARNING, "training.instance_type", w.training.instance_type or "trn1",

@@ -28,7 +28,7 @@ from .cluster_nodes import SCALE_DOWN_IDLE_S
 from .node_packages import node_lock, unlocked_warning
 from .parallelism import Parallelism
 from .precision import choose as choose_precision, compiles, trainer_flags
-from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx
+from .storage import CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT, FsxPlan, size_fsx, tokens_gib
 
 # Tier thresholds from the seeds' table: "10B+ parameters and TB data" is the cluster tier.
 LARGE_PARAMS_B = 10
@@ -574,16 +574,18 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     estimate = _estimate(w, cat, itype, count, orchestrator, tokens, flops, reserved, chosen.purchase)
     if chosen.purchase and reserved:
         findings.append(capacity.purchase_finding(chosen.purchase, reserved, cat))
-    findings.extend(capacity.plan_arn_findings(w))
-    fsx = None
-    if storage == "fsx-lustre":
-        fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
-                       epochs=w.training.epochs, training_hours=estimate.hours)
-        decisions.append(f"FSx for Lustre PERSISTENT_2: {fsx.why}")
-
+    fsx, fsx_at = None, len(decisions)
     final = tuple(replace(c, chosen=c is chosen) for c in cands)  # one row: a type may have a reserved row too
     acc = itype.accelerator
     spread = None if classic or acc is None else _parallelism(w, itype, count, decisions, estimate)
+    if storage == "fsx-lustre":  # after the layout: NxD Training's copy of the tokens is on /fsx too
+        nxdt = spread is not None and spread.nxdt is not None
+        token_gib = 0.0 if spread is None or tokens is None else tokens_gib(
+            tokens_billion=tokens / w.training.epochs, vocab=spread.vocab, nxdt=nxdt)
+        fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
+                       epochs=w.training.epochs, training_hours=estimate.hours, token_gib=token_gib,
+                       token_what="token shards (/fsx/tokens" + (" and NxD Training's copy)" if nxdt else ")"))
+        decisions.insert(fsx_at, f"FSx for Lustre PERSISTENT_2: {fsx.why}")
     if spread is not None:
         spread = _fault_budget(w, spread, fsx, decisions, orchestrator)
         spread = encoder.run_length(w, spread, tokens, decisions) if encoder.is_classifier(w) else \
