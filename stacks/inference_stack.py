@@ -124,7 +124,7 @@ class InferenceStack(EstateStack):
     def _batch(self, p: InferencePlan) -> None:
         model = self._model("BatchModel", p)
         batch = ScheduledBatchTransform(
-            self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
+            self, "Batch", model_name=model.model_name, model_arn=model.model_arn, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
             max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,

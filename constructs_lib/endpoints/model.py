@@ -68,3 +68,5 @@ class ServingModel(Construct):
         # SageMaker checks the role's permissions when the model is created.
         self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
         self.model_name = self.model.attr_model_name
+        # The model's ARN as SageMaker reports it (Ref of AWS::SageMaker::Model), which sagemaker:ModelArn carries.
+        self.model_arn = self.model.ref
