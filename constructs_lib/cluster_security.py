@@ -8,8 +8,10 @@
 - bake: the node image's build instance (node_image.py): HTTPS out (PCS, CloudWatch agent, PyPI, SSM, S3) and HTTP
   to the OS package mirrors (Ubuntu's are HTTP; apt checks their signed InRelease), nothing in. Not the cluster's
   group: the bake downloads from the internet and must not sit beside the nodes and the file systems meanwhile.
-- workspace: notebooks and ML users' models: HTTPS out only (S3, SageMaker, ECR), nothing in. Not the cluster's
-  group, whose all-traffic self-rule would put a notebook next to every node and the file systems on every port.
+- workspace: notebooks, the estate's models and ML users' models: HTTPS out only (S3, SageMaker, ECR), nothing in.
+  Not the cluster's group, whose all-traffic self-rule would put a notebook next to every node and the file systems
+  on every port. Here, not in the InferenceStack: SageMaker's network interfaces outlive an endpoint by minutes, and
+  deleting a group they use fails (DependencyViolation, aws-cloudformation coverage roadmap issue 1327).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
         scope, "InferenceStack", **named("InferenceStack"), description=f"SageMaker inference for {w.name}",
         inference=plan.inference, artifacts=artifact_checks(plan.training, plan.inference,
                                                                    workload=commands_target(scope, workload_args or w.name)),
-        vpc=network.network.vpc, subnets=network.network.hosting_subnets,
+        vpc=network.network.vpc, subnets=network.network.hosting_subnets, security_group=network.security.workspace,
         second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
         alarm_topic=network.alarm_topic, latency_ms=w.inference.latency_ms, **common, **protect)
     estate = Estate(network, data, train, inference, job_logs)

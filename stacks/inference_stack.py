@@ -44,11 +44,13 @@ def copy_fleet(p: InferencePlan) -> CopyFleet | None:
 
 class InferenceStack(EstateStack):
     def __init__(self, scope: Construct, construct_id: str, *, availability_zone: str,
-                 inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet], bucket: s3.IBucket,
+                 inference: dict[str, InferencePlan], vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
+                 security_group: ec2.ISecurityGroup, bucket: s3.IBucket,
                  key: kms.IKey, logs_key: kms.IKey, artifacts: tuple[Check, ...], alarm_topic: sns.ITopic,
                  latency_ms: int | None, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, availability_zone=availability_zone, **kwargs)
         self._bucket, self._key, self._vpc, self._subnets, self._logs_key = bucket, key, vpc, subnets, logs_key
+        self._security_group = security_group  # NetworkStack's: deleted after SageMaker's interfaces are gone
         self.model_roles: list[iam.IRole] = []  # the roles the endpoints' models run as
         self.model_role_path = model_role_path(self.stack_name)
         # Every artifact the kinds read, checked once before any model is created.
@@ -70,7 +72,8 @@ class InferenceStack(EstateStack):
         assert plan.serving is not None
         image = serving_image(container=plan.serving.container, region=self.region, instance_type=plan.instance_type)
         model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
-                             vpc=self._vpc if in_vpc else None, subnets=self._subnets, role_path=self.model_role_path)
+                             vpc=self._vpc if in_vpc else None, subnets=self._subnets, role_path=self.model_role_path,
+                             security_group=self._security_group)
         model.model.node.add_dependency(self.artifact_check.resource)
         self.model_roles.append(model.role)
         cdk.CfnOutput(self, f"{construct_id}Artifact", value=plan.serving.artifact_key,
@@ -124,7 +127,7 @@ class InferenceStack(EstateStack):
     def _batch(self, p: InferencePlan) -> None:
         model = self._model("BatchModel", p)
         batch = ScheduledBatchTransform(
-            self, "Batch", model_name=model.model_name, model_role=model.role, instance_type=p.instance_type,
+            self, "Batch", model_name=model.model_name, model_arn=model.model_arn, model_role=model.role, instance_type=p.instance_type,
             instance_count=p.min_instances, max_payload_mb=p.max_payload_mb,
             max_concurrent_transforms=p.max_concurrent_transforms, request=p.serving.request,
             bucket=self._bucket,

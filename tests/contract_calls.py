@@ -472,14 +472,20 @@ def state_machine(ctx: Ctx, rule: dict, value: Any, holder: dict, doc: str) -> D
         job = f"arn:{PARTITION}:sagemaker:{ctx.region}:{ctx.account}:transform-job/{name}"
         rule_arn = f"arn:{PARTITION}:events:{ctx.region}:{ctx.account}:rule/StepFunctionsGetEventsForSageMakerTransformJobsRule"
         caller = source(request["caller_source"])
-        types = {"sagemaker:InstanceTypes": [params.get("TransformResources", {}).get("InstanceType", "")]}
-        for action in request["caller"]:
-            allowed.append(Call(action, rule_arn if action.startswith("events:") else job, caller,
-                                types if action == "sagemaker:CreateTransformJob" else {}))
-        denied.append(Call("sagemaker:CreateTrainingJob", job.replace("transform-job", "training-job"), caller,
-                           why="it only runs its own kind of job"))
         model = ctx.resource(params["ModelName"])
         s, lid, _ = model
+        # CreateTransformJob carries the model it names as sagemaker:ModelArn (the service authorization reference).
+        model_arn = ctx.world.ref(s, lid)
+        create = {"sagemaker:InstanceTypes": [params.get("TransformResources", {}).get("InstanceType", "")],
+                  "sagemaker:ModelArn": model_arn}
+        for action in request["caller"]:
+            allowed.append(Call(action, rule_arn if action.startswith("events:") else job, caller,
+                                create if action == "sagemaker:CreateTransformJob" else {}))
+        denied.append(Call("sagemaker:CreateTrainingJob", job.replace("transform-job", "training-job"), caller,
+                           why="it only runs its own kind of job"))
+        other = model_arn.rsplit("/", 1)[0] + "/someone-elses-model"
+        denied.append(Call("sagemaker:CreateTransformJob", job, caller, {**create, "sagemaker:ModelArn": other},
+                           why="it transforms with the estate's model only"))
         role_arn = ctx.world.resolve(s.name, s.template["Resources"][lid]["Properties"]["ExecutionRoleArn"])
         ctx.walk.extend(walk_request(ctx.world, ctx.stack, integration, params, role_arn,
                                      where=f"{ctx.where} state {state_name}"))

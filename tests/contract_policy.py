@@ -64,6 +64,9 @@ class World:
     # -- physical names
 
     def _name(self, stack: Stack, logical: str) -> str:
+        given = stack.template["Resources"].get(logical, {}).get("Properties", {}).get("StateMachineName")
+        if isinstance(given, str):  # a state machine named at synthesis keeps its name
+            return given
         return f"{stack.name}-{logical}".lower()[:63]
 
     def ref(self, stack: Stack, logical: str) -> str:

@@ -75,6 +75,47 @@ def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
     assert not evaluate(scheduler, theirs, world).allowed
 
 
+def test_the_batch_state_machine_role_is_assumed_by_its_own_state_machine_only(synth):
+    """Issue 44: the trust named any state machine of the account (stateMachine:*). Step Functions' confused deputy
+    guidance (Developer Guide, "Creating an IAM role for your state machine") names the state machine itself."""
+    world = world_of(synth(*VARIANTS["small-all-kinds"]))
+    role = world.arn("InferenceStack/Batch/StateMachineRole/Resource", "AWS::IAM::Role")
+    machine = world.arn("InferenceStack/Batch/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
+    states = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="states.amazonaws.com")
+    doc = "Step Functions Developer Guide, Prevent cross-service confused deputy issue"
+
+    def assume(source_arn: str, account: str = FAKE_ACCOUNT) -> bool:
+        call = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": account, "aws:SourceArn": source_arn})
+        return evaluate(states, call, world).allowed
+
+    assert assume(machine)
+    assert not assume(machine.rsplit(":", 1)[0] + ":another-state-machine")
+    assert not assume(machine.replace(FAKE_ACCOUNT, OTHER_ACCOUNT), OTHER_ACCOUNT)
+
+
+@pytest.mark.parametrize("variant", ["small-all-kinds", "teams"])
+def test_the_batch_state_machine_transforms_with_its_estates_model_only(synth, teams_synth, variant):
+    """Issue 44: the state machine's role could CreateTransformJob naming any model of the account. What Step
+    Functions calls at run time (tests/contract_calls.py) stays allowed; the same job naming another model, or
+    another team's model, is refused."""
+    from .contract_calls import walk
+    from .test_runtime_contract import teams_world
+
+    world = teams_world(teams_synth) if variant == "teams" else world_of(synth(*VARIANTS[variant]))
+    creates = [f for f in walk(world).found if f.call.action == "sagemaker:CreateTransformJob"]
+    ours = [f for f in creates if not f.denied]
+    assert ours and len(creates) == 2 * len(ours)
+    models = {f.call.context["sagemaker:ModelArn"] for f in ours}
+    for found in ours:
+        assert evaluate(found.principal, found.call, world).allowed, found.call
+        for other in [*models - {found.call.context["sagemaker:ModelArn"]}, "arn:aws:sagemaker:x:1:model/other"]:
+            call = Call(found.call.action, found.call.resource, found.call.source,
+                        {**found.call.context, "sagemaker:ModelArn": other})
+            assert not evaluate(found.principal, call, world).allowed, (found.where, other)
+    if variant == "teams":
+        assert len(models) > 1, "two teams run batch: each must be refused the other's model"
+
+
 @pytest.mark.parametrize("variant", ["huge", "huge-p5", "huge-capacity-block", "huge-trn2-reservation"])
 def test_cluster_launch_templates_keep_node_credentials_from_containers(synth, variant):
     """IMDSv2 with hop limit 1 on every launch template: node software runs on the host, and a container behind a

@@ -266,3 +266,28 @@ def test_no_versioned_bucket_keeps_old_versions_forever(variant_synth):
                     wanted = min(d for p, d in NONCURRENT_DAYS if prefix.startswith(p))
                     kept = min(d for p, d in days.items() if prefix.startswith(p))
                     assert kept == wanted, f"{name} {stack}/{lid}: {prefix} keeps old versions {kept} days"
+
+
+@pytest.mark.parametrize("variant", ["small-all-kinds", "huge", "intermediate-copies-to-zero", "teams"])
+def test_model_containers_use_a_security_group_that_outlives_their_interfaces(synth, teams_synth, variant):
+    """Issue 44: SageMaker's network interfaces outlive an endpoint by minutes, so a model security group in the
+    InferenceStack failed its deletion (DependencyViolation) and left the stack DELETE_FAILED. Every model in a VPC
+    uses NetworkStack's group, which is deleted last; the InferenceStack makes no security group."""
+    from .test_runtime_contract import teams_world, world_of
+
+    world = teams_world(teams_synth) if variant == "teams" else world_of(synth(*VARIANTS[variant]))
+    models = 0
+    for stack in world.stacks.values():
+        resources = stack.template["Resources"]
+        if stack.name.endswith("InferenceStack"):
+            assert not [lid for lid, r in resources.items() if r["Type"] == "AWS::EC2::SecurityGroup"], stack.name
+        for lid, r in resources.items():
+            vpc = r.get("Properties", {}).get("VpcConfig") if r["Type"] == "AWS::SageMaker::Model" else None
+            if not vpc:
+                continue
+            models += 1
+            for group in vpc["SecurityGroupIds"]:
+                owner = world.lookup(world.resolve(stack.name, group).removesuffix(".GroupId"))
+                assert owner and owner[0].name == stack.name.replace("InferenceStack", "NetworkStack"), \
+                    (stack.name, lid, group, owner and owner[0].name)
+    assert models

@@ -10,7 +10,7 @@ from constructs_lib.job_log_groups import JOB_LOG_GROUPS
 from stacks.job_logs_stack import STACK_NAME
 
 from .conftest import VARIANTS
-from .contract_policy import Call, Principal, World, evaluate
+from .contract_policy import Call, Principal, Stack, World, evaluate
 from .test_runtime_contract import world_of
 
 DOC = "CloudWatch Logs API Reference (CreateLogGroup, AssociateKmsKey, PutRetentionPolicy)"
@@ -123,3 +123,33 @@ def test_cloudwatch_logs_encrypts_the_job_groups_with_the_shared_key_and_nothing
     own = world.arn("JobLogsStack/EnsuredLogGroupsHandlerLogs/Resource", "AWS::Logs::LogGroup").removesuffix(":*")
     for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
         assert evaluate(role, Call(action, f"{own}:log-stream:2026/11/22/x", DOC), world).allowed, action
+
+
+def test_only_the_shared_stack_keys_the_account_wide_groups_however_many_teams(teams_synth):
+    """Issue 44: with several teams in one account and region, no team's own stack may associate a key with the
+    account-wide /aws/sagemaker/* job groups (the last deployed would re-key every team's logs). Only the shared
+    stack (one CloudFormation stack name, one template per account and region) does, and its key lets CloudWatch
+    Logs encrypt each of those groups for every team's jobs (key policy, aws:logs:arn encryption context)."""
+    keyed: dict[tuple[str, str], set[str]] = {}
+    for team, stacks in teams_synth.templates.items():
+        for sid, template in stacks.items():
+            art = teams_synth.artifacts[team][sid]
+            for lid, r in template["Resources"].items():
+                text = json.dumps(r.get("Properties", {}))
+                if r["Type"] != "Custom::AWS" or "AssociateKmsKey" not in text:
+                    continue
+                for name in JOB_LOG_GROUPS.values():
+                    if f'\\"{name}\\"' in text or f'"{name}"' in text:
+                        assert art["properties"].get("stackName") == STACK_NAME, (team, sid, lid, name)
+                        keyed.setdefault((art["environment"], name), set()).add(json.dumps(template, sort_keys=True))
+    environments = {teams_synth.artifacts[t]["JobLogsStack"]["environment"] for t in teams_synth.templates}
+    assert {env for env, _ in keyed} == environments and len(environments) < len(teams_synth.templates)
+    assert all(len(templates) == 1 for templates in keyed.values()), "one template per account and region"
+    for team, stacks in teams_synth.templates.items():
+        account, region = teams_synth.artifacts[team]["JobLogsStack"]["environment"].removeprefix("aws://").split("/")
+        world = World([Stack(STACK_NAME, stacks["JobLogsStack"], region, account)])
+        key = world.get_att(world.stacks[STACK_NAME], JOB_LOGS_KEY, "Arn")
+        logs = Principal(arn="", account=account, identity=[], service=f"logs.{region}.amazonaws.com")
+        for name in JOB_LOG_GROUPS.values():
+            context = {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{region}:{account}:log-group:{name}"}
+            assert evaluate(logs, Call("kms:GenerateDataKey", key, DOC, context=context), world).allowed, (team, name)

@@ -3,9 +3,14 @@ names the bug it catches."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
+from pathlib import Path
 
 import pytest
+
+from workloads import load, plan
 
 from workloads.planning.storage import PER_UNIT_MB_S, size_fsx
 
@@ -146,3 +151,108 @@ def test_a_teams_needed_types_include_its_notebook():
     other = {p.training.instance_type, *(i.instance_type for i in p.inference.values() if i.instance_type)}
     assert not any(t.removeprefix("ml.").startswith("m5.") for t in other)  # only the notebook is m5
     assert "m5.xlarge" in needed_instance_types(p)
+
+
+# An inference component reserves its copy's tensor-parallel degree of accelerators; asking for copies-per-instance
+# devices instead (the same number on a one-GPU instance) leaves a TP 4 model with one GPU. On ml.g5.12xlarge the
+# plan serves one copy of TP 4: devices x copies fill the instance's GPUs, never more (catalog accelerators).
+def test_a_component_asks_for_its_tensor_parallel_degree_of_devices(synth):
+    from workloads.catalog import load_catalog
+
+    overrides = {"inference.realtime.instance_type": "ml.g5.12xlarge"}
+    rt = plan(load("intermediate", overrides)).inference["realtime"]
+    assert rt.serving.tensor_parallel != rt.copies_per_instance, "the case must tell the two apart"
+    resources = synth("intermediate", overrides).templates["InferenceStack"]["Resources"]
+    [component] = [r for r in resources.values() if r["Type"] == "AWS::SageMaker::InferenceComponent"]
+    devices = component["Properties"]["Specification"]["ComputeResourceRequirements"][
+        "NumberOfAcceleratorDevicesRequired"]
+    gpus = load_catalog().get(rt.instance_type.removeprefix("ml.")).accelerator.count
+    assert devices == rt.serving.tensor_parallel == 4
+    assert devices * rt.copies_per_instance <= gpus
+
+
+# Each micro-step's loss is divided by the number of micro-steps before backward, so the accumulated gradient is the
+# global batch's mean: without it the losses still match and the gradient norm doubles at two micro-steps (the
+# audit: 2.92 against 1.46). One rank at batch 2 and one rank at batch 1 with two micro-steps see the same sequences.
+@pytest.mark.trainer
+def test_two_micro_steps_give_the_gradient_of_one_step_at_twice_the_batch(tmp_path):
+    from .test_trainer import _torchrun
+
+    def norms(out: str) -> dict[int, float]:
+        return {int(m[1]): float(m[2]) for m in re.finditer(r"^step (\d+) loss [0-9.]+ .*grad norm ([0-9.]+)", out,
+                                                             re.M)}
+
+    one = _torchrun(tmp_path, "--steps", "2", "--checkpoint-dir", str(tmp_path / "a"), ranks=1, batch=2)
+    two = _torchrun(tmp_path, "--steps", "2", "--checkpoint-dir", str(tmp_path / "b"), "--global-batch", "2",
+                    ranks=1, batch=1)
+    a, b = norms(one), norms(two)
+    assert sorted(a) == [1, 2] and all(b[k] == pytest.approx(a[k], rel=1e-3) for k in a), (a, b)
+
+
+# prepare.py ends every document with the tokenizer's eos_token: without it documents run into each other and the
+# model learns to continue one with the next. Three documents give three EOS ids, each right after its document.
+def test_prepare_ends_every_document_with_eos(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    from .golden import train_tokenizer, write_corpus
+
+    tokenizer_dir = train_tokenizer(write_corpus(tmp_path / "corpus"), tmp_path / "tok")
+    spec = importlib.util.spec_from_file_location("prepare", Path(__file__).resolve().parent.parent / "examples"
+                                                  / "slurm" / "prepare.py")
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)
+    info = prepare.meta(tokenizer_dir, 1)
+    docs = ["The plan says what it costs.", "A second document.", "And a third one here."]
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    target = tmp_path / "shard.bin"
+    count = prepare.tokenize(source, target, tokenizer_dir, info, 0)
+    ids = np.fromfile(target, dtype=info["dtype"]).tolist()
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    expected = [i for d in docs for i in (*tokenizer.encode(d).ids, info["eos_id"])]
+    assert count == len(ids) and ids == expected
+    assert ids.count(info["eos_id"]) == len(docs) and ids[-1] == info["eos_id"]
+
+
+# promote copies a job's model to the serving keys that read it as the job wrote it. A Neuron (vllm-neuronx) key
+# needs a Neuron export (NxD Inference compiles the model for the Neuron cores): a plain copy there is a model the
+# endpoint cannot load. With real-time on ml.inf2, only the GPU kinds' key gets the job's files.
+def test_promote_leaves_the_neuron_key_to_a_neuron_export():
+    from workloads.commands import jobs
+
+    p = plan(load("intermediate", {"inference.realtime.instance_type": "ml.inf2.xlarge"}))
+    containers = {k: (ip.serving.container, ip.serving.artifact_key) for k, ip in p.inference.items() if ip.serving}
+    assert containers["realtime"][0] == "vllm-neuronx"
+    neuron_key = containers["realtime"][1]
+    gpu_keys = {key for container, key in containers.values() if container != "vllm-neuronx"}
+    assert gpu_keys and neuron_key not in gpu_keys
+    estate = jobs.Estate(region="us-east-1", role_arn="arn:aws:iam::1:role/r", bucket="b", subnets=("subnet-1",),
+                         security_groups=("sg-1",))
+    files = ["output/j/output/model/config.json", "output/j/output/model/model.safetensors"]
+
+    class Job:
+        def describe_training_job(self, TrainingJobName):
+            return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "Completed",
+                    "OutputDataConfig": {"S3OutputPath": "s3://b/output/", "CompressionType": "NONE"}}
+
+    class Bucket:
+        copied: list[str] = []
+
+        def get_paginator(self, _):
+            class Pages:
+                def paginate(self, Bucket, Prefix):
+                    return [{"Contents": [{"Key": f} for f in files if f.startswith(Prefix)]}]
+            return Pages()
+
+        def copy_object(self, *, Bucket, Key, CopySource):
+            self.copied.append(Key)
+
+    bucket = Bucket()
+    lines = jobs.promote(p, job_name="j", estate=estate, sagemaker=Job(), s3=bucket)
+    assert len(lines) == len(gpu_keys)
+    assert sorted(bucket.copied) == sorted(k + f.rsplit("/", 1)[1] for k in gpu_keys for f in files)
+    assert not [k for k in bucket.copied if k.startswith(neuron_key)]

@@ -88,5 +88,15 @@ def test_teardown_in_the_documented_order_keeps_what_the_docs_say(synth, variant
         assert max(deleted.values()) == deleted["JobLogsStack"]
         gone = [key for key, (kind, physical) in keep.items() if not _still_there(emu, kind, physical)]
         assert not gone, gone
-        # Nothing else is left: no VPC but the account's default one.
+        # Nothing else is left: no VPC but the account's default one, no security group but a default one (issue 44:
+        # the models' groups are NetworkStack's), no model, endpoint, role or function of the estate.
         assert all(vpc["IsDefault"] for vpc in emu.client("ec2").describe_vpcs()["Vpcs"])
+        groups = emu.client("ec2").describe_security_groups()["SecurityGroups"]
+        assert [g["GroupName"] for g in groups if g["GroupName"] != "default"] == []
+        sagemaker = emu.client("sagemaker")
+        assert sagemaker.list_models()["Models"] == [] and sagemaker.list_endpoints()["Endpoints"] == []
+        ours = tuple(names.values())
+        left = [r["RoleName"] for r in emu.client("iam").list_roles()["Roles"] if r["RoleName"].startswith(ours)]
+        left += [f["FunctionName"] for f in emu.client("lambda").list_functions()["Functions"]
+                 if f["FunctionName"].startswith(ours)]
+        assert not left, left

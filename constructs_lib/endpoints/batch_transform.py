@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import Duration, Fn, Size, Stack
+from aws_cdk import ArnFormat, Duration, Fn, Names, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -55,12 +55,13 @@ def _definition(scope: Construct, transform: tasks.SageMakerCreateTransformJob,
 
 
 class ScheduledBatchTransform(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_role: iam.IRole,
+    def __init__(self, scope: Construct, construct_id: str, *, model_name: str, model_arn: str, model_role: iam.IRole,
                  instance_type: str, instance_count: int, max_payload_mb: int, max_concurrent_transforms: int,
                  request: RequestContract, bucket: s3.IBucket, input_prefix: str, output_prefix: str, schedule: str,
                  key: kms.IKey, volume_key: kms.IKey | None, logs_key: kms.IKey,
                  transform_ami_version: str | None = None) -> None:
-        """`transform_ami_version`: the GPU host AMI whose driver runs the image (workloads/planning/hosts.py)."""
+        """`model_arn`: the model's ARN (the only model the state machine may transform with);
+        `transform_ami_version`: the GPU host AMI whose driver runs the image (workloads/planning/hosts.py)."""
         super().__init__(scope, construct_id)
         allow_reading(model_role, bucket=bucket, key=input_prefix, listing=True)  # the job lists the input prefix (S3Prefix)
         bucket.grant_put(model_role, output_prefix + "*")
@@ -103,15 +104,31 @@ class ScheduledBatchTransform(Construct):
         )
         log_group = kept_log_group(self, "Logs", key=logs_key)
         definition, statements = _definition(self, transform, transform_ami_version)
+        stack = Stack.of(self)
+        # Named from the stack and construct path (unique in an account and region, as stack names are), so the role's
+        # trust can name its one state machine without a cycle (the state machine takes the role).
+        name = Names.unique_resource_name(self, max_length=80, allowed_special_characters="-_")
+        arn = stack.format_arn(service="states", resource="stateMachine", resource_name=name,
+                               arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        # Only this state machine may assume it (Step Functions Developer Guide, "Creating an IAM role for your state
+        # machine", Prevent cross-service confused deputy issue: aws:SourceArn and aws:SourceAccount in the trust;
+        # https://docs.aws.amazon.com/step-functions/latest/dg/procedure-create-iam-role.html).
+        role = iam.Role(self, "StateMachineRole", description="Runs the batch transform on the estate's model only",
+                        assumed_by=iam.ServicePrincipal("states.amazonaws.com", conditions={
+                            "ArnEquals": {"aws:SourceArn": arn}, "StringEquals": {"aws:SourceAccount": stack.account}}))
+        # CreateTransformJob authorizes on the job's ARN; the model it names is the sagemaker:ModelArn condition key
+        # (workloads/catalog/sagemaker_references.yaml): any other model is refused.
+        role.add_to_policy(iam.PolicyStatement(
+            sid="OnlyTheEstatesModel", effect=iam.Effect.DENY, actions=["sagemaker:CreateTransformJob"],
+            resources=["*"], conditions={"ArnNotEquals": {"sagemaker:ModelArn": model_arn}}))
         self.state_machine = sfn.StateMachine(
-            self, "StateMachine", definition_body=definition,
+            self, "StateMachine", definition_body=definition, state_machine_name=name, role=role,
             timeout=TIMEOUT, tracing_enabled=True,
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL),
         )
         ignore_cfn_lint(self.state_machine, "W3005", "aws-cdk-lib adds a DependsOn on the role next to the GetAtt")
         for statement in statements:
             self.state_machine.add_to_role_policy(statement)
-        stack = Stack.of(self)
         acknowledge_wildcards(self.state_machine.role, resources=[
             stack.format_arn(service="sagemaker", resource="transform-job", resource_name="*"), "*"], reason=(
             "Transform job names are made per execution (batch-<execution name>), so the job ARN is a prefix "

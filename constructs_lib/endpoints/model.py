@@ -25,7 +25,11 @@ class ServingModel(Construct):
     """`vpc` None is for serverless endpoints, which support neither VPC config nor network isolation."""
 
     def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, serving: ServingPlan,
-                 bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet], role_path: str) -> None:
+                 bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet], role_path: str,
+                 security_group: ec2.ISecurityGroup) -> None:
+        """`security_group`: the containers' group (HTTPS out only), made by NetworkStack: SageMaker's network
+        interfaces outlive an endpoint by minutes, and a group in this stack would fail its deletion
+        (DependencyViolation); NetworkStack is deleted last, after every interface is gone."""
         super().__init__(scope, construct_id)
         # `role_path`: the stack's own IAM path, known at synthesis, so a team's ML users' policy can name its model
         # roles (iam:PassRole on role/PATH*) without waiting for the InferenceStack to exist.
@@ -43,9 +47,7 @@ class ServingModel(Construct):
         self.network: tuple[list[str], list[str]] | None = None  # (subnet IDs, security group IDs) where in a VPC
         if vpc is not None:
             # Outbound HTTPS only (S3 via the gateway endpoint, ECR via NAT); nothing may connect in.
-            self.security_group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, allow_all_outbound=False,
-                                                    description="SageMaker model containers: HTTPS out only")
-            self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to S3 and ECR")
+            self.security_group = security_group
             self.network = ([s.subnet_id for s in subnets], [self.security_group.security_group_id])
             vpc_config = C.VpcConfigProperty(security_group_ids=self.network[1], subnets=self.network[0])
             # SageMaker attaches the containers' network interfaces in these subnets as the model's role.
@@ -68,3 +70,5 @@ class ServingModel(Construct):
         # SageMaker checks the role's permissions when the model is created.
         self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
         self.model_name = self.model.attr_model_name
+        # The model's ARN as SageMaker reports it (Ref of AWS::SageMaker::Model), which sagemaker:ModelArn carries.
+        self.model_arn = self.model.ref
