@@ -18,8 +18,8 @@ from . import classic as classic_types
 from . import estimates as est
 from . import parallelism
 from .capacity import Purchase
-from .training_layout import (layout_recomputes, planned_sequence, precision_of, priced_precision, run_hours,
-                              trained_billion, utilisation, utilisation_at, choose_layout)
+from .training_layout import (choose_layout, layout_recomputes, planned_sequence, precision_of, priced_precision,
+                              run_hours, trained_billion, utilisation, utilisation_at)
 
 
 DEFAULT_TARGET_HOURS = 168.0  # one week, when training.max_hours is open
