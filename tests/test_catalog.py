@@ -7,7 +7,7 @@ import re
 import pytest
 
 from workloads.catalog import PRICED_REGIONS, NetworkInterface, load_catalog, network_interfaces
-from workloads.planning.training import TRAINING_CANDIDATES
+from workloads.planning.candidates import TRAINING_CANDIDATES
 
 CAT = load_catalog()
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -10,7 +10,7 @@ from workloads.planning import communication
 from workloads.planning import estimates as est
 from workloads.catalog import load_catalog
 from workloads.planning.parallelism import Parallelism
-from workloads.planning.training import step_communication
+from workloads.planning.training_layout import step_communication
 
 
 def _spread(**kw) -> Parallelism:
@@ -83,7 +83,7 @@ def test_every_accelerated_plans_layout_line_says_its_communication(preset):
 
 def test_every_training_accelerator_has_a_device_link_recorded():
     from workloads.catalog import load_utilisation
-    from workloads.planning.training import TRAINING_CANDIDATES
+    from workloads.planning.candidates import TRAINING_CANDIDATES
 
     types = load_catalog().types
     models = {types[n].accelerator.model for tier in ("large-dl", "medium-dl") for n in TRAINING_CANDIDATES[tier]}

@@ -15,8 +15,8 @@ from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 from workloads.errors import WARNING
 from workloads.planning.parallelism import RECOMPUTE_EFFICIENCY
-from workloads.planning.training import step_communication
 from workloads.planning.training import plan_training
+from workloads.planning.training_layout import step_communication
 
 from .conftest import ROOT
 
@@ -352,7 +352,7 @@ def test_the_compiled_trainer_is_priced_as_published_and_the_summary_says_its_pr
 
 
 def test_trainium_figures_stand_as_published():
-    from workloads.planning.training import utilisation
+    from workloads.planning.training_layout import utilisation
 
     r = utilisation(CAT.types["trn1.32xlarge"], 70)  # Neuron compiles the graph: its rows stand as published
     assert r == est.utilisation_range(CAT.types["trn1.32xlarge"], 70, U)

@@ -13,7 +13,8 @@ from workloads import load, plan
 from workloads.catalog import load_catalog
 from workloads.planning import encoder, estimates as est
 from workloads.planning.parallelism import STATE_BYTES_PER_PARAM
-from workloads.planning.training import plan_training, trained_billion
+from workloads.planning.training import plan_training
+from workloads.planning.training_layout import trained_billion
 
 CAT = load_catalog()
 BERT_BASE = {"model.parameters_billion": "0.11", "model.framework": "pytorch", "model.architecture": None,

@@ -14,7 +14,7 @@ import pytest
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_utilisation
 from workloads.planning import estimates as est
-from workloads.planning.training import trained_billion
+from workloads.planning.training_layout import trained_billion
 
 from .conftest import ROOT
 

@@ -230,7 +230,7 @@ def test_a_missing_stack_names_the_deploy_for_this_workload_as_typed():
     endpoint), for the file and -c options the user typed, not the workload's name."""
     from types import SimpleNamespace
 
-    from workloads.commands.cli import not_deployed
+    from workloads.commands.estate_commands import not_deployed
 
     args = SimpleNamespace(workload="examples/churn.yaml", stage="", overrides={"training.max_hours": "4"})
     line = not_deployed(jobs.EstateNotDeployed("stack churn-NetworkStack is not deployed in us-east-1",

@@ -80,3 +80,25 @@ def test_no_module_imports_its_caller():
     for start in graph:
         visit(start, [start])
     assert not cycles, sorted(set(cycles))[:5]
+
+
+# Training planning by concept, each importing only those before it: capacity (how a type is sold, what to buy), the
+# model's layout and speed on a candidate's nodes, the candidates and their ranking, the chosen run's estimate, its
+# length and checkpoints; training.py joins them (plan_training).
+TRAINING_ORDER = ("capacity", "training_layout", "candidates", "training_estimate", "run_length", "training")
+MAX_MODULE_LINES = 500  # planning and commands are split by concept before a module grows past it
+
+
+def test_training_planning_is_split_by_concept_one_way():
+    graph = _imports()
+    names = [f"workloads.planning.{m}" for m in TRAINING_ORDER]
+    assert not [n for n in names if n not in graph], "a concept's module is missing"
+    wrong = [f"{a} imports {b}" for i, a in enumerate(names) for b in graph[a] if b in names[i + 1:]]
+    assert not wrong, wrong
+
+
+def test_no_planning_or_commands_module_is_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for group in ("planning", "commands")
+            for p in sorted((ROOT / "workloads" / group).glob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"split by concept: {long}"

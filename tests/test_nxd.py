@@ -19,7 +19,7 @@ from workloads.catalog import devices, load_catalog
 from workloads.planning import nxd
 from workloads.planning.parallelism import MEMORY_FRACTION
 from workloads.planning.train_commands import NXDT_SCRIPT, slurm_submit, tokens_dir
-from workloads.planning.training import trained_billion
+from workloads.planning.training_layout import trained_billion
 
 from .conftest import ROOT, VARIANTS
 

@@ -113,14 +113,14 @@ def test_the_planner_passes_the_models_kv_heads_to_its_layouts(itype, heads):
     """The layouts the planner derives from a config (its plan's, and each candidate's for its utilisation and
     refusals) carry the model's grouped-query key/value heads and never split a head, whatever attention_heads the
     config sets, from one node up."""
-    from workloads.planning.training import _choose_layout
+    from workloads.planning.training_layout import choose_layout
     from workloads.config.model import attention_heads, model_shape
 
     w = load("huge", {"training.instance_type": itype, **({"model.attention_heads": heads} if heads else {})})
     (query, _), usual_kv = attention_heads(w), model_shape(w)[2]
     tensor = set()
     for nodes in (1, 2, 4, 16):
-        spread = _choose_layout(w, _types()[itype], nodes)
+        spread = choose_layout(w, _types()[itype], nodes)
         if spread is None:
             continue
         assert spread.heads == query and spread.kv_heads == (usual_kv if query % usual_kv == 0 else query)
@@ -233,10 +233,10 @@ def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monke
 
     import torch
 
-    from workloads.planning.training import _choose_layout, trained_billion
+    from workloads.planning.training_layout import choose_layout, trained_billion
 
     w = load("huge", {"model.parameters_billion": str(billions)})
-    spread = next(s for n in (1, 2, 4, 8, 16) if (s := _choose_layout(w, _types()["p5.48xlarge"], n)) is not None)
+    spread = next(s for n in (1, 2, 4, 8, 16) if (s := choose_layout(w, _types()["p5.48xlarge"], n)) is not None)
     layout = tmp_path / "layout.json"
     layout.write_text(json.dumps(asdict(spread)))
     trainer = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
@@ -256,7 +256,8 @@ def test_the_trainer_builds_the_decoder_the_plan_sized(billions, tmp_path, monke
 def test_a_stated_size_the_shape_does_not_have_is_warned_and_the_plan_sizes_the_shape():
     """Issue 33 B2: 405B stated with Llama 3.1 70B's shape (about 69B): the plan sizes memory and time from what the
     trainer builds and says so, naming both sizes. Without model.layers the depth is fitted to the stated size."""
-    from workloads.planning.training import plan_training, trained_billion
+    from workloads.planning.training import plan_training
+    from workloads.planning.training_layout import trained_billion
 
     fitted = load("huge", {"model.parameters_billion": "405"})
     assert abs(trained_billion(fitted) / 405 - 1) < 0.02

@@ -8,7 +8,8 @@ import pytest
 from workloads import load, plan
 from workloads.planning import estimates as est
 from workloads.catalog import load_catalog
-from workloads.planning.training import measured_choice, tier_of
+from workloads.planning.training import tier_of
+from workloads.planning.training_estimate import measured_choice
 
 CAT = load_catalog()
 

@@ -57,7 +57,7 @@ def test_the_model_trained_on_the_cluster_is_the_model_served():
     """huge: train.py exports to /fsx/output/NAME, the FSx link writes it to models/NAME/, and the GPU kinds read
     exactly that key (the Neuron kind reads its compiled export beside it); the plan says so, step by step."""
     from workloads.planning import layout
-    from workloads.planning.training import FSX_OUTPUT_DIR
+    from workloads.planning.run_length import FSX_OUTPUT_DIR
 
     p = plan(load("huge"))
     export = p.training.parallelism.export_dir

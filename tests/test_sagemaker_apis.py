@@ -18,7 +18,7 @@ from tools.gen_sagemaker_apis import MODEL, render
 from workloads import ConfigError, load, plan
 from workloads.catalog import ML_PREFIX, load_catalog
 from workloads.catalog.sagemaker_apis import APIS, DATA, INFERENCE_API, ORCHESTRATOR_API
-from workloads.planning.training import TRAINING_CANDIDATES
+from workloads.planning.candidates import TRAINING_CANDIDATES
 
 CAT = load_catalog()
 
@@ -51,14 +51,15 @@ TIER_WORKLOADS = {
 @pytest.mark.parametrize("orchestrator", sorted(ORCHESTRATOR_API))
 @pytest.mark.parametrize("tier", sorted(TIER_WORKLOADS))
 def test_training_candidates_on_sagemaker_are_members_of_the_orchestrators_enum(tier, orchestrator):
-    from workloads.planning.training import _candidates, tier_of
+    from workloads.planning.candidates import costed_candidates
+    from workloads.planning.training import tier_of
 
     preset, overrides = TIER_WORKLOADS[tier]
     w = load(preset, {**overrides, "training.orchestrator": orchestrator, "training.instance_count": None,
                       "training.spot": False, "data.shared_home": False})
     assert tier_of(w) == tier
     flops = None if tier in ("xgboost", "scikit-learn") else 1e21
-    cands, skipped = _candidates(w, CAT, tier, orchestrator, flops)
+    cands, skipped = costed_candidates(w, CAT, tier, orchestrator, flops)
     api = ORCHESTRATOR_API[orchestrator]
     outside = [c.instance_type for c in cands if ML_PREFIX + c.instance_type not in enum(api)]
     assert not outside, f"{orchestrator} ranks types its {api} does not list"

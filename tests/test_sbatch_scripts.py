@@ -18,7 +18,7 @@ import pytest
 
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_software
-from workloads.planning.training import TORCHRUN_DEFAULT_SHUTDOWN_S
+from workloads.planning.run_length import TORCHRUN_DEFAULT_SHUTDOWN_S
 from workloads.planning.train_commands import EXAMPLES_ON_NODE
 
 from .conftest import ROOT, VARIANTS

@@ -13,7 +13,7 @@ from workloads.commands.context import read_context
 from workloads.errors import INFO, WARNING
 
 from workloads.catalog import load_catalog
-from workloads.planning.training import TRAINING_CANDIDATES
+from workloads.planning.candidates import TRAINING_CANDIDATES
 
 from .conftest import RESERVATION, TRN2
 from .conftest import TRN1 as TRN1_OVERRIDES

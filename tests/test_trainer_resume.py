@@ -19,7 +19,8 @@ import pytest
 from workloads import load, plan
 from workloads.planning import layout
 from workloads.planning.parallelism import RECOMPUTE_EFFICIENCY
-from workloads.planning.training import TORCHRUN_DEFAULT_SHUTDOWN_S, checkpoint_seconds, utilisation
+from workloads.planning.run_length import TORCHRUN_DEFAULT_SHUTDOWN_S, checkpoint_seconds
+from workloads.planning.training_layout import utilisation
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
 

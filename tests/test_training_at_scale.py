@@ -18,7 +18,7 @@ import pytest
 
 from workloads import load, plan
 from workloads.planning.parallelism import GLOBAL_BATCH_TOKENS, Parallelism, gib_per_rank, trainer_refusal
-from workloads.planning.training import CHECKPOINT_OVERHEAD, checkpoint_seconds
+from workloads.planning.run_length import CHECKPOINT_OVERHEAD, checkpoint_seconds
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
 
@@ -193,7 +193,7 @@ def test_a_sagemaker_plan_passes_its_checkpoint_cadence_from_each_nodes_own_volu
     step cost. A job's trainer writes to each node's /opt/ml/checkpoints (jobs.job_environment), its 1/nodes share
     of the checkpoint at the node volume's rate, whether FSx holds the data or not."""
     from workloads.commands.jobs import CHECKPOINT_LOCAL_PATH, job_environment
-    from workloads.planning.training import NODE_VOLUME_WRITE_MB_S
+    from workloads.planning.run_length import NODE_VOLUME_WRITE_MB_S
 
     p = plan(load(preset, overrides))
     t, lay = p.training, p.training.parallelism
@@ -208,10 +208,10 @@ def test_a_sagemaker_plan_passes_its_checkpoint_cadence_from_each_nodes_own_volu
 
 
 def test_a_plan_without_a_step_time_passes_the_trainers_own_cadence_not_0():
-    from workloads.planning.training import TRAINER_CHECKPOINT_EVERY, _checkpoint_cadence
+    from workloads.planning.run_length import TRAINER_CHECKPOINT_EVERY, checkpoint_cadence
 
     lay = _training().parallelism
     decisions: list[str] = []
     no_time = argparse.Namespace(hours=None)
-    out = _checkpoint_cadence(load("huge"), lay, None, no_time, decisions, 4)
+    out = checkpoint_cadence(load("huge"), lay, None, no_time, decisions, 4)
     assert out.checkpoint_every == TRAINER_CHECKPOINT_EVERY == 100 and "default" in decisions[-1]

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from . import layout
 from .contracts import proof_key
+from .run_length import FSX_OUTPUT_DIR
 from .serving import InferencePlan
-from .training import FSX_OUTPUT_DIR, TrainingPlan
+from .training import TrainingPlan
 
 BUCKET = "{bucket}"  # where `put` names the dataset bucket (known only at deploy time)
 

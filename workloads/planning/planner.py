@@ -18,7 +18,8 @@ from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
 from .hosts import host_findings
 from .serving import TRAINING_ONLY, InferencePlan, plan_inference
-from .training import TrainingPlan, calibration_lines, plan_training
+from .training import TrainingPlan, plan_training
+from .training_estimate import calibration_lines
 
 
 @dataclass(frozen=True)
