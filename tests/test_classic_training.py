@@ -25,7 +25,9 @@ CAT = load_catalog()
 def test_every_cpu_family_is_a_candidate_unless_a_sourced_reason_excludes_it(framework):
     t = plan_training(load("small", {"model.framework": framework}), CAT)
     costed = {c.instance_type for c in t.candidates}
-    sagemaker = classic.sagemaker_training_types()
+    from workloads.catalog.sagemaker_apis import load_sagemaker_apis
+
+    sagemaker = {ML_PREFIX + n for n in load_sagemaker_apis().types["TrainingInstanceType"]}
     for itype in (x for x in CAT.types.values() if x.accelerator is None):
         excluded = classic.exclusions().get(itype.family)
         if excluded is not None:

@@ -1,9 +1,9 @@
 """Classic ML (XGBoost, scikit-learn) training: which CPU types are candidates.
 
 Every CPU type of the catalog is a candidate for both frameworks unless a sourced reason excludes it: a family listed
-in catalog/classic.yaml (burstable T3), or a SageMaker job on a type SageMaker does not train on (botocore's sagemaker
-service model, TrainingInstanceType). The ranking (cheapest per hour that holds the data) picks among them, so a team
-limited to c5 trains on c5. Pure Python: botocore's model is read as data, never a client.
+in catalog/classic.yaml (burstable T3). The orchestrator's SageMaker API then skips the types its enum leaves out, as
+for every candidate (training._eligible, catalog/sagemaker_apis.py). The ranking (cheapest per hour that holds the
+data) picks among them, so a team limited to c5 trains on c5. Pure Python.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..catalog import ML_PREFIX, Catalog
+from ..catalog import Catalog
 from ..packaged import read_packaged_yaml
 
 
@@ -34,25 +34,13 @@ def exclusions() -> dict[str, Exclusion]:
     return out
 
 
-@cache
-def sagemaker_training_types() -> frozenset[str]:
-    """ml. types a SageMaker training job takes: the TrainingInstanceType enum of botocore's sagemaker model."""
-    import botocore.loaders
-
-    model = botocore.loaders.Loader().load_service_model("sagemaker", "service-2")
-    return frozenset(model["shapes"]["TrainingInstanceType"]["enum"])
-
-
-def candidates(cat: Catalog, orchestrator: str) -> tuple[list[str], list[str]]:
+def candidates(cat: Catalog) -> tuple[list[str], list[str]]:
     """(CPU types to cost, `name: why not` for the CPU types a sourced reason excludes), smallest first by family."""
     names, skipped = [], []
     cpu = sorted((t for t in cat.types.values() if t.accelerator is None), key=lambda t: (t.family, t.vcpus))
     for t in cpu:
         if (e := exclusions().get(t.family)) is not None:
             skipped.append(f"{t.name}: {e.why} [{e.source}]")
-        elif orchestrator == "sagemaker-jobs" and ML_PREFIX + t.name not in sagemaker_training_types():
-            skipped.append(f"{t.name}: not a SageMaker training instance type (botocore sagemaker "
-                           "TrainingInstanceType)")
         else:
             names.append(t.name)
     return names, skipped

@@ -422,7 +422,7 @@ def _pick(cands: list[Candidate], max_hours: float | None = None) -> Candidate:
 def _candidates(w: Workload, cat: Catalog, tier: str, orchestrator: str,
                 flops: float | None) -> tuple[list[Candidate], list[str]]:
     """Every eligible type of the tier (plus the config's own choice), costed side by side."""
-    names = classic_types.candidates(cat, orchestrator)[0] if tier in CLASSIC_ML else list(TRAINING_CANDIDATES[tier])
+    names = classic_types.candidates(cat)[0] if tier in CLASSIC_ML else list(TRAINING_CANDIDATES[tier])
     if w.training.instance_type and w.training.instance_type not in names:
         names.insert(0, w.training.instance_type)
     cands, skipped = [], []
@@ -553,7 +553,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     chosen = _choose(w, cands, skipped, decisions, findings, allowed=cat.allowed_families)
     if skipped:
         decisions.append("not considered: " + "; ".join(skipped))
-    if classic and (excluded := classic_types.candidates(cat, orchestrator)[1]):
+    if classic and (excluded := classic_types.candidates(cat)[1]):
         decisions.append("not candidates: " + "; ".join(excluded))
     itype, count = cat.types[chosen.instance_type], chosen.count
 
