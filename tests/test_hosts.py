@@ -242,6 +242,12 @@ def test_the_plan_says_the_batch_drains_through_the_async_endpoint_and_why(prese
                  "CUDA 12 image"):
         assert said in warned.message, said
     assert p.to_dict()["inference"]["batch"]["serving"]["drain"] == "async"
+    # The runs are priced on the fleet that serves them: the async endpoint's, scaled out to its maximum.
+    queue, run = p.inference["async"], batch.batch_run
+    hours = run.records / (queue.requests_per_second_per_instance * queue.max_instances) / 3600
+    assert run.usd == pytest.approx((hours + run.startup_s / 3600) * queue.usd_per_hour_max, rel=1e-3)
+    assert queue.instance_type in run.basis and "async endpoint" in run.basis
+    assert f"batch drained through the async endpoint on {queue.instance_type}" in " ".join(p.path)
 
 
 def test_without_an_async_endpoint_the_llm_batch_is_a_warning_that_names_the_way():

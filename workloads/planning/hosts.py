@@ -99,7 +99,23 @@ def drain_route(inference: dict) -> dict:
     driver = driver_of(ami) if ami else None
     if driver is None or not runs_on(queue.serving.container, driver):
         return inference
-    return {**inference, "batch": replace(batch, serving=replace(batch.serving, drain="async"))}
+    return {**inference, "batch": replace(batch, serving=replace(batch.serving, drain="async"),
+                                          batch_run=_drained_run(batch.batch_run, queue))}
+
+
+def _drained_run(run, queue):
+    """The scheduled run as the async endpoint serves it: the same records at its instances' rate, on as many as it
+    scales out to on the backlog (max_instances), at its price; the start-up stays the model's download and load."""
+    if run is None or not queue.max_instances or not queue.requests_per_second_per_instance:
+        return run
+    n, rps = queue.max_instances, queue.requests_per_second_per_instance
+    hourly = queue.usd_per_hour_max / n
+    hours = run.records / (rps * n) / 3600
+    usd = (hours + run.startup_s / 3600) * hourly * n
+    basis = (f"drained through the async endpoint: {run.records:,} records at {rps:.3g} requests/s on up to {n} x "
+             f"{queue.instance_type} (scaled out on the backlog): {hours * 3600:,.0f} s plus {run.startup_s:.0f} s "
+             f"start-up at ${hourly:g}/h each (SageMaker on-demand); {run.runs_per_month:.1f} runs a month")
+    return replace(run, hours=round(hours, 3), usd=round(usd, 4), basis=basis)
 
 
 def host_findings(inference: dict) -> tuple[Finding, ...]:
