@@ -11,6 +11,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from constructs_lib.endpoints.artifact_check import ArtifactCheck
+from constructs_lib.endpoints.async_drain import ScheduledAsyncDrain
 from constructs_lib.endpoints.async_endpoint import AsyncEndpoint
 from constructs_lib.endpoints.batch_transform import ScheduledBatchTransform
 from constructs_lib.endpoints.inference_component import CopyFleet
@@ -120,11 +121,21 @@ class InferenceStack(EstateStack):
             bucket=self._bucket, input_prefix=layout.ASYNC_INPUT, output_prefix=layout.ASYNC_OUTPUT,
             failure_prefix=layout.ASYNC_FAILURE, key=self._key, volume_key=self._volume_key(p), startup=p.startup,
             inference_ami_version=p.serving.inference_ami_version)
+        self._async_endpoint, self._async_role = endpoint, model.role  # a drained batch sends its requests here
         cdk.CfnOutput(self, "AsyncEndpointName", value=endpoint.endpoint_name)
         self._watch("async", endpoint.endpoint_name, p)
         cdk.CfnOutput(self, "AsyncInputPrefix", value=layout.ASYNC_INPUT)
 
     def _batch(self, p: InferencePlan) -> None:
+        if p.serving.drain == "async":  # no transform host runs the image: the async endpoint's does (hosts.py)
+            drain = ScheduledAsyncDrain(
+                self, "BatchDrain", endpoint_name=self._async_endpoint.endpoint_name,
+                endpoint_arn=self._async_endpoint.endpoint.ref, model_role=self._async_role, bucket=self._bucket,
+                input_prefix=layout.BATCH_INPUT, content_type=p.serving.request.content_type,
+                accept=p.serving.request.accept, schedule=p.schedule, logs_key=self._logs_key)
+            cdk.CfnOutput(self, "BatchStateMachineArn", value=drain.state_machine.state_machine_arn)
+            self._batch_runs = drain.state_machine.state_machine_arn
+            return
         model = self._model("BatchModel", p)
         batch = ScheduledBatchTransform(
             self, "Batch", model_name=model.model_name, model_arn=model.model_arn, model_role=model.role, instance_type=p.instance_type,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -34,9 +35,9 @@ VISION = str(ROOT / "examples" / "workloads" / "vision-classifier.yaml")
 CASES = {**{name: VARIANTS[name] for name in ("small", "intermediate", "huge", "small-all-kinds")},
          **{p.stem: (str(p), None) for p in EXAMPLES},
          "vision-gpu-batch": (VISION, {"inference.batch": '{"instance_type": "ml.g5.xlarge"}'})}
-# LLM batch on a GPU: the vLLM DLC is CUDA 13.0 and transform hosts stop at driver 535. The plan warns (host_problem);
-# nothing here runs that batch elsewhere yet, so the transform job these presets synthesize cannot start.
-CANNOT_START_YET = {"intermediate", "huge"}
+# LLM batch on a GPU: the vLLM DLC is CUDA 13.0 and transform hosts stop at driver 535, so these presets' nightly
+# batch drains through their async endpoint (driver 580) instead of a transform job (hosts.drain_route).
+DRAINED = {"intermediate", "huge"}
 
 
 @cache
@@ -154,10 +155,7 @@ def test_every_endpoint_config_hosts_its_image_on_a_driver_that_runs_it(synth, c
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_transform_job_hosts_its_image_on_a_driver_that_runs_it(synth, case, request):
-    if case in CANNOT_START_YET:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="LLM batch on GPU: the vLLM DLC is CUDA 13.0 and "
-                                              "transform hosts offer drivers 470/535; the plan warns"))
+def test_every_transform_job_hosts_its_image_on_a_driver_that_runs_it(synth, case):
     template = _template(synth, case)
     images = _images(template)
     problems = [f"{model}: {_container(images[model])} (CUDA {hosts.image_cuda(_container(images[model]))}) on "
@@ -186,13 +184,87 @@ def test_a_cpu_transform_job_names_no_gpu_host(synth):
     assert jobs and all(ami is None for _, _, ami in jobs)
 
 
-@pytest.mark.parametrize("preset", sorted(CANNOT_START_YET))
-def test_an_llm_batch_on_a_gpu_is_a_warning_that_names_the_drivers(preset):
+def _drains(template: dict) -> list[tuple[str, str]]:
+    """(endpoint logical ID, S3 prefix) of every scheduled run that sends a prefix's objects to InvokeEndpointAsync."""
+    out = []
+    for r in template["Resources"].values():
+        if r["Type"] != "AWS::StepFunctions::StateMachine":
+            continue
+        definition, parts = _definition(r)
+        for state in definition["States"].values():
+            processor = state.get("ItemProcessor", {}).get("States", {})
+            for inner in processor.values():
+                if inner.get("Resource", "").endswith(":states:::aws-sdk:sagemakerruntime:invokeEndpointAsync"):
+                    endpoint = parts[int(inner["Parameters"]["EndpointName"].removeprefix("TOKEN"))]["Fn::GetAtt"][0]
+                    assert "$.Key" in inner["Parameters"]["InputLocation.$"]  # the listed object is the request
+                    reader = state["ItemReader"]
+                    assert reader["Resource"].endswith(":states:::s3:listObjectsV2")
+                    out.append((endpoint, reader["Parameters"]["Prefix"]))
+    return out
+
+
+@pytest.mark.parametrize("preset", sorted(DRAINED))
+def test_an_llm_batch_on_a_gpu_drains_through_the_async_endpoint_whose_host_runs_it(synth, preset):
+    """Before: a transform job of the CUDA 13 vLLM DLC on SageMaker's default transform host, which could not start.
+    Now no transform job: the schedule starts a Distributed Map over batch/input/ that queues each object on the async
+    endpoint, whose endpoint config names a host AMI whose driver runs the image."""
+    template = synth(preset).templates["InferenceStack"]
+    assert not _transform_jobs(template)
+    (endpoint, prefix), = _drains(template)
+    assert prefix == "inference/batch/input/"
+    config = template["Resources"][endpoint]["Properties"]["EndpointConfigName"]["Fn::GetAtt"][0]
+    variant, = template["Resources"][config]["Properties"]["ProductionVariants"]
+    model = template["Resources"][variant["ModelName"]["Fn::GetAtt"][0]]["Properties"]["PrimaryContainer"]["Image"]
+    assert _container(model) == "vllm" and _runs("vllm", variant["InferenceAmiVersion"])
+    assert "AsyncInferenceConfig" in template["Resources"][config]["Properties"]
+    # The endpoint reads each request as its model's role: that role may get the batch prefix's objects.
+    role = template["Resources"][variant["ModelName"]["Fn::GetAtt"][0]]["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    reads = [st for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+             and {"Ref": role} in r["Properties"]["Roles"] for st in r["Properties"]["PolicyDocument"]["Statement"]
+             if st["Action"] == "s3:GetObject" and "/inference/batch/input/*" in json.dumps(st["Resource"])]
+    assert reads
+    schedule, = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"]
+    assert schedule["ScheduleExpression"] == load(preset).inference.batch.schedule
+    policies = json.dumps([r["Properties"]["PolicyDocument"] for r in template["Resources"].values()
+                           if r["Type"] == "AWS::IAM::Policy"])
+    assert '"Action": "sagemaker:InvokeEndpointAsync", "Effect": "Allow", "Resource": {"Ref": "%s"}' % endpoint \
+        in policies
+
+
+@pytest.mark.parametrize("preset", sorted(DRAINED))
+def test_the_plan_says_the_batch_drains_through_the_async_endpoint_and_why(preset):
     p = plan(load(preset))
     batch = p.inference["batch"]
-    assert batch.serving.container == "vllm" and batch.serving.transform_ami_version is None
-    warned = [f for f in p.warnings if f.field == "inference.batch.instance_type"]
-    assert warned and "580" in warned[0].message and "470/535" in warned[0].message
+    assert batch.serving.container == "vllm" and batch.serving.drain == "async"
+    assert batch.serving.transform_ami_version is None
+    warned, = [f for f in p.warnings if f.field == "inference.batch.instance_type"]
+    for said in ("580", "470/535", "InvokeEndpointAsync", p.inference["async"].instance_type, "Processing job",
+                 "CUDA 12 image"):
+        assert said in warned.message, said
+    assert p.to_dict()["inference"]["batch"]["serving"]["drain"] == "async"
+    # The runs are priced on the fleet that serves them: the async endpoint's, scaled out to its maximum.
+    queue, run = p.inference["async"], batch.batch_run
+    hours = run.records / (queue.requests_per_second_per_instance * queue.max_instances) / 3600
+    assert run.usd == pytest.approx((hours + run.startup_s / 3600) * queue.usd_per_hour_max, rel=1e-3)
+    assert queue.instance_type in run.basis and "async endpoint" in run.basis
+    assert f"batch drained through the async endpoint on {queue.instance_type}" in " ".join(p.path)
+
+
+def test_without_an_async_endpoint_the_llm_batch_is_a_warning_that_names_the_way():
+    """No async endpoint to drain through: nothing runs the batch, and the plan says to add one."""
+    p = plan(load("huge", {"inference.async": "null"}))
+    assert p.inference["batch"].serving.drain == "" and "async" not in p.inference
+    warned, = [f for f in p.warnings if f.field == "inference.batch.instance_type"]
+    assert "cannot start" in warned.message and "Add inference.async" in warned.message
+
+
+def test_no_drain_where_the_async_endpoint_runs_another_container():
+    planned = plan(load("huge")).inference
+    undrained = {**planned, "batch": replace(planned["batch"], serving=replace(planned["batch"].serving, drain=""))}
+    assert hosts.drain_route(undrained)["batch"].serving.drain == "async"
+    other = {**undrained, "async": replace(planned["async"], serving=replace(planned["async"].serving,
+                                                                             container="ray-serve"))}
+    assert hosts.drain_route(other)["batch"].serving.drain == ""
 
 
 def test_a_container_no_transform_host_runs_is_refused_for_a_non_llm_gpu_batch(monkeypatch):

@@ -134,16 +134,24 @@ class ScheduledBatchTransform(Construct):
             "Transform job names are made per execution (batch-<execution name>), so the job ARN is a prefix "
             "wildcard in this account and region; the '*' statements are CloudWatch Logs delivery, X-Ray and "
             "sagemaker:ListTags, which Step Functions needs for logging and tracing and which take no resource ARN."))
-        # Only this account's schedules may assume it (EventBridge Scheduler User Guide, "Set up the execution
-        # role": the trust policy's aws:SourceAccount condition, against the confused deputy).
-        self.schedule_role = iam.Role(
-            self, "ScheduleRole", description="Starts the batch transform state machine on its schedule",
-            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com", conditions={
-                "StringEquals": {"aws:SourceAccount": Stack.of(self).account}}))
-        self.state_machine.grant_start_execution(self.schedule_role)
-        self.schedule = scheduler.CfnSchedule(
-            self, "Schedule", schedule_expression=schedule,
-            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-            target=scheduler.CfnSchedule.TargetProperty(arn=self.state_machine.state_machine_arn,
-                                                        role_arn=self.schedule_role.role_arn, input="{}"),
-        )
+        self.schedule_role, self.schedule = start_on_schedule(
+            self, self.state_machine, schedule=schedule,
+            description="Starts the batch transform state machine on its schedule")
+
+
+def start_on_schedule(scope: Construct, state_machine: sfn.StateMachine, *,
+                      schedule: str, description: str) -> tuple[iam.Role, scheduler.CfnSchedule]:
+    """An EventBridge Scheduler schedule that starts `state_machine`, with a role only it can start and only this
+    account's schedules may assume (EventBridge Scheduler User Guide, "Set up the execution role": the trust
+    policy's aws:SourceAccount condition, against the confused deputy)."""
+    role = iam.Role(
+        scope, "ScheduleRole", description=description,
+        assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com", conditions={
+            "StringEquals": {"aws:SourceAccount": Stack.of(scope).account}}))
+    state_machine.grant_start_execution(role)
+    return role, scheduler.CfnSchedule(
+        scope, "Schedule", schedule_expression=schedule,
+        flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+        target=scheduler.CfnSchedule.TargetProperty(arn=state_machine.state_machine_arn, role_arn=role.role_arn,
+                                                    input="{}"),
+    )

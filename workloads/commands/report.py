@@ -247,7 +247,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
     lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
     for ip in p.inference.values():
-        if ip.kind == "batch":
+        if ip.kind == "batch" and ip.serving is not None and ip.serving.drain == "async":
+            what = "drained through the async endpoint" + (f", {ip.schedule}" if ip.schedule else "")
+        elif ip.kind == "batch":
             what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")
         elif ip.instance_type:
             what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"

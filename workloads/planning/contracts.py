@@ -240,6 +240,9 @@ class ServingPlan:
     inference_ami_version: str | None = None  # the endpoint variant's host AMI (None: SageMaker's default)
     transform_ami_version: str | None = None  # the transform job's host AMI (None: SageMaker's default)
     host_problem: str = ""  # why no host runs this container here ('' : one does)
+    # Batch only: "async" where the scheduled run sends the batch prefix's requests to the async endpoint, whose host
+    # runs the image, instead of a transform job, whose hosts do not (hosts.drain_route); "": a transform job.
+    drain: str = ""
 
 
 def kv_bytes_per_token(w: Workload) -> int:

@@ -8,7 +8,7 @@ transform). SageMaker's default host AMI documents no driver, so every GPU endpo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -79,21 +79,73 @@ def no_transform_host(container: str, title: str) -> str:
             f"transform hosts (TransformAmiVersion) offer drivers {drivers} only")
 
 
+DRAIN_SOURCE = ("SageMaker Developer Guide, Asynchronous inference <https://docs.aws.amazon.com/sagemaker/latest/dg/"
+                "async-inference.html>; SageMaker Runtime API Reference, InvokeEndpointAsync (InputLocation: one "
+                "request object); Step Functions Developer Guide, Distributed Map and ItemReader (s3:listObjectsV2), AWS "
+                "SDK service integrations; DLC data (catalog/hosts.yaml): every supported LLM server image (vLLM v2.x, "
+                "SGLang, LMI 25+) is CUDA 13.0; SageMaker Processing (ProcessingClusterConfig) offers no host AMI choice "
+                "and documents no driver")
+
+
+def drain_route(inference: dict) -> dict:
+    """The batch plan's route where no transform host runs its GPU image but the async endpoint's host does: the
+    scheduled run sends each object under the batch prefix to the async endpoint (InvokeEndpointAsync), which scales
+    from zero on the backlog. Returns `inference` with the batch's serving plan marked (drain "async")."""
+    batch, queue = inference.get("batch"), inference.get("async")
+    if batch is None or batch.serving is None or not batch.serving.host_problem or queue is None \
+            or queue.serving is None or queue.serving.container != batch.serving.container:
+        return inference
+    ami = queue.serving.inference_ami_version
+    driver = driver_of(ami) if ami else None
+    if driver is None or not runs_on(queue.serving.container, driver):
+        return inference
+    return {**inference, "batch": replace(batch, serving=replace(batch.serving, drain="async"),
+                                          batch_run=_drained_run(batch.batch_run, queue))}
+
+
+def _drained_run(run, queue):
+    """The scheduled run as the async endpoint serves it: the same records at its instances' rate, on as many as it
+    scales out to on the backlog (max_instances), at its price; the start-up stays the model's download and load."""
+    if run is None or not queue.max_instances or not queue.requests_per_second_per_instance:
+        return run
+    n, rps = queue.max_instances, queue.requests_per_second_per_instance
+    hourly = queue.usd_per_hour_max / n
+    hours = run.records / (rps * n) / 3600
+    usd = (hours + run.startup_s / 3600) * hourly * n
+    basis = (f"drained through the async endpoint: {run.records:,} records at {rps:.3g} requests/s on up to {n} x "
+             f"{queue.instance_type} (scaled out on the backlog): {hours * 3600:,.0f} s plus {run.startup_s:.0f} s "
+             f"start-up at ${hourly:g}/h each (SageMaker on-demand); {run.runs_per_month:.1f} runs a month")
+    return replace(run, hours=round(hours, 3), usd=round(usd, 4), basis=basis)
+
+
 def host_findings(inference: dict) -> tuple[Finding, ...]:
     """A WARNING for each kind whose container no host here runs (today: an LLM's GPU batch transform on the CUDA 13
-    vLLM DLC). The way an expert takes instead is stated; the plan does not pretend the nightly job starts."""
+    vLLM DLC), saying the route taken: the async endpoint drains the batch prefix where the workload has one (its
+    host AMI's driver runs the image), else nothing starts and the plan says how to get one."""
     out = []
     for kind, ip in inference.items():
         problem = ip.serving.host_problem if ip.serving else ""
-        if problem:
-            out.append(Finding(
-                WARNING, f"inference.{kind}.instance_type", ip.instance_type,
-                f"the scheduled transform job cannot start: {problem}. AWS's CUDA 12 builds of the vLLM DLC (v1.0-v1.4, "
-                "CUDA 12.9.1) are past support (AWS supports only the latest vLLM release; every build since v2.0 is "
-                "CUDA 13.0). Send the batch's requests to the async endpoint instead (inference.async: its hosts run "
-                "driver 580)",
-                source="NVIDIA CUDA Compatibility, Minor Version Compatibility "
-                       "<https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html>; SageMaker "
-                       "API Reference, TransformResources <https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
-                       "API_TransformResources.html>"))
+        if not problem:
+            continue
+        if ip.serving.drain == "async":
+            queue = inference["async"]
+            message = (f"no transform job: {problem}. The scheduled run drains the batch prefix through the async "
+                       f"endpoint instead ({queue.instance_type}, {queue.serving.inference_ami_version}, driver "
+                       f"{driver_of(queue.serving.inference_ami_version)}): a Step Functions Distributed Map lists "
+                       "batch/input/ and sends each object to InvokeEndpointAsync as one request (one JSON document "
+                       "an object, not JSON Lines); outputs land under the async endpoint's output prefix, named in "
+                       f"each response's OutputLocation, and {kind}.instance_type is not used. Chosen over a CUDA 12 "
+                       "image (none of AWS's LLM server images in support is CUDA 12) and a Processing job (no host "
+                       "AMI choice, no documented driver)")
+        else:
+            message = (f"the scheduled transform job cannot start: {problem}. AWS's CUDA 12 builds of the vLLM DLC "
+                       "(v1.0-v1.4, CUDA 12.9.1) are past support (AWS supports only the latest vLLM release; every "
+                       "build since v2.0 is CUDA 13.0). Add inference.async: the batch prefix is then drained through "
+                       "the async endpoint, whose hosts run driver 580")
+        out.append(Finding(
+            WARNING, f"inference.{kind}.instance_type", ip.instance_type, message,
+            source="NVIDIA CUDA Compatibility, Minor Version Compatibility "
+                   "<https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html>; SageMaker "
+                   "API Reference, TransformResources <https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
+                   "API_TransformResources.html>; " + DRAIN_SOURCE))
     return tuple(out)

@@ -110,6 +110,8 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
         compiled = " (the Neuron export of it: see the serving contract)" if ip.serving.container == "vllm-neuronx" \
             else ""
         how = "served serverless by" if kind == "serverless" else f"served {kind} on {where} by"
+        if ip.serving.drain == "async":  # no transform host runs the image (hosts.drain_route)
+            how = f"batch drained through the async endpoint on {inference['async'].instance_type} by"
         lines.append(f"{how} {ip.serving.container_title}, reading "
                      f"s3://<DatasetBucketName>/{ip.serving.artifact_key}{compiled}")
     if not inference:

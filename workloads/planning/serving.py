@@ -16,7 +16,7 @@ from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Work
 from ..errors import ConfigError
 from ..config.schedules import runs_per_month
 from . import estimates as est
-from . import speed
+from . import hosts, speed
 from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
@@ -322,7 +322,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             candidates=table, batch_run=run, price_note=price.label, **fleet,
         )
     _one_layout_per_key(out)
-    return dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0])))
+    return hosts.drain_route(dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0]))))
 
 
 def _usd_per_million(kind: str, w: Workload, hourly: float, rps: float, lo: int, needed: int) -> float:
