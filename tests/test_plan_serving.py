@@ -52,7 +52,7 @@ def test_the_table_shows_the_runners_up_and_why_they_lost():
     assert any(c.why.startswith("misses the target") for c in losers)  # too slow at one request
     assert any("more $/h at the peak" in c.why for c in losers)
     assert all(c.usd_per_hour_at_peak >= chosen[0].usd_per_hour_at_peak for c in losers if c.meets)
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "intermediate",
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "intermediate", "--full",
                           *[f"-c{k}={v}" for k, v in SEVEN_B.items()]], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert "realtime: serving candidates" in out and "more $/h at the peak" in out
@@ -86,10 +86,11 @@ def test_70b_on_inf2_uses_all_24_neuron_cores():
 
 
 def test_the_batch_job_runs_the_concurrency_it_is_priced_at():
-    b = plan(load("huge")).inference["batch"]
+    # (a transform job: huge's GPU LLM batch drains through its async endpoint instead, tests/test_hosts.py)
+    b = plan(load("small")).inference["batch"]
     assert b.max_concurrent_transforms == b.concurrency
     assert b.batch_run.hours == pytest.approx(b.batch_run.records / (b.requests_per_second_per_instance
-                                                                      * b.max_instances) / 3600, rel=1e-2)
+                                                                      * b.max_instances) / 3600, rel=1e-2, abs=1e-3)
 
 
 @pytest.mark.parametrize("schedule, runs", [("cron(0 2 * * ? *)", 365 / 12), ("cron(0 3 ? * SUN *)", 365 / 12 / 7),
@@ -190,7 +191,7 @@ def test_kinds_follow_the_traffic(overrides, kind):
 
 @pytest.mark.parametrize("workload", ["small", "intermediate", "huge"])
 def test_the_plan_cites_no_source_users_cannot_read(workload):
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", workload], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", workload, "--full"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert "seeds" not in out
 
@@ -237,7 +238,7 @@ def test_plan_shows_cost_per_kind():
     s = plan(load("small")).inference["serverless"]
     # 2 GB at the model's own time (the measured XGBoost serving path, catalog/serving.yaml), not the 0.5 s default.
     assert s.instance_type is None and s.usd_per_million == pytest.approx(2 * 0.00175 * 0.00002 * 1e6, abs=0.01)
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "small", "--full"], cwd=ROOT, capture_output=True, text=True)
     assert "$ per million requests" in out.stdout and "req/s/instance" in out.stdout and "at the stated" in out.stdout
 
 

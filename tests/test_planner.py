@@ -37,7 +37,7 @@ def test_plan_json_has_the_interface_fields():
 
 def test_plan_table_is_readable():
     """Its speed is measured by tools/bench_plan.py, not asserted here: a shared machine's load fails a timing."""
-    out = _cli("plan", "huge")
+    out = _cli("plan", "huge", "--full")
     assert out.returncode == 0, out.stderr
     t = plan(load("huge")).training
     for text in (f"{t.instance_type} x 16", f"software: {t.software.name.split(' (')[0]}", "Training candidates",

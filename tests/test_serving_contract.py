@@ -189,7 +189,7 @@ def test_the_plan_shows_container_artifact_and_environment_per_kind():
     p = plan(load("huge"))
     for kind, ip in p.inference.items():
         assert ip.serving and ip.serving.container and ip.serving.artifact_key and ip.serving.environment, kind
-    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--full"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     tp = p.inference["realtime"].serving.tensor_parallel
     assert "Serving contract" in out and f"SM_ON_TENSOR_PARALLEL_SIZE={tp}" in out and "optimum-cli export neuron" in out
