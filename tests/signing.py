@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,9 @@ def _gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
 def make_keys(root: Path) -> Keys:
     if not shutil.which("gpg") or not shutil.which("gpgv"):
         pytest.skip("gpg and gpgv are needed to make and check real signatures")
-    keys = Keys(root)
+    # gpg-agent's socket lives in the home: under pytest-xdist tmp_path is too long for a Unix socket (108 bytes), so
+    # the homes go in a short folder of their own (`root` is kept for the caller's files).
+    keys = Keys(Path(tempfile.mkdtemp(prefix="gpg-", dir="/tmp")))
     for who in ("pinned", "extra"):
         keys.home(who).mkdir(mode=0o700, parents=True)
         _gpg(keys.home(who), "--quick-gen-key", f"{who} <{who}@example.com>", "ed25519", "sign", "never")
@@ -59,6 +62,7 @@ def stop_agents(keys: Keys) -> None:
     for who in ("pinned", "extra"):
         subprocess.run(["gpgconf", "--homedir", str(keys.home(who)), "--kill", "gpg-agent"], capture_output=True,
                        env={**os.environ})
+    shutil.rmtree(keys.root, ignore_errors=True)
 
 
 def curl_on_path(bin_dir: Path) -> None:

@@ -64,7 +64,9 @@ def test_make_emulator_runs_the_commands_as_the_readme_shows():
         env = _clean_env(**exports)
         # The commands it prints are the ones run: what the user pastes is what is tested.
         # (The plan above them prints its promote command with <placeholders>, on a line of its own: not one to paste.)
-        printed = [line.split("#")[0].split()[3:] for line in seen
+        # (The short plan's own Next commands come before the emulator's exports: they are tested with the plan.)
+        first_export = next(i for i, line in enumerate(seen) if line.startswith("export "))
+        printed = [line.split("#")[0].split()[3:] for line in seen[first_export:]
                    if line.strip().startswith("python -m workloads ") and "<" not in line]
         expected = {"invoke": "realtime endpoint ", "submit": "training job small-train-",
                     "process": "processing job small-process-"}

@@ -52,7 +52,7 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     assert set(reports) == set(s.templates)
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert reports["DataStack"].outputs["DatasetBucketName"]
-    assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == "ml.inf2.48xlarge"
+    assert reports["InferenceStack"].outputs["RealtimeInstanceType"] == plan(load("huge")).inference["realtime"].instance_type
     assert reports["TrainStack"].outputs["Cluster"] == f"16 x {plan(load('huge')).training.instance_type} (slurm)"
     skipped = {t for r in reports.values() for t in r.skipped.values()}
     assert skipped <= KNOWN_SKIPPED, skipped - KNOWN_SKIPPED
@@ -60,4 +60,4 @@ def test_deploy_all_stacks_to_the_emulator(synth):
     ours = [sn for sn in subnets if not sn.get("DefaultForAz")]
     # Public and private subnets in the training zone (us-east-2b) and the hosted endpoints' second zone.
     assert len(ours) == 4 and {sn["AvailabilityZone"] for sn in ours} == {"us-east-2b", "us-east-2a"}
-    assert config["ProductionVariants"][0]["InstanceType"] == "ml.inf2.48xlarge"
+    assert config["ProductionVariants"][0]["InstanceType"] == plan(load("huge")).inference["realtime"].instance_type
