@@ -58,6 +58,12 @@ def make_keys(root: Path) -> Keys:
     return keys
 
 
+def short_tmpdir() -> str:
+    """A TMPDIR for the bake's shell: its mktemp'd gpg homes hold gpg-agent's socket, whose path must stay under a
+    Unix socket's 108 bytes (pytest-xdist's tmp_path does not)."""
+    return tempfile.mkdtemp(prefix="bake-", dir="/tmp")
+
+
 def stop_agents(keys: Keys) -> None:
     for who in ("pinned", "extra"):
         subprocess.run(["gpgconf", "--homedir", str(keys.home(who)), "--kill", "gpg-agent"], capture_output=True,

@@ -21,7 +21,7 @@ from workloads.catalog import load_software
 from workloads.planning.monitoring import metric_facts, training_alarms
 
 from .conftest import VARIANTS
-from .signing import curl_on_path, make_keys, stop_agents
+from .signing import curl_on_path, make_keys, short_tmpdir, stop_agents
 from .test_node_boot_contract import LUSTRE, STUBS, _slurmd_would_start, shellcheck
 
 FACTS = metric_facts()["metrics"]
@@ -205,7 +205,7 @@ def _bake(tmp_path, kind: str, keys, monkeypatch, *, key_file=("pinned",), signe
     keys.key_file(state / "amazon-cloudwatch-agent.gpg", *key_file)
     (state / "amazon-cloudwatch-agent.deb").write_bytes(b"a package")
     keys.sign(signer, state / "amazon-cloudwatch-agent.deb")
-    env = {"PATH": f"{stubs}:/usr/bin:/bin", "SERVE": str(state), "TMPDIR": str(tmp_path)}
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "SERVE": str(state), "TMPDIR": short_tmpdir()}
     run = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], capture_output=True, text=True, env=env,
                          timeout=60)
 

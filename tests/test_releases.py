@@ -21,7 +21,7 @@ from workloads.commands import dlami
 from workloads.catalog import load_software
 
 from .conftest import VARIANTS
-from .signing import curl_on_path, make_keys, stop_agents
+from .signing import curl_on_path, make_keys, short_tmpdir, stop_agents
 from .test_artifact_check import _Replies
 from .test_preflight import images
 from .test_runtime_contract import world_of
@@ -226,7 +226,7 @@ def _run_pcs_step(tmp_path, keys, monkeypatch, *, key_file: tuple[str, ...] = ("
     (tmp_path / "etc" / "profile.d").mkdir()
     script = script.split("# check:")[0]  # the step's work; its check needs a real node
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
-                         env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": str(tmp_path)})
+                         env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": short_tmpdir()})
     return {"rc": run.returncode, "stderr": run.stderr, "ran": ran.read_text().split() if ran.exists() else []}
 
 
@@ -288,7 +288,7 @@ def _run_lustre_step(tmp_path, keys, *, fingerprint, key_file=("pinned",)) -> su
     script = lustre_script(fingerprint).replace(LUSTRE_KEYRING, str(tmp_path / "fsx.gpg")).replace(
         "/etc/apt/sources.list.d/", f"{tmp_path}/")
     return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], capture_output=True, text=True, timeout=60,
-                          env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": str(tmp_path)})
+                          env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve), "TMPDIR": short_tmpdir()})
 
 
 def test_the_lustre_repository_is_trusted_for_the_pinned_key_alone(tmp_path, keys):
