@@ -3,11 +3,11 @@ parameters (instance, count, distribution, input mode, spot, image per family, V
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 
 import pytest
 
@@ -399,21 +399,22 @@ def test_promote_names_the_model_key_a_completed_job_did_not_write():
                                          "there: the job wrote none")
 
 
-def test_promote_on_the_emulator_says_the_emulator_ran_no_container_and_does_not_blame_the_script():
+def test_promote_on_the_emulator_says_the_emulator_ran_no_container_and_does_not_blame_the_script(emulator):
     """moto marks a job Completed without running it, so no model is written: the new user was told their training
-    script saved none. The moto server the emulator starts, with a bucket and a job (no estate needed)."""
+    script saved none. The module's emulator (a second one inside it would restore the environment under it), with a
+    bucket and a job of its own."""
     p = plan(load("small"))
-    with running("us-west-2") as emu:
+    with contextlib.nullcontext(emulator) as emu:
         s3, sm = emu.client("s3"), emu.client("sagemaker")
-        s3.create_bucket(Bucket="data", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-        estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::123456789012:role/r", bucket="data",
+        s3.create_bucket(Bucket="promote-data", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::123456789012:role/r", bucket="promote-data",
                              subnets=("subnet-1",), security_groups=("sg-1",))
         sm.create_training_job(
             TrainingJobName="small-train-nothing", RoleArn=estate.role_arn,
             StoppingCondition={"MaxRuntimeInSeconds": 3600},
             AlgorithmSpecification={"TrainingImage": jobs.training_image(p), "TrainingInputMode": "File"},
             ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
-            OutputDataConfig={"S3OutputPath": f"s3://data/{layout.OUTPUT}"})
+            OutputDataConfig={"S3OutputPath": f"s3://promote-data/{layout.OUTPUT}"})
         with pytest.raises(jobs.EstateNotDeployed) as refused:
             jobs.promote(p, job_name="small-train-nothing", estate=estate, sagemaker=sm, s3=s3)
     said = str(refused.value)
