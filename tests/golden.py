@@ -53,7 +53,9 @@ def train_tokenizer(corpus: Path, directory: Path, *, vocab: int = 512) -> Path:
 def run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> str:
     full = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", **(env or {})}
     done = subprocess.run(command, cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    # rank 0's own lines first: a crash there otherwise scrolls out behind the other ranks' and torchrun's
+    first = "\n".join(line for line in done.stderr.splitlines() if line.startswith("[rank0]"))[-3000:]
+    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{first}\n{done.stderr[-3000:]}"
     return done.stdout
 
 

@@ -45,6 +45,8 @@ def _layouts() -> dict[tuple, tuple[str, dict]]:
         if t.parallelism is None:
             continue
         s = t.parallelism
+        if s.nxdt is not None:  # NxD Training runs it (train-nxdt.sbatch), not train.py: tests/test_nxd.py and
+            continue            # test_sbatch_scripts.py check what it is given; no Neuron package runs here
         shape = (t.software.device, s.sharding, s.tensor, s.pipeline, s.recompute)
         found.setdefault(shape, (name, asdict(s)))
     return found

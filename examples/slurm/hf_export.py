@@ -42,7 +42,7 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
         tmp.mkdir(parents=True)
         # A vocabulary padded for tensor parallel goes out as the tokenizer's: the padding rows are dropped.
         rows = {k: args.vocab if k.endswith(("embed_tokens.weight", "lm_head.weight")) else None for k in state}
-        save_file({k: v[:rows[k]].to(dtype).contiguous() for k, v in state.items()}, tmp / "model.safetensors",
+        save_file({k: _plain(v[:rows[k]], dtype) for k, v in state.items()}, tmp / "model.safetensors",
                   metadata={"format": "pt"})
         config = {**hf_config(args, str(dtype).removeprefix("torch.")), **special_ids(args.tokenizer)}
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
@@ -56,6 +56,14 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
         tmp.replace(args.export_dir)
         print(f"exported {args.export_dir} (Hugging Face LlamaForCausalLM)", flush=True)
     dist.barrier()
+
+
+def _plain(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A plain CPU tensor of `dtype`: fp8 training's weights are torchao tensor subclasses, which safetensors cannot
+    read the storage of."""
+    plain = torch.empty(tensor.shape, dtype=dtype)
+    plain.copy_(tensor)
+    return plain
 
 
 def special_ids(tokenizer_dir: Path | None) -> dict:
