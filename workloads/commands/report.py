@@ -92,13 +92,19 @@ def _software(p: Plan) -> str:
     return f"{t.software.name}, baked into the node image"
 
 
-def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:
-    console = console or _console()
-    w, t, e = p.workload, p.training, p.training.estimate
+def print_header(p: Plan, console: Console, budget: dict | None) -> None:
+    """The plan's first line, the same in the short and the full plan."""
+    w = p.workload
     whose = f"team {budget['team']} (workload {w.name})" if budget else w.name
     console.print(f"[bold]Plan for {escape(whose)}[/bold]  {w.region} / {w.availability_zone}  "
                   f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
                   f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+
+
+def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:
+    console = console or _console()
+    t, e = p.training, p.training.estimate
+    print_header(p, console, budget)
     for line in summary(p, budget):
         print_line(console, line)
     for line in p.model:

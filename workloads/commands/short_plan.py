@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..errors import WARNING, headline
 from ..planning.planner import Plan
-from .report import _console, _hours, money, print_line, summary
+from .report import _console, _hours, money, print_header, print_line, summary
 
 # The stacks a first deploy brings up before the model exists (the InferenceStack's artifact check waits for it).
 FIRST_DEPLOY = "TrainStack"
@@ -21,11 +21,8 @@ def print_short_plan(p: Plan, console: Console | None = None, *, given: str, con
     """`given`: the plan command's arguments as typed (the workload and its -c options, quoted), which the next
     commands repeat; `context`: the same as cdk's -c pairs."""
     console = console or _console()
-    w, t, e = p.workload, p.training, p.training.estimate
-    whose = f"team {budget['team']} (workload {w.name})" if budget else w.name
-    console.print(f"[bold]Plan for {escape(whose)}[/bold]  {w.region} / {w.availability_zone}  "
-                  f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
-                  f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    t, e = p.training, p.training.estimate
+    print_header(p, console, budget)
     for line in summary(p, budget)[:-1 if _warnings(p) else None]:  # the count of warnings: their lines follow
         print_line(console, line)
 
