@@ -16,9 +16,10 @@ import pytest
 from constructs_lib.node_bootstrap import HEALTH_CONF, HEALTH_SCRIPT, SLURMD_DROPIN, UNHEALTHY, Health, node_script
 from workloads import load, plan
 from workloads.planning.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
-from workloads.catalog import devices, load_catalog
+from workloads.catalog import devices, load_catalog, load_utilisation
 from workloads.commands.cli import main as cli
 from workloads.planning.train_commands import EXAMPLES_ON_NODE
+from workloads.planning.estimates import peak_tflops
 
 from .conftest import ROOT, VARIANTS
 from .test_node_boot_contract import LUSTRE, STUBS as BOOT_STUBS
@@ -300,7 +301,11 @@ def test_plan_calibrate_shows_the_measured_speed_beside_the_plan_and_recomputes_
     out = json.loads(capsys.readouterr().out)["calibration"]
     p = plan(load("intermediate")).training
     result = json.loads(fixture.read_text())
-    assert out["tokens_s"] == pytest.approx(result["tokens_per_s"] * p.instance_count / result["nodes"])
+    # a 144k-parameter model carries over as its MFU (over the plan's peak), not as tokens/s
+    parameters = p.estimate.flops / 6 / (p.estimate.tokens_billion * 1e9)
+    assert out["tokens_s"] == pytest.approx(out["mfu"] * (peak_tflops(load_catalog().get(p.instance_type), p.precision,
+                                                                      load_utilisation()) or 0) * 1e12
+                                            * p.instance_count / (6 * parameters))
     assert out["hours"] == pytest.approx(p.estimate.tokens_billion * 1e9 / out["tokens_s"] / 3600)
     assert out["usd_total"] == pytest.approx(out["hours"] * p.estimate.usd_per_hour)
     assert tuple(out["planned_range"]) == p.estimate.utilisation_range
@@ -308,6 +313,47 @@ def test_plan_calibrate_shows_the_measured_speed_beside_the_plan_and_recomputes_
     assert cli(["plan", "intermediate", "--calibrate", str(fixture)]) == 0
     text = capsys.readouterr().out
     assert "Calibration (measured)" in text and "run at the measured rate" in text and "MFU measured" in text
+
+
+H200 = FIXTURES / "h200-2026-11-28"
+
+
+def test_one_gpus_measurement_scales_per_rank_not_per_node():
+    """A result of the plan's own model on 1 rank of 1 node speaks for 1/8 of a node: scaled by nodes it would say
+    the plan's 128 ranks run at 16 ranks' speed."""
+    from workloads.planning.calibration import calibrate
+
+    t = plan(load("huge")).training
+    parameters = t.estimate.flops / 6 / (t.estimate.tokens_billion * 1e9)
+    c = calibrate(t, {"tokens_per_s": 1000.0, "ranks": 1, "nodes": 1, "parameters": parameters})
+    assert t.parallelism.ranks == 128 and c.tokens_s == pytest.approx(128_000)
+    assert any("1 ranks (1 node(s)), the plan's layout has 128" in w for w in c.warnings)
+
+
+@pytest.mark.parametrize("name", ["bf16-eager", "bf16-compiled", "fp8-compiled"])
+def test_the_h200_measurements_carry_over_as_mfu_on_the_plans_basis(name):
+    """tools/gpu_calibration.sh on one H200 (2026-11-28): a 2.8B model of 8B's layer shape. Its MFU is over the dense
+    peak of the plan's precision (fp8's for an fp8 plan: half the trainer's bf16-peak figure), and a plan of another
+    model or device is recomputed at that MFU, saying so."""
+    from workloads.planning.calibration import calibrate
+
+    result = json.loads((H200 / f"{name}.json").read_text())
+    assert result["device_name"] == "NVIDIA H200" and result["ranks"] == 1 and result["parameters"] > 2e9
+    own = 6 * result["parameters"] * result["tokens_per_s"] / (result["peak_tflops_per_rank"] * 1e12)
+    assert result["mfu"] == pytest.approx(own)
+    for workload, overrides, device_warning in (("huge", {}, True),  # B200: the MFU is the H200's own
+                                               ("huge", {"training": {"instance_type": "p5en.48xlarge"}}, False)):
+        t = plan(load(workload, overrides)).training
+        assert t.precision == "fp8"
+        c = calibrate(t, result)
+        assert c.mfu == pytest.approx(own / 2, rel=2e-3)  # the fp8 basis: twice the bf16 peak on Hopper and Blackwell
+        assert any("2.8B-parameter model" in w for w in c.warnings)
+        assert any("measured on NVIDIA H200" in w for w in c.warnings) is device_warning
+        parameters = t.estimate.flops / 6 / (t.estimate.tokens_billion * 1e9)
+        peak = peak_tflops(load_catalog().get(t.instance_type), "fp8", load_utilisation())
+        assert c.tokens_s == pytest.approx(c.mfu * peak * 1e12 * t.instance_count / (6 * parameters))
+        assert c.hours == pytest.approx(t.estimate.tokens_billion * 1e9 / c.tokens_s / 3600)
+        assert any("measured in bf16" in w for w in c.warnings) is name.startswith("bf16")
 
 
 def test_a_result_that_meets_the_plan_is_within_its_range():

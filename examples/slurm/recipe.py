@@ -308,7 +308,10 @@ class Calibration:
                   "nodes": int(os.environ.get("SLURM_JOB_NUM_NODES") or max(1, self.world // int(
                       os.environ.get("LOCAL_WORLD_SIZE", self.world)))),
                   "steps_timed": steps, "seconds": seconds, "device": self.args.device,
-                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak}
+                  "sequence": self.args.seq, "batch_per_rank": self.args.batch, "peak_tflops_per_rank": peak,
+                  # what ran, so `plan --calibrate` can say when the plan trains otherwise
+                  "precision": self.args.precision, "compile": bool(self.args.compile),
+                  "device_name": torch.cuda.get_device_name() if self.args.device == "cuda" else self.args.device}
         if rank == 0:
             self.args.calibrate_output.parent.mkdir(parents=True, exist_ok=True)
             publish(self.args.calibrate_output, json.dumps(result, indent=1) + "\n")

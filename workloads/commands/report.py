@@ -482,8 +482,8 @@ def print_calibration(p: Plan, c, console: Console | None = None) -> None:
                if e.utilisation is not None and e.utilisation_range else "planned: no utilisation estimate")
     mfu = "-" if c.mfu is None else f"{c.mfu:.1%}"
     console.print(f"  MFU measured {mfu} beside {planned}: {c.verdict}")
-    console.print(f"  {c.measured_tokens_s:,.0f} tokens/s as measured; {c.tokens_s:,.0f} tokens/s on the plan's "
-                  f"{p.training.instance_count} node(s)")
+    console.print(f"  {c.measured_tokens_s:,.0f} tokens/s as measured; {c.tokens_s:,.0f} tokens/s of the plan's model "
+                  f"on its {p.training.instance_count} node(s)")
     if c.hours is not None:
         planned_h = (f"planned {_hours(e.hours)} likely, {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
                      if e.hours_range else f"planned {_hours(e.hours)}")

@@ -21,7 +21,7 @@ REQUIRED = ("tokens_per_s", "ranks", "nodes", "parameters")
 @dataclass(frozen=True)
 class Calibrated:
     measured_tokens_s: float  # as measured, on the result's nodes
-    tokens_s: float  # on the plan's nodes (scaled by nodes where the result ran on fewer or more)
+    tokens_s: float  # on the plan's cluster: per rank times its ranks, or at the measured MFU (calibrate())
     mfu: float | None  # on the plan's hardware: 6N FLOPs per token over the cluster's dense peak
     planned_mfu: float | None
     planned_range: tuple[float, float] | None
@@ -70,37 +70,60 @@ def _refuse_impossible(result: dict, mfu: float | None, t: TrainingPlan) -> None
 
 
 def calibrate(t: TrainingPlan, result: dict) -> Calibrated:
-    """The measured rate on the plan's cluster: per node as measured, times the plan's nodes (linear scaling is an
-    assumption, said in a warning, whenever the result ran on another node count)."""
+    """The measured speed on the plan's cluster. Tokens/s carry over per rank only for the plan's own model on the
+    plan's own device (times the plan's ranks: linear scaling, said in a warning when the ranks differ). A smaller
+    model or another device carries over as MFU (6N FLOPs per token over the dense peak of the plan's precision), the
+    basis of the planned range, and the run is recomputed at that MFU: an assumption, also said."""
     e, lay = t.estimate, t.parallelism
     warnings = []
-    tokens_s = result["tokens_per_s"] * t.instance_count / result["nodes"]
-    if result["nodes"] != t.instance_count:
-        warnings.append(f"measured on {result['nodes']} node(s), the plan has {t.instance_count}: the rate is scaled "
-                        "by nodes, which assumes scaling costs nothing")
-    if lay and result["ranks"] != lay.ranks:
-        warnings.append(f"measured on {result['ranks']} ranks, the plan's layout has {lay.ranks}: run the Calibrate "
-                        "output's job on the cluster for the plan's own figure")
+    itype = load_catalog().get(t.instance_type)
+    per_node = itype.accelerator.count if itype.accelerator else 1
+    plan_ranks = lay.ranks if lay else t.instance_count * per_node
+    per_rank = result["tokens_per_s"] / max(1, result["ranks"])
+    if result["ranks"] != plan_ranks:
+        warnings.append(f"measured on {result['ranks']} ranks ({result['nodes']} node(s)), the plan's layout has "
+                        f"{plan_ranks} ({t.instance_count} nodes): scaling to them is assumed to cost nothing; run "
+                        "the Calibrate output's job on the cluster for the plan's own figure")
     measured_in = result.get("precision")
     if t.precision and isinstance(measured_in, str) and measured_in != t.precision:
         warnings.append(f"measured in {measured_in}, the plan trains in {t.precision}: run the Calibrate output's job, "
                         f"which passes train.py {' '.join(t.speed_flags)}")
     if result.get("device") == "cpu":
         warnings.append("measured on CPU ranks: a test of the path, not the cluster's speed")
-    itype = load_catalog().get(t.instance_type)
+    device = result.get("device_name")
+    plan_device = itype.accelerator.model if itype.accelerator else None
+    other_device = isinstance(device, str) and result.get("device") != "cpu" and plan_device is not None \
+        and plan_device.lower() not in device.lower()
+    if other_device:
+        warnings.append(f"measured on {device}, the plan runs {plan_device}: its MFU carries over, its tokens/s do "
+                        "not")
     parameters = result["parameters"]
     planned_parameters = t.estimate.flops / 6 / (t.estimate.tokens_billion * 1e9) if t.estimate.flops else None
-    if planned_parameters and abs(parameters / planned_parameters - 1) > 0.1:
+    other_model = bool(planned_parameters and abs(parameters / planned_parameters - 1) > 0.1)
+    if other_model:
         warnings.append(f"measured a {parameters / 1e9:.3g}B-parameter model, the plan trains "
-                        f"{planned_parameters / 1e9:.3g}B: the time and cost below are that model's")
+                        f"{planned_parameters / 1e9:.3g}B: the run below is at the measured MFU, which assumes MFU "
+                        "carries over between model sizes")
     # over the dense peak of the plan's precision (fp8's where it trains in fp8), the basis of its planned range
-    peak = (est.peak_tflops(itype, t.precision, load_utilisation()) if t.precision else None) or itype.peak_tflops
-    mfu = 6 * parameters * tokens_s / (peak * 1e12 * t.instance_count) if peak else None
-    _refuse_impossible(result, mfu, t)
-    if mfu is not None and isinstance(result.get("mfu"), (int, float)) and not result.get("peak_tflops_per_rank") \
+    util = load_utilisation()
+    peak = (est.peak_tflops(itype, t.precision, util) if t.precision else None) or itype.peak_tflops
+    peak_rank = peak / per_node if peak else None
+    own_peak = result.get("peak_tflops_per_rank")
+    if other_device and isinstance(own_peak, (int, float)) and own_peak > 0 and peak_rank:
+        # the measuring device's own peak (train.py's --peak-tflops, bf16), on the plan precision's basis
+        bf16 = est.peak_tflops(itype, "bf16", util) or itype.peak_tflops
+        peak_rank = own_peak * (peak / bf16 if bf16 else 1)
+    mfu = 6 * parameters * per_rank / (peak_rank * 1e12) if peak_rank else None
+    if not other_device:
+        _refuse_impossible(result, mfu, t)
+    if mfu is not None and isinstance(result.get("mfu"), (int, float)) and not own_peak \
             and abs(result["mfu"] / mfu - 1) > 0.1:
         warnings.append(f"the result's own mfu {result['mfu']:.1%} differs from {mfu:.1%} on the plan's hardware: "
                         "its --peak-tflops was not recorded; check the ranks and the peak it was given")
+    if (other_model or other_device) and mfu and planned_parameters and peak:
+        tokens_s = mfu * peak * 1e12 * t.instance_count / (6 * planned_parameters)
+    else:
+        tokens_s = per_rank * plan_ranks
     hours = usd = None
     if e.tokens_billion:
         hours = e.tokens_billion * 1e9 / tokens_s / 3600
