@@ -70,6 +70,7 @@ UNHEALTHY = "/var/lib/ml-estate/unhealthy"  # the failed check's reason; its pre
 class Metrics:
     cluster: str  # the Cluster dimension's value the node publishes with (node_metrics.py): the TrainStack's name
     region: str  # where Neuron's monitor publishes (the agent finds its region itself on EC2)
+    training_log_group: str | None = None  # where the agent ships the trainer's metrics file (a token allowed)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def node_script(*, accelerator_kind: str | None, mounts: Mounts, layout: str | N
                   '  echo "error: $verdict; slurmd will not start, so this node takes no jobs" >&2',
                   "fi"]
     if metrics:
-        lines += metrics_boot_lines(cluster=metrics.cluster, accelerator_kind=accelerator_kind, region=metrics.region)
+        lines += metrics_boot_lines(cluster=metrics.cluster, accelerator_kind=accelerator_kind, region=metrics.region,
+                                    training_log_group=metrics.training_log_group)
     required = []  # mount points slurmd needs
     if mounts.lustre_dns or mounts.home_dns:
         lines += [

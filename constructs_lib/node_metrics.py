@@ -60,6 +60,17 @@ NEURON_CLOUDWATCH = "/opt/aws/neuron/bin/neuron-monitor-cloudwatch.py"
 NEURON_UNIT = "/etc/systemd/system/ml-estate-neuron-monitor.service"
 
 
+# The trainer's own metrics (examples/slurm/evaluation.py: loss, tokens/s, MFU beside the plan's, held-out loss) are
+# CloudWatch embedded metric format lines that rank 0 appends to a node-local file: the sbatch scripts export
+# TRAIN_METRICS_FILE there when the node made the directory. The agent ships the file to the TrainStack's log group
+# ("logs" section, collect_list), where CloudWatch Logs extracts the metrics: EMF sent with PutLogEvents needs no header
+# (CloudWatch User Guide, "Using the PutLogEvents API to send manually-created embedded metric format logs",
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation_PutLogEvents.html).
+# One stream per instance; the directory is sticky and world-writable, as /tmp, for jobs of any user.
+TRAIN_METRICS_DIR = "/var/log/ml-estate"
+TRAIN_METRICS_FILE = f"{TRAIN_METRICS_DIR}/train-metrics.log"
+
+
 def sections(accelerator_kind: str | None) -> tuple[str, ...]:
     return ("mem", "nvidia_gpu") if accelerator_kind == "nvidia-gpu" else ("mem",)
 
@@ -69,12 +80,17 @@ def namespaces(accelerator_kind: str | None) -> tuple[str, ...]:
     return (NAMESPACE, NEURON_NAMESPACE) if accelerator_kind == "trainium" else (NAMESPACE,)
 
 
-def agent_config(*, cluster: str, accelerator_kind: str | None) -> dict:
-    """The agent's configuration for a node of `cluster` (the Cluster dimension's value: the TrainStack's name)."""
-    return {"agent": {"metrics_collection_interval": INTERVAL_S},
-            "metrics": {"namespace": NAMESPACE, "aggregation_dimensions": [[DIMENSION]], "metrics_collected": {
-                section: {"measurement": [m for m, _ in SECTIONS[section]], "append_dimensions": {DIMENSION: cluster}}
-                for section in sections(accelerator_kind)}}}
+def agent_config(*, cluster: str, accelerator_kind: str | None, training_log_group: str | None = None) -> dict:
+    """The agent's configuration for a node of `cluster` (the Cluster dimension's value: the TrainStack's name); with
+    `training_log_group`, it also ships the trainer's metrics file there."""
+    config = {"agent": {"metrics_collection_interval": INTERVAL_S},
+              "metrics": {"namespace": NAMESPACE, "aggregation_dimensions": [[DIMENSION]], "metrics_collected": {
+                  section: {"measurement": [m for m, _ in SECTIONS[section]], "append_dimensions": {DIMENSION: cluster}}
+                  for section in sections(accelerator_kind)}}}
+    if training_log_group:
+        config["logs"] = {"logs_collected": {"files": {"collect_list": [{
+            "file_path": TRAIN_METRICS_FILE, "log_group_name": training_log_group, "log_stream_name": "{instance_id}"}]}}}
+    return config
 
 
 def published(config: dict) -> dict[str, tuple[str, ...]]:
@@ -110,17 +126,22 @@ dpkg -i -E ./amazon-cloudwatch-agent.deb"""
     return script, check
 
 
-def boot_lines(*, cluster: str, accelerator_kind: str | None, region: str) -> list[str]:
+def boot_lines(*, cluster: str, accelerator_kind: str | None, region: str,
+               training_log_group: str | None = None) -> list[str]:
     """User data lines (paths under $R, node_bootstrap.node_script's sandbox root): write the agent's configuration
     and start it; on Trainium, run Neuron's monitor into CloudWatch as a service. Monitoring is not the node's job:
     if either fails the node still takes jobs, and says so."""
-    config = json.dumps(agent_config(cluster=cluster, accelerator_kind=accelerator_kind), sort_keys=True)
+    config = json.dumps(agent_config(cluster=cluster, accelerator_kind=accelerator_kind,
+                                     training_log_group=training_log_group), sort_keys=True)
     lines = ["# The CloudWatch agent (node_metrics.py): the cluster's dashboard and idle alarm read what it publishes",
              f'mkdir -p "$R{AGENT_CONFIG.rsplit("/", 1)[0]}"', f"cat > \"$R{AGENT_CONFIG}\" <<'EOF'", config, "EOF",
              f'if ! "$R{AGENT_CTL}" -a fetch-config -m ec2 -s -c "file:$R{AGENT_CONFIG}"; then',
              '  echo "warning: the CloudWatch agent did not start: the cluster dashboard misses this node '
              f'(see {AGENT_HOME}/logs); it still takes jobs" >&2',
              "fi"]
+    if training_log_group:
+        lines += ["# Where training jobs write their metrics for the agent to ship (the sbatch scripts look for it)",
+                  f'install -d -m 1777 "$R{TRAIN_METRICS_DIR}"']
     if accelerator_kind == "trainium":
         pipe = f"{NEURON_MONITOR} | python3 {NEURON_CLOUDWATCH} --namespace {NEURON_NAMESPACE} --region {region}"
         unit = NEURON_UNIT.rsplit("/", 1)[1]

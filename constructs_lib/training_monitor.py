@@ -1,6 +1,7 @@
-"""The estate's training dashboard and alarms: the Slurm cluster's nodes and GPUs (what the CloudWatch agent on each
-node reports, rolled up per cluster: node_metrics.py) and FSx for Lustre's throughput and free space; the alarms of
-workloads.planning.monitoring (FSx filling up, idle GPUs), to the estate's alarm topic."""
+"""The estate's training dashboard and alarms: the run's own loss, speed and MFU (the trainer's EMF lines), the Slurm
+cluster's nodes and GPUs (what the CloudWatch agent on each node reports, rolled up per cluster: node_metrics.py) and
+FSx for Lustre's throughput and free space; the alarms of workloads.planning.monitoring (FSx filling up, idle GPUs),
+to the estate's alarm topic."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from .metrics import alarm, metric
 
 class TrainingMonitor(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, topic: sns.ITopic, cluster: str | None,
-                 gpu_nodes: bool, file_system_id: str | None, fsx_capacity_gib: int | None) -> None:
+                 workload: str | None, gpu_nodes: bool, file_system_id: str | None, fsx_capacity_gib: int | None) -> None:
         """`cluster`: the value of the Cluster dimension the nodes' agent publishes with (a Slurm cluster), else
-        None; `gpu_nodes`: the nodes report NVIDIA GPUs."""
+        None; `workload`: the trainer's Workload dimension, where its metrics reach CloudWatch, else None;
+        `gpu_nodes`: the nodes report NVIDIA GPUs."""
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        if workload is not None:  # the run itself: the first row of the page
+            self.dashboard.add_widgets(*_run_widgets(workload))
         specs = {s.metric: s for s in training_alarms(fsx_capacity_gib=fsx_capacity_gib if file_system_id else None,
                                                        gpu_nodes=gpu_nodes and cluster is not None)}
         self.alarms: list[cloudwatch.Alarm] = []
@@ -56,3 +60,17 @@ class TrainingMonitor(Construct):
                 cloudwatch.GraphWidget(title="FSx for Lustre: free space", width=8, left=[
                     metric("AWS/FSx:FreeDataStorageCapacity", fs, statistic="Sum", label="free (bytes)")]),
                 cloudwatch.AlarmStatusWidget(title="training: alarms", width=8, alarms=self.alarms))
+
+
+def _run_widgets(workload: str) -> list[cloudwatch.IWidget]:
+    """The trainer's own metrics (its EMF lines, examples/slurm/evaluation.py) for the run named `workload`."""
+    run = {"Workload": workload}
+
+    def m(name: str, label: str, statistic: str = "Average") -> cloudwatch.Metric:
+        return metric(f"MLEstate/Training:{name}", run, statistic=statistic, label=label, period_s=60)
+    return [cloudwatch.GraphWidget(title="training: loss", width=8, left=[m("Loss", "training"),
+                                                                          m("EvalLoss", "held out")]),
+            cloudwatch.GraphWidget(title="training: tokens/s", width=8, left=[m("TokensPerSecond", "tokens/s")],
+                                   right=[m("SkippedSteps", "skipped steps (non-finite)", "Maximum")]),
+            cloudwatch.GraphWidget(title="training: MFU, measured and planned", width=8,
+                                   left=[m("MFU", "measured"), m("PlannedMFU", "planned")])]

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from constructs_lib.cluster_security import ClusterSecurityGroups
 from constructs_lib.hyperpod_cluster import HyperPodCluster
+from constructs_lib.logs_key import kept_log_group
 from constructs_lib.lustre import LustreFileSystem
 from constructs_lib.node_bootstrap import HEALTH_SCRIPT, Health, Metrics, Mounts, mime_user_data, node_script
 from constructs_lib.node_image import NodeImage
@@ -84,6 +85,9 @@ class TrainStack(EstateStack):
         if training_dashboard(training):
             # The Cluster dimension the compute nodes' CloudWatch agent publishes with (node_metrics.py): this stack's name.
             TrainingMonitor(self, "Monitor", topic=alarm_topic, cluster=self.stack_name if slurm else None,
+                            # the run's metrics: shipped by the Slurm nodes' agent, or a SageMaker job's stdout;
+                            # HyperPod's nodes run no agent of ours
+                            workload=None if training.orchestrator == "hyperpod" else self.workload_name,
                             gpu_nodes=cluster_gpu_nodes(training),
                             file_system_id=lustre.file_system_id if lustre else None,
                             fsx_capacity_gib=training.fsx.storage_capacity_gib if training.fsx else None)
@@ -111,7 +115,11 @@ class TrainStack(EstateStack):
         itype = load_catalog().get(t.instance_type)
         health = Health(kind=t.accelerator_kind, devices=itype.accelerator.count) if itype.accelerator else None
         # The compute nodes report to the cluster's dashboard (TrainingMonitor's Cluster dimension: this stack's name).
-        metrics = Metrics(cluster=self.stack_name, region=self.region)
+        # The trainer's metrics file, shipped by each node's agent (node_metrics.TRAIN_METRICS_FILE); CloudWatch Logs
+        # extracts its EMF lines into the dashboard's MLEstate/Training metrics.
+        training_logs = kept_log_group(self, "TrainingMetricsLogs", key=logs_key)
+        training_logs.grant_write(self.role)
+        metrics = Metrics(cluster=self.stack_name, region=self.region, training_log_group=training_logs.log_group_name)
         user_data, login_data = (mime_user_data(node_script(accelerator_kind=t.accelerator_kind, mounts=mounts,
                                                             layout=layout, efa=t.efa_interfaces > 0, health=checked,
                                                             metrics=reporting))

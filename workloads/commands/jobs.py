@@ -227,7 +227,8 @@ def job_environment(plan: Plan) -> dict[str, str]:
     """What examples/slurm/train.py reads on a training job, as it reads layout.json and CHECKPOINT_DIR on a cluster:
     the plan's layout, and the local folder SageMaker syncs with the checkpoint S3 URI (CheckpointConfig's default
     local path), so a spot interruption or a retried job resumes."""
-    env = {"CHECKPOINT_DIR": CHECKPOINT_LOCAL_PATH}
+    # WORKLOAD_NAME: the Workload dimension of the trainer's metrics, which the training dashboard reads
+    env = {"CHECKPOINT_DIR": CHECKPOINT_LOCAL_PATH, "WORKLOAD_NAME": plan.workload.name}
     if plan.training.parallelism:
         env[LAYOUT_ENV] = plan.training.parallelism.as_json()
     return env

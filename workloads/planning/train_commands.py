@@ -70,7 +70,9 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
     prepare = ["sbatch", "--parsable", f"--job-name={workload}-prepare", f"--nodes={nodes}",
                f"{EXAMPLES_ON_NODE}/prepare.sbatch",
                "--input", text, "--tokenizer", tokenizer, "--output", shards]
-    train = ["--kill-on-invalid-dep=yes", f"--job-name={workload}-train", f"--nodes={nodes}"]
+    # WORKLOAD_NAME: the Workload dimension of the trainer's metrics (evaluation.py), which the dashboard reads
+    train = ["--kill-on-invalid-dep=yes", f"--job-name={workload}-train", f"--nodes={nodes}",
+             f"--export=ALL,WORKLOAD_NAME={workload}"]
     if parallelism:  # the plan's stop budget: Slurm signals this early, so the checkpoint is written in time
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
     train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind, parallelism)}")
