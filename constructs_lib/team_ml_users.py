@@ -127,6 +127,12 @@ class TeamMlUsers(Construct):
                                 resources=created, conditions={
                 "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ml},
                 "Null": {"sagemaker:InstanceTypes": "false"}, **tagged}),
+            # A serverless endpoint config names no instance type (so the statement above never matches it), and
+            # needs none capped: its size is memory and concurrency, which SageMaker's own quotas bound. Its model
+            # is still the team's (OnlyTheTeamsModels).
+            iam.PolicyStatement(sid="CreateServerlessEndpointConfigsTagged", actions=["sagemaker:CreateEndpointConfig"],
+                                resources=[named("endpoint-config")],
+                                conditions={"Null": {"sagemaker:InstanceTypes": "true"}, **tagged}),
             iam.PolicyStatement(sid="CreateModelsTagged", actions=["sagemaker:CreateModel"], resources=[named("model")],
                                 conditions=tagged),
             # CreateEndpoint authorizes the endpoint and the endpoint config it deploys: the config must be the team's.

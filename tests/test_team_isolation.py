@@ -502,3 +502,20 @@ def test_a_team_builds_component_endpoints_by_hand_on_its_own_models(world, team
     assert _allowed(users, component(team, team), world)
     assert not _allowed(users, component(other, team), world)
     assert not _allowed(users, component(team, other), world)
+
+
+@pytest.mark.parametrize("team, other", [(A, B), (B, A)])
+def test_a_team_builds_serverless_endpoint_configs_on_its_own_models(world, team, other):
+    """The outside review (F9): a serverless endpoint config has no instance types, so an allow that requires
+    sagemaker:InstanceTypes never matched it, though the team's own estate serves that way. Allowed on the team's
+    own model under the team's name and tag; another team's model or name refused."""
+    users, t, o = _user(world, team), _team(world, team), _team(world, other)
+
+    def config(name: str, model_team: str) -> Call:
+        return Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", name), DOC, context={
+            "aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+            "sagemaker:ModelArn": _arn(t if model_team == team else o, "model", f"{model_team}-m")})
+    own = config(f"{team}-serverless", team)
+    assert evaluate(users, own, world).allowed, evaluate(users, own, world).reason
+    assert not evaluate(users, config(f"{team}-serverless", other), world).allowed
+    assert not evaluate(users, config(f"{other}-serverless", team), world).allowed
