@@ -26,7 +26,7 @@ FIGURE = re.compile(r"""
   | \b\d[\d.,]*\s?(?:GiB|GB|s|ms)\b                               # memory, storage, a time
 """, re.X)
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
-COMMAND = re.compile(r"`(?:python|make|cdk|pytest|torchrun|\.venv/bin/python)\b[^`]*`|python -X")
+COMMAND = re.compile(r"`(?:python|make|cdk|pytest|torchrun|bash|\.venv/bin/python)\b[^`]*`|python -X")
 
 # Figures that are not plan outputs, by why. Each is checked at its source where the text says so.
 ALLOWED: dict[str, dict[str, set[str]]] = {

@@ -184,10 +184,10 @@ def test_hsdp_is_chosen_when_the_state_fits_a_node_and_the_inter_node_traffic_dr
     full = replace(spread, sharding="full", shard_group=0)
     hybrid_gb = step(spread, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
     full_gb = step(full, itype, parameters_billion=7, compute_s=1.0).inter_node_gb
-    # By hand: full shard: 64 micro-steps x (2 all-gathers of 14 GB + a reduce-scatter of 28 GB), each (15/16) over
-    # EFA: 3,360 GB a node; HSDP: 8 replica groups a node each all-reduce 28 GB / 8 over 2 replicas once a step:
-    # 8 x 2 x (1/2) x 3.5 = 28 GB.
-    assert full_gb == pytest.approx(3360) and hybrid_gb == pytest.approx(28.0)
+    # By hand (gradients reduced in bf16, the trainer's reduce_dtype): full shard: 64 micro-steps x (2 all-gathers of
+    # 14 GB + a reduce-scatter of 14 GB), each (15/16) over EFA: 2,520 GB a node; HSDP: 8 replica groups a node each
+    # all-reduce 14 GB / 8 over 2 replicas once a step: 8 x 2 x (1/2) x 1.75 = 14 GB.
+    assert full_gb == pytest.approx(2520) and hybrid_gb == pytest.approx(14.0)
 
 
 def test_hsdp_is_not_chosen_where_the_state_fits_no_shard_group():

@@ -326,6 +326,9 @@ class Interconnect:
     unconfirmed: bool = False
 
 
+TRAINER_STACK = "ml-estate-trainer"  # utilisation.yaml rows measured on this toolkit's own trainer
+
+
 @dataclass(frozen=True)
 class Utilisation:
     """Published MFU figures by accelerator model and size band, and classic-ML CPU throughput."""
@@ -345,9 +348,20 @@ class Utilisation:
     intra_node: dict[str, Interconnect] = field(default_factory=dict)
     # accelerator model -> (precision, source, why) where its stand-in was kept after its own rows were searched for
     borrowed: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # This toolkit's own trainer, measured (stack TRAINER_STACK): (accelerator model, precision) -> figures, kept apart
+    # from the published rows; and the accelerators that take another's measurement until they have one
+    trainer: dict[tuple[str, str], tuple[MfuFigure, ...]] = field(default_factory=dict)
+    trainer_stand_in: dict[str, str] = field(default_factory=dict)
 
     def figures(self, model: str, band: str, precision: str) -> tuple[MfuFigure, ...]:
         return self.by_precision.get((model, band, precision), ())
+
+    def trainer_figures(self, model: str, precision: str) -> tuple[tuple[MfuFigure, ...], str | None]:
+        """The shipped trainer's measured rows on `model` in `precision`, or its stand-in's (named), else ()."""
+        for who in (model, self.trainer_stand_in.get(model)):
+            if who and (rows := self.trainer.get((who, precision))):
+                return rows, None if who == model else who
+        return (), None
 
 
 @cache
@@ -355,6 +369,7 @@ def load_utilisation() -> Utilisation:
     data = _load_yaml("utilisation.yaml")
     known = load_catalog().sources
     rows: dict[tuple[str, str, str], list[MfuFigure]] = {}
+    trainer: dict[tuple[str, str], list[MfuFigure]] = {}
     for m in data["mfu"]:
         _cited("utilisation.yaml", [m["source"]], known)
         precision = m.get("precision", "bf16")
@@ -363,7 +378,9 @@ def load_utilisation() -> Utilisation:
         shape = data["measured_models"][m["model"]] if m.get("model") else {}
         if m.get("attention") not in (None, "full", "causal"):
             raise ValueError(f"utilisation.yaml: {m['what']}: attention {m['attention']!r}, not full, causal or null")
-        rows.setdefault((m["accelerator"], m["band"], precision), []).append(MfuFigure(
+        into = trainer.setdefault((m["accelerator"], precision), []) if m.get("stack") == TRAINER_STACK else \
+            rows.setdefault((m["accelerator"], m["band"], precision), [])
+        into.append(MfuFigure(
             float(m["mfu"]), m["source"], m["what"], precision=precision, recompute=m["recompute"],
             global_batch_tokens=m["global_batch_tokens"], attention=m.get("attention"), sequence=m.get("seq"),
             layers=shape.get("layers"), hidden=shape.get("hidden"), parameters_billion=shape.get("parameters_billion"),
@@ -382,7 +399,9 @@ def load_utilisation() -> Utilisation:
                        stand_in_by_precision={p: dict(v) for p, v in data["stand_in_by_precision"].items()},
                        intra_node=_intra_node(data.get("intra_node_gb_s_per_device", {}), known),
                        borrowed={m: (b["precision"], b["source"], f"{b['why']} (searched {b['searched']})")
-                                 for m, b in data.get("borrowed", {}).items()})
+                                 for m, b in data.get("borrowed", {}).items()},
+                       trainer={k: tuple(v) for k, v in trainer.items()},
+                       trainer_stand_in=dict(data.get("trainer_stand_in", {})))
 
 
 def _intra_node(rows: dict, known: dict[str, Source]) -> dict[str, Interconnect]:

@@ -171,6 +171,11 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
             how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
             console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
                           f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
+            if e.trainer_mfu is not None and e.trainer_mfu < e.utilisation:
+                console.print(f"  [yellow]this toolkit's trainer measured {e.trainer_mfu:.1%} MFU in {t.precision} "
+                              f"(one GPU, a small model: catalog utilisation.yaml), below the published "
+                              f"{e.utilisation:.1%}; the range's slow end covers it: {_hours(e.hours_range[1])}"
+                              + (f", {money(e.usd_total_range[1])}" if e.usd_total_range else "") + "[/yellow]")
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:

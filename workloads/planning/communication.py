@@ -14,10 +14,10 @@ What the shipped trainer (examples/slurm/train.py) sends per optimizer step of m
 - FSDP2 (sharding full, or hybrid within its shard group): every micro-step gathers each block's bf16 weights twice
   (forward, and backward after resharding: reshard_after_forward's default), 2 bytes per parameter of the rank's
   tensor slice; gradients are reduce-scattered every micro-step (the trainer keeps gradient sync on, as torchtitan
-  does: with it off FSDP2 would hold every parameter's unsharded gradient; train.py micro_step), in fp32
-  (reduce_dtype), 4 bytes per parameter. Hybrid (HSDP) then all-reduces each shard's gradients across the replicas
-  (4 bytes per parameter of the shard) once, after the last micro-step (set_requires_all_reduce: the shards
-  accumulate between).
+  does: with it off FSDP2 would hold every parameter's unsharded gradient; train.py micro_step), in bf16 under bf16 or
+  fp8 compute (examples/slurm/speed.py mixed_precision: reduce_dtype bf16 unless --reduce-dtype fp32; fp32 under
+  fp16), 2 bytes per parameter. Hybrid (HSDP) then all-reduces each shard's gradients across the replicas (the same
+  dtype) once, after the last micro-step (set_requires_all_reduce: the shards accumulate between).
 - DDP (sharding none): one fp32 all-reduce of the gradients after the last micro-step (no_sync before it).
 - tensor parallel t: Megatron's layout, two all-reduces of the block's activations forward and two backward
   (Shoeybi et al. 2019, https://arxiv.org/abs/1909.08053, section 3), two more where the forward is recomputed; each
@@ -26,7 +26,9 @@ What the shipped trainer (examples/slurm/train.py) sends per optimizer step of m
 Overlap, as FSDP2 and DDP schedule it (assumed, not measured here): the all-gathers are prefetched behind the
 compute of every micro-step, so only what exceeds the step's compute is exposed; a gradient reduction runs behind
 its micro-step's backward (two thirds of its compute: 4N of 6N FLOPs per token: FSDP2's every micro-step, DDP's the
-last one's), so what exceeds that is exposed. Tensor parallel's all-reduces sit on the critical path (DTensor runs them synchronously): always exposed.
+last one's), so what exceeds that is exposed. The gathers and reductions share the same links, so at the least
+whatever their sum exceeds the step's compute by is exposed: communication is never hidden behind less compute
+than it takes. Tensor parallel's all-reduces sit on the critical path (DTensor runs them synchronously): always exposed.
 The published utilisation rows were measured with their own communication overlapped; what this adds is only what
 the planned layout cannot hide.
 """
@@ -39,7 +41,8 @@ from typing import Protocol
 from ..catalog import InstanceType, Interconnect, devices, load_utilisation
 
 PARAM_GATHER_BYTES = 2  # bf16 weights gathered (MixedPrecisionPolicy param_dtype)
-GRAD_REDUCE_BYTES = 4  # fp32 gradients reduced (reduce_dtype; DDP's fp32 buckets)
+GRAD_REDUCE_BYTES = 4  # fp32 gradients reduced: DDP's buckets (fp32 master weights), FSDP2 under fp16
+BF16_GRAD_REDUCE_BYTES = 2  # FSDP2's reduce_dtype under bf16 or fp8 compute (examples/slurm/speed.py)
 ACTIVATION_BYTES = 2  # bf16 activations all-reduced by tensor parallel
 TP_ALL_REDUCES = 4  # per block and micro-step: two forward, two backward
 TP_RECOMPUTE_ALL_REDUCES = 2  # the recomputed forward's
@@ -60,6 +63,13 @@ class Layout(Protocol):
     hidden: int
     sequence: int
     recompute: bool
+    precision: str
+
+
+def grad_bytes(spread: Layout) -> int:
+    """Bytes per parameter a gradient reduction of `spread` moves, as the shipped trainer reduces."""
+    return GRAD_REDUCE_BYTES if spread.sharding == "none" or spread.precision in ("fp16", "fp32") \
+        else BF16_GRAD_REDUCE_BYTES
 
 
 @dataclass(frozen=True)
@@ -174,11 +184,11 @@ def step(spread: Layout, itype: InstanceType, *, parameters_billion: float, comp
     gather = scatter = across = efa_bytes = 0.0
     if shard > 1:  # FSDP2: gathers and a reduce-scatter every micro-step
         gather = 2 * micro_steps * _ring(params * PARAM_GATHER_BYTES, shard, shard_g.gb_s)
-        scatter = _ring(params * GRAD_REDUCE_BYTES, shard, shard_g.gb_s)
+        scatter = _ring(params * grad_bytes(spread), shard, shard_g.gb_s)
         efa_bytes += 2 * micro_steps * shard_g.efa_bytes(params * PARAM_GATHER_BYTES, node_ranks)
-        efa_bytes += micro_steps * shard_g.efa_bytes(params * GRAD_REDUCE_BYTES, node_ranks)
+        efa_bytes += micro_steps * shard_g.efa_bytes(params * grad_bytes(spread), node_ranks)
     if replicas > 1:  # DDP's all-reduce, or HSDP's across the replicas of each shard: once, after the last micro-step
-        piece = params * GRAD_REDUCE_BYTES / shard
+        piece = params * grad_bytes(spread) / shard
         across = _ring(piece, replicas, replica_g.gb_s, all_reduce=True)
         efa_bytes += replica_g.efa_bytes(piece, node_ranks, all_reduce=True)
     reduce = micro_steps * scatter + across
@@ -188,8 +198,9 @@ def step(spread: Layout, itype: InstanceType, *, parameters_billion: float, comp
         activation = spread.micro_batch * spread.sequence * spread.hidden * ACTIVATION_BYTES
         tensor = micro_steps * spread.layers * per_block * _ring(activation, t, inside, all_reduce=True)
     backward = compute_s / micro_steps * BACKWARD_SHARE  # one micro-step's backward, what a reduction hides behind
-    exposed = tensor + max(0.0, gather - compute_s) + (micro_steps - 1) * max(0.0, scatter - backward) \
+    each = max(0.0, gather - compute_s) + (micro_steps - 1) * max(0.0, scatter - backward) \
         + max(0.0, scatter + across - backward)
+    exposed = tensor + max(each, gather + reduce - compute_s)  # one set of links carries them all
     return Communication(compute_s=compute_s, gather_s=gather, reduce_s=reduce, tensor_s=tensor, exposed_s=exposed,
                          inter_node_gb=efa_bytes / 1e9,
                          links=_links(spread, itype, shard, replicas, shard_g, replica_g))

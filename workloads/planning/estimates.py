@@ -101,6 +101,7 @@ class UtilisationRange:
     likely: float
     high: float
     basis: str  # which published figures, or the stand-in used
+    trainer_measured: float | None = None  # this toolkit's trainer's measured MFU on the accelerator (or stand-in)
 
 
 def peak_tflops(itype: InstanceType, precision: str, u: Utilisation) -> float | None:
@@ -167,6 +168,13 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
         ref = sorted(f.value for f in u.mfu[(u.spread_from, band)])
         ref_median = statistics.median(ref)
         low, high = likely * ref[0] / ref_median, likely * ref[-1] / ref_median
+    # This toolkit's own trainer, where it was measured on this accelerator (or its named stand-in) in this
+    # precision: inside the range (the low end where it is below the published runs), said beside the likely figure,
+    # which stays the fastest published stack's (the speed the plan holds the run to until `plan --calibrate`).
+    own, stand_in = u.trainer_figures(model, precision)
+    measured = statistics.median(scaled(f) for f in own) if own else None
+    if measured is not None:
+        low, high = min(low, measured), max(high, measured)
 
     def shown(f: MfuFigure) -> str:
         setting = {True: "recompute", False: "no recompute", None: "recompute not stated"}[f.recompute]
@@ -179,7 +187,10 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
     basis = (borrowed + ": " if borrowed else "") + f"{model} {precision} MFU at {size} parameters: {runs}"
     if len(by_stack) > 1:
         basis += f"; likely: {fastest}'s median, the fastest of the {len(by_stack)} published stacks"
-    return UtilisationRange(low, likely, high, basis)
+    if own:
+        basis += f"; this toolkit's trainer as measured: {'; '.join(shown(f) for f in own)}" + \
+            (f" ({stand_in}'s measurement, none on {model} yet)" if stand_in else "")
+    return UtilisationRange(low, likely, high, basis, trainer_measured=measured)
 
 
 def classic_hours(dataset_size_gib: float, vcpus: int, count: int, u: Utilisation) -> tuple[float, float, float]:

@@ -31,6 +31,7 @@ class TrainingEstimate:
     price_note: str = ""
     assumptions: tuple[str, ...] = ()
     basis: str = ""  # the published measurements the range rests on
+    trainer_mfu: float | None = None  # this toolkit's trainer's own measured MFU on the hardware (or a stand-in's)
 
 
 def estimate_run(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
@@ -40,12 +41,12 @@ def estimate_run(w: Workload, cat: Catalog, itype: InstanceType, count: int, orc
     nodes, for whole days)."""
     price = reserved or node_price(itype, w, orchestrator, cat)
     assert price
-    util = util_range = None
+    util = util_range = trainer_mfu = None
     basis = ""
     if flops is not None:
         precision = priced_precision(w, itype)
         r = utilisation_at(w, itype, count, precision)  # at the count it runs, as the candidates table priced it
-        util, util_range, basis = r.likely, (r.low, r.high), r.basis
+        util, util_range, basis, trainer_mfu = r.likely, (r.low, r.high), r.basis, r.trainer_measured
         peak = est.peak_tflops(itype, precision, load_utilisation())
         low_h, hrs, high_h = (run_hours(w, itype, count, flops, u, peak) for u in (r.high, r.likely, r.low))
         # a faster compute hides less communication, so the range's ends are the extremes of the three
@@ -79,6 +80,7 @@ def estimate_run(w: Workload, cat: Catalog, itype: InstanceType, count: int, orc
         tokens_billion=tokens, flops=flops, utilisation=util, hours=hrs, usd_per_hour=cluster_usd_h,
         usd_total=total, hours_range=(low_h, high_h), usd_total_range=total_range, utilisation_range=util_range,
         spot_usd_total=spot, price_note=note, assumptions=_assumptions(flops is None, itype, w, orchestrator), basis=basis,
+        trainer_mfu=trainer_mfu,
     )
 
 
