@@ -20,7 +20,7 @@ def _types():
 
 @pytest.mark.parametrize("preset, overrides, sharding, ranks", [
     ("intermediate", {"training.instance_type": "p5.48xlarge"}, "none", 8),  # 3B in 80 GB: DDP
-    ("intermediate", {"training.instance_type": "p4d.24xlarge"}, "hybrid", 8),  # p4d (40 GB): sharded in the node
+    ("intermediate", {"training.instance_type": "p4d.24xlarge"}, "full", 8),  # p4d (40 GB): sharded over the node
     ("huge", TRN2, "full", 16 * 64), ("huge", None, "full", 16 * 8)])
 def test_presets_get_the_simplest_layout_that_fits(preset, overrides, sharding, ranks):
     spread = plan(load(preset, overrides)).training.parallelism
@@ -315,3 +315,11 @@ def test_a_checkpoint_holds_what_the_plan_sizes_per_parameter():
     tensors = [t for t in torch.utils._pytree.tree_leaves(state) if isinstance(t, torch.Tensor) and t.dim() > 0]
     parameters = sum(p.numel() for p in model.parameters())
     assert sum(t.numel() * t.element_size() for t in tensors) / parameters == CHECKPOINT_BYTES_PER_PARAM
+
+
+def test_hsdp_is_never_chosen_on_one_node():
+    """The ML review (P9): on one node nothing crosses EFA, so HSDP's saving is nil ("from 0 GB to 0 GB") and it only
+    adds an all-reduce: full sharding over the node's ranks stays."""
+    spread = choose(parameters_billion=8, layers=32, hidden=4096, heads=32, kv_heads=8,
+                    itype=_types()["p5.48xlarge"], nodes=1)
+    assert spread.sharding in ("full", "none") and "HSDP" not in spread.reason

@@ -297,6 +297,8 @@ def _hybrid(best: Parallelism, itype: InstanceType, parameters_billion: float, *
     gradients across the replicas once a step (workloads/planning/communication.py). None: full sharding stays."""
     t, per_node = best.tensor, best.ranks_per_node
     full = step(best, itype, parameters_billion=parameters_billion, compute_s=1.0).inter_node_gb
+    if full <= 0:  # one node: nothing crosses EFA, so HSDP would only add an all-reduce
+        return None
     options = []
     for shard in range(1, best.data):
         group = shard * t
