@@ -271,7 +271,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         lines.append("         no endpoints (training only)")
     m = p.monthly
     if m is not None:
-        lines.append(f"         a month of the estate {money(m.usd_month)}" + (
+        at_peak = f" (endpoints at their minimum; {money(m.usd_month_at_peak)} with the fleet the stated peak " \
+            "needs all month)" if m.usd_month_at_peak is not None else ""
+        lines.append(f"         a month of the estate {money(m.usd_month)}{at_peak}" + (
             f" with its {m.training_runs:,.1f} training runs" if m.training_runs else
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:

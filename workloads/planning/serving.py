@@ -20,6 +20,7 @@ from . import hosts, speed
 from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
+from .fp8_serving import fp8_refusal, named
 from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -261,6 +262,9 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             itype = cat.get(section.instance_type)
             assert itype is not None
             plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
+            if llm_served(w) and fp8_refusal(w, itype):
+                raise ConfigError("inference.generation.quantization", "fp8", "none, or a type with FP8 (g6, p5)",
+                                  reason=fp8_refusal(w, itype))
             table, best = ranked(kind, compare(kind, w, cat, (itype.name,), None, section))
             if best is None:
                 if not table:
@@ -272,7 +276,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             degree, reason = best[0].tensor_parallel, "set by the config"
         else:
             itype, reason, s, degree, table = _serving_type(kind, w, cat, section)
-        serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency)
+        serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency, quantization=s.quantization)
         price = itype.price(w.region, sagemaker=True)
         hourly = price.usd_per_hour
         rps = s.requests_per_second
@@ -412,7 +416,7 @@ def _copies(w: Workload, section: Realtime, itype: InstanceType, degree: int | N
     count, _ = devices(itype)
     per_copy = s.requests_per_second / s.copies
     needed = max(1, math.ceil(w.inference.requests_per_second / per_copy))
-    fewest = copy_degrees(w, itype)[0]
+    fewest = copy_degrees(w, itype, named(s.quantization))[0]
     why_tp = f"TP={degree} is the fewest GPUs that hold the weights and a typical request's KV cache" \
         if degree == fewest else f"TP={degree} (TP={fewest} holds the model too, but costs more at the peak or misses " \
                                  "the targets: table below)"
