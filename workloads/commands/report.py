@@ -259,6 +259,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
             what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")
         elif ip.instance_type:
             what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"
+            peak = next((c for c in ip.candidates if c.chosen), None)
+            if peak is not None and peak.usd_per_hour_at_peak > (ip.usd_per_hour_min or 0) + 0.005:
+                what += f", {money(peak.usd_per_hour_at_peak)}/h at the stated peak ({peak.instances_at_peak})"
             if ip.copies_per_instance:
                 assert ip.serving is not None
                 n = ip.copies_per_instance
@@ -327,7 +330,8 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
                     f"{money(c.usd_per_hour_at_minimum)} / {money(c.usd_per_hour_at_peak)}",
                     money(c.usd_per_million)) if fleet else (str(c.instances_at_peak), money(c.usd_per_million))
             ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
-            table.add_row(("* " if c.chosen else "") + c.instance_type, f"{c.tensor_parallel or '-'} x {c.copies}",
+            layout = f"{c.tensor_parallel or '-'} x {c.copies}" + (f" {c.quantization}" if c.quantization else "")
+            table.add_row(("* " if c.chosen else "") + c.instance_type, layout,
                           str(c.concurrency), _rate(c.requests_per_second), *cost,
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))
