@@ -30,7 +30,12 @@ GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarg
 # Not candidates yet: ml.g6e (L40S) and ml.p5en.48xlarge. No SageMaker hosting price for either was found at AWS's
 # pricing page or Price List in the sources searched (2026-11-25): the g6e figures seen are third-party code's
 # (ml.g6e.xlarge 2.61, 2xlarge 2.80, 12xlarge 13.12, 48xlarge 37.66 $/h, "Pricing API"), none for ml.p5en; the
-# catalog records p5en's SageMaker price as null. A type joins this list with its sourced price.
+# catalog records p5en's SageMaker price as null. A type joins this list with its sourced price. Searched again on
+# 2026-11-28 for a named public copy of the Price List (the code and pages corpora; aws-samples/foundation-model-
+# benchmarking-tool fmbench/configs/pricing.yml at f92381db: no g6e, no p5en; vantage-sh/ec2instances.info's
+# scraper/aws/sagemaker.go reads the AmazonSageMaker offer's Notebook SKUs but its www/sagemaker/instances.json is
+# generated, not in the repository): the g6e figures found (2.61/2.80/13.12/37.66, and 2.80/3.76/5.66/13.10) are in
+# files whose repository the index does not name, so none is recorded.
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
 # CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
 # prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
