@@ -267,6 +267,8 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
                 n = ip.copies_per_instance
                 what += (f"; {n} cop{'y' if n == 1 else 'ies'} of TP={ip.serving.tensor_parallel} per {ip.instance_type} "
                          f"({ip.min_copies}-{ip.max_copies} copies, Inference Components)")
+            if ip.serving is not None and ip.serving.quantization:
+                what += f"; {ip.serving.quantization.upper()} weights and KV cache"
         else:
             what = f"{ip.memory_mb} MB, up to {ip.max_concurrency} concurrent requests" if ip.memory_mb else "on demand"
         lines.append(f"         {ip.kind}: {what}")
