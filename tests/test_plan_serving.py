@@ -254,6 +254,7 @@ def test_the_kv_cache_the_plan_prints_is_the_one_that_fits(workload, overrides):
 
     from workloads.catalog import devices, load_catalog
     from workloads.planning.contracts import SERVING_MEMORY_FRACTION, weights_gib
+    from workloads.planning.fp8_serving import named
 
     p = plan(load(workload, overrides))
     seen = 0
@@ -264,7 +265,8 @@ def test_the_kv_cache_the_plan_prints_is_the_one_that_fits(workload, overrides):
         kv = float(re.match(r"KV cache ([\d.]+) GiB", notes[0]).group(1))
         _, per_device = devices(load_catalog().types[ip.instance_type.removeprefix("ml.")])
         room = SERVING_MEMORY_FRACTION * ip.serving.tensor_parallel * per_device
-        assert kv + weights_gib(p.workload.model.parameters_billion) <= room + 0.1, (kind, notes[0], room)
+        weights = weights_gib(p.workload.model.parameters_billion, named(ip.serving.quantization))  # FP8: 1 B
+        assert kv + weights <= room + 0.1, (kind, notes[0], room)
         seen += 1
     assert seen
 

@@ -264,11 +264,16 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
             what = f"{ip.max_instances} x {ip.instance_type} per run" + (f", {ip.schedule}" if ip.schedule else "")
         elif ip.instance_type:
             what = f"{ip.min_instances}-{ip.max_instances} x {ip.instance_type}, {money(ip.usd_per_hour_min)}/h at minimum"
+            peak = next((c for c in ip.candidates if c.chosen), None)
+            if peak is not None and peak.usd_per_hour_at_peak > (ip.usd_per_hour_min or 0) + 0.005:
+                what += f", {money(peak.usd_per_hour_at_peak)}/h at the stated peak ({peak.instances_at_peak})"
             if ip.copies_per_instance:
                 assert ip.serving is not None
                 n = ip.copies_per_instance
                 what += (f"; {n} cop{'y' if n == 1 else 'ies'} of TP={ip.serving.tensor_parallel} per {ip.instance_type} "
                          f"({ip.min_copies}-{ip.max_copies} copies, Inference Components)")
+            if ip.serving is not None and ip.serving.quantization:
+                what += f"; {ip.serving.quantization.upper()} weights and KV cache"
         else:
             what = f"{ip.memory_mb} MB, up to {ip.max_concurrency} concurrent requests" if ip.memory_mb else "on demand"
         lines.append(f"         {ip.kind}: {what}")
@@ -276,7 +281,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         lines.append("         no endpoints (training only)")
     m = p.monthly
     if m is not None:
-        lines.append(f"         a month of the estate {money(m.usd_month)}" + (
+        at_peak = f" (endpoints at their minimum; {money(m.usd_month_at_peak)} with the fleet the stated peak " \
+            "needs all month)" if m.usd_month_at_peak is not None else ""
+        lines.append(f"         a month of the estate {money(m.usd_month)}{at_peak}" + (
             f" with its {m.training_runs:,.1f} training runs" if m.training_runs else
             f"; with one training run {money(m.headline_usd)}" if m.headline_usd is not None else ""))
     if budget:
@@ -330,7 +337,8 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
                     f"{money(c.usd_per_hour_at_minimum)} / {money(c.usd_per_hour_at_peak)}",
                     money(c.usd_per_million)) if fleet else (str(c.instances_at_peak), money(c.usd_per_million))
             ms = (lambda v: "-" if v is None else f"{v:,.0f} ms")
-            table.add_row(("* " if c.chosen else "") + c.instance_type, f"{c.tensor_parallel or '-'} x {c.copies}",
+            layout = f"{c.tensor_parallel or '-'} x {c.copies}" + (f" {c.quantization}" if c.quantization else "")
+            table.add_row(("* " if c.chosen else "") + c.instance_type, layout,
                           str(c.concurrency), _rate(c.requests_per_second), *cost,
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))

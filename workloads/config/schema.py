@@ -226,6 +226,10 @@ class Generation(_Frozen):
     # KV-cache room, up to what the container publishes.
     max_batch_size: int | None = Field(default=None, ge=1, le=512)
     dtype: Literal["bf16", "fp16"] = "bf16"
+    # FP8 serving (vLLM --quantization fp8 --kv-cache-dtype fp8, workloads/planning/fp8_serving.py). Absent: FP8
+    # candidates are compared beside the checkpoint's dtype where the GPU computes in FP8 (and warned when chosen);
+    # none: never FP8; fp8: FP8 only (GPUs without FP8 are not candidates).
+    quantization: Literal["fp8", "none"] | None = None
     # A typical request, for sizing (absent: 512 in, 128 out, within the limits above).
     typical_input_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     typical_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)

@@ -63,8 +63,8 @@ from ..catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
 from ..config.model import artifact_format, attention_heads, model_shape
 from ..config.schema import Workload
 from ..errors import ConfigError
-from . import estimates as est
 from . import hosts
+from .fp8_serving import CHECKPOINT, WeightFormat, named
 
 MODEL_DIR = "/opt/ml/model"
 CODE_DIR = MODEL_DIR + "/code"
@@ -73,7 +73,6 @@ DEFAULT_KEYS = {"huggingface": "models/llm/", "framework-archive": "models/model
                 "xgboost": "models/model.tar.gz", "scikit-learn": "models/model.tar.gz"}
 # Weights and KV cache fill at most this share of accelerator memory; the rest is activations and runtime.
 SERVING_MEMORY_FRACTION = 0.9
-KV_BYTES = 2  # fp16/bf16 cache
 
 
 @dataclass(frozen=True)
@@ -243,37 +242,39 @@ class ServingPlan:
     # Batch only: "async" where the scheduled run sends the batch prefix's requests to the async endpoint, whose host
     # runs the image, instead of a transform job, whose hosts do not (hosts.drain_route); "": a transform job.
     drain: str = ""
+    quantization: str = ""  # LLMs: "fp8" where vLLM quantizes the weights and cache (fp8_serving.py); "": as trained
 
 
-def kv_bytes_per_token(w: Workload) -> int:
-    """KV cache bytes one token holds: 2 (K and V) x layers x KV heads x head size x bytes."""
+def kv_bytes_per_token(w: Workload, fmt: WeightFormat = CHECKPOINT) -> int:
+    """KV cache bytes one token holds: 2 (K and V) x layers x KV heads x head size x bytes (FP8: one)."""
     layers, heads, kv_heads, hidden = model_shape(w)
-    return 2 * layers * kv_heads * (hidden // heads) * KV_BYTES
+    return 2 * layers * kv_heads * (hidden // heads) * fmt.kv_bytes
 
 
-def kv_cache_gib(w: Workload, batch: int, *, tokens: int | None = None) -> float:
+def kv_cache_gib(w: Workload, batch: int, *, tokens: int | None = None, fmt: WeightFormat = CHECKPOINT) -> float:
     """The KV cache of `batch` sequences of `tokens` each (absent: max_total_tokens, the shape Neuron compiles)."""
-    return kv_bytes_per_token(w) * (tokens or w.inference.generation.max_total_tokens) * batch / 2**30
+    return kv_bytes_per_token(w, fmt) * (tokens or w.inference.generation.max_total_tokens) * batch / 2**30
 
 
-def paged_kv_cache_gib(w: Workload, batch: int) -> float:
+def paged_kv_cache_gib(w: Workload, batch: int, fmt: WeightFormat = CHECKPOINT) -> float:
     """The KV cache vLLM's paged attention holds for `batch` typical requests: blocks are allocated as a sequence
     grows, so a request holds its own context (typical input plus output), not max_total_tokens; the configured
     maximum stays a limit (one sequence of max_total_tokens must fit: vLLM refuses to start when its cache cannot
     hold one request of max_model_len). Kwon et al., "Efficient Memory Management for Large Language Model Serving
     with PagedAttention" (SOSP 2023, https://arxiv.org/abs/2309.06180)."""
     tokens_in, tokens_out = w.inference.generation.typical()
-    return max(kv_cache_gib(w, batch, tokens=tokens_in + tokens_out), kv_cache_gib(w, 1))
+    return max(kv_cache_gib(w, batch, tokens=tokens_in + tokens_out, fmt=fmt), kv_cache_gib(w, 1, fmt=fmt))
 
 
-def weights_gib(parameters_billion: float) -> float:
-    return parameters_billion * 1e9 * est.SERVE_BYTES_PER_PARAM / 2**30
+def weights_gib(parameters_billion: float, fmt: WeightFormat = CHECKPOINT) -> float:
+    return parameters_billion * 1e9 * fmt.weight_bytes / 2**30
 
 
-def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: float) -> bool:
+def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: float,
+          fmt: WeightFormat = CHECKPOINT) -> bool:
     """Weights and KV cache within SERVING_MEMORY_FRACTION of `degree` devices' memory."""
     _, per_device = devices(itype)
-    return weights_gib(parameters_billion) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
+    return weights_gib(parameters_billion, fmt) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
 
 
 # Tensor-parallel degrees each LLM container allows. vLLM shards attention heads over GPUs, so the degree divides
@@ -295,7 +296,7 @@ def tensor_parallel(parameters_billion: float, heads: int, itype: InstanceType, 
     return next((d for d in tensor_degrees(itype, heads) if holds(parameters_billion, itype, d, kv_cache_gib)), None)
 
 
-def copy_degrees(w: Workload, itype: InstanceType) -> list[int]:
+def copy_degrees(w: Workload, itype: InstanceType, fmt: WeightFormat = CHECKPOINT) -> list[int]:
     """Inference Components (vLLM on GPUs, real-time): the tensor-parallel degrees a copy may run at, fewest first.
     Powers of two that divide the attention heads and the KV heads (vLLM shards both; a power of two also divides the
     GPUs of every serving type, so devices / degree copies leave none idle), from the fewest whose memory holds the
@@ -303,11 +304,11 @@ def copy_degrees(w: Workload, itype: InstanceType) -> list[int]:
     count, _ = devices(itype)
     _, heads, kv_heads, _ = model_shape(w)
     tokens_in, tokens_out = w.inference.generation.typical()
-    typical = kv_cache_gib(w, 1, tokens=tokens_in + tokens_out)
+    typical = kv_cache_gib(w, 1, tokens=tokens_in + tokens_out, fmt=fmt)
     out, d = [], 1
     while d <= count:
         if heads % d == 0 and kv_heads % d == 0 and count % d == 0 and (out or holds(
-                w.model.parameters_billion, itype, d, typical)):
+                w.model.parameters_billion, itype, d, typical, fmt)):
             out.append(d)
         d *= 2
     return out
@@ -349,7 +350,7 @@ def container_for(kind: str, fmt: str, framework: str, itype: InstanceType | Non
 
 
 def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: int | None = None,
-                 batch: int | None = None) -> ServingPlan:
+                 batch: int | None = None, quantization: str = "") -> ServingPlan:
     """The serving contract of one kind on its instance type (None: serverless). LLMs: `degree` and `batch` are the
     planner's sizing (absent: the largest degree that holds one sequence, batch 1)."""
     fmt, _ = artifact_format(w)
@@ -377,21 +378,21 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
         if container.key == "ray-serve":
             env = {"SM_RAYSERVE_APP": RAY_APP}  # code/ is on PYTHONPATH; a config.yaml at the top wins over it
         return ServingPlan(**common, environment=env, tensor_parallel=None)
-    plan = _llm(kind, w, itype, common, degree, batch)
+    plan = _llm(kind, w, itype, common, degree, batch, named(quantization))
     if gpu and kind == "batch" and batch_host is None:
         plan = replace(plan, host_problem=hosts.no_transform_host(container.key, container.title))
     return plan
 
 
 def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degree: int | None,
-         batch: int | None) -> ServingPlan:
+         batch: int | None, fmt: WeightFormat = CHECKPOINT) -> ServingPlan:
     assert itype is not None
     g = w.inference.generation
     heads, assumed = attention_heads(w)
     batch = batch or g.max_batch_size or 1
     # Neuron compiles max_total_tokens a sequence and reserves it; vLLM on GPUs pages the cache as sequences grow.
     neuron = common["container"] == "vllm-neuronx"
-    kv = kv_cache_gib(w, batch) if neuron else paged_kv_cache_gib(w, batch)
+    kv = kv_cache_gib(w, batch) if neuron else paged_kv_cache_gib(w, batch, fmt)
     degree = degree or tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
     count, per_device = devices(itype)
     if degree is None:
@@ -425,5 +426,8 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
         dtype = "bfloat16" if g.dtype == "bf16" and itype.peak_tflops_dtype == "bf16" else "float16"
         env = {"SM_VLLM_MODEL": MODEL_DIR, "SM_VLLM_TENSOR_PARALLEL_SIZE": str(degree),
                "SM_VLLM_MAX_MODEL_LEN": str(g.max_total_tokens), "SM_VLLM_MAX_NUM_SEQS": str(batch),
-               "SM_VLLM_DTYPE": dtype}
-    return ServingPlan(**common, environment=env, tensor_parallel=degree, notes=tuple(notes))
+               "SM_VLLM_DTYPE": dtype, **dict(fmt.environment)}
+        if fmt.name:  # FP8 (fp8_serving.py): the linears quantized as vLLM loads the checkpoint, the cache in FP8
+            notes.append(f"{fmt.name.upper()}: weights at {fmt.weight_bytes:g} B/parameter (quantized by vLLM as it "
+                         f"loads the {dtype} checkpoint) and the KV cache at {fmt.kv_bytes} B an element")
+    return ServingPlan(**common, environment=env, tensor_parallel=degree, notes=tuple(notes), quantization=fmt.name)

@@ -237,6 +237,9 @@ class Monthly:
     note: str
     sources: dict[str, str]  # key -> "title <url>, checked date"
     training_runs: float | None = None  # runs a month (training.schedule or runs_per_month), in usd_month
+    # The month with every endpoint at the fleet the stated peak needs (its chosen candidate's), where that is more than
+    # its minimum: an autoscaled fleet costs between usd_month and this, as the traffic runs (None: no endpoint scales).
+    usd_month_at_peak: float | None = None
 
 
 # What the stacks create whatever the workload, counted here for their monthly lines (tests/test_billed_resources.py
@@ -359,6 +362,8 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
         f"{gb_logs} GB ingested and stored (assumed)", f"${logs['usd_per_gb_ingested']}/GB ingested + "
         f"${logs['usd_per_gb_month_stored']}/GB-month (CloudWatch list price)", logs["source"])
     month = round(sum(line.usd for line in lines), 2)
+    above = sum(max(0.0, c.usd_per_hour_at_peak - (ip.usd_per_hour_min or 0)) * hours for ip in inference.values()
+                if ip.kind in ("realtime", "async") for c in ip.candidates if c.chosen)
     region = "" if w.region == "us-east-1" else f"; service prices are us-east-1's ({w.region} may differ)"
     region += "; the PCS controller's fee is not recorded" if training.orchestrator == "slurm" else ""
     # A workload that trains on a schedule has its runs in the month; else the headline adds its one run.
@@ -369,7 +374,7 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
                    f"headline = {what} of serving, storage, network, the cluster's always-on nodes and logs{region}; "
                    "compute nodes that run only for jobs are in the training run" + ("s" if runs else ""),
                    {k: f"{v['title']} <{v['url']}>, checked {v['checked']}" for k, v in svc["sources"].items()},
-                   training_runs=runs)
+                   training_runs=runs, usd_month_at_peak=round(month + above, 2) if above > 0.005 else None)
 
 
 def cluster_lines(training, hours: float) -> list[MonthlyLine]:

@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from . import estimates as est
 from . import speed
 from .contracts import VLLM_TOO_OLD, container_for, copy_degrees, tensor_degrees
+from .fp8_serving import formats
 
 # SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services", section "Deploy
 # Multiple Instances Across Availability Zones": "If an outage occurs or an instance fails, SageMaker automatically
@@ -66,6 +67,7 @@ class ServingCandidate:
     instances_at_minimum: int = 0  # the minimum fleet: zones, the config's minimum, or none (scales to zero)
     usd_per_hour_at_minimum: float = 0.0
     needed_at_peak: int = 1  # instances the stated peak needs at this candidate's rate, before the minimum
+    quantization: str = ""  # LLMs: "fp8" (weights and KV cache in FP8 on vLLM, fp8_serving.py); "": as trained
 
 
 def llm_served(w: Workload) -> bool:
@@ -127,12 +129,15 @@ def speeds(kind: str, w: Workload, itype: InstanceType) -> list[tuple[int | None
     if classic or itype.accelerator is None:
         return [(None, speed.cpu(w, itype, targets.request_ms, classic=classic, max_concurrency=limit))]
     if llm_served(w):
+        # Each weight format offered on the type: the checkpoint's dtype, FP8 where vLLM's GPU computes in it.
+        fmts = formats(w, itype)
         if uses_components(kind, itype):
             count, _ = devices(itype)
-            out = [(d, speed.llm(w, itype, d, targets)) for d in copy_degrees(w, itype)]
+            out = [(d, speed.llm(w, itype, d, targets, fmt=f)) for f in fmts for d in copy_degrees(w, itype, f)]
             return [(d, s.times(count // d, d)) for d, s in out if s is not None]
         heads, _ = attention_heads(w)
-        out = [(d, speed.llm(w, itype, d, targets, max_concurrency=limit)) for d in tensor_degrees(itype, heads)]
+        out = [(d, speed.llm(w, itype, d, targets, max_concurrency=limit, fmt=f))
+               for f in fmts for d in tensor_degrees(itype, heads)]
         return [(d, s) for d, s in out if s is not None]
     return [(None, speed.encoder(w, itype, targets.request_ms))]
 
@@ -157,7 +162,7 @@ def candidate(kind: str, w: Workload, itype: InstanceType, degree: int | None, s
                             None if s.ttft_ms is None else round(s.ttft_ms, 1),
                             None if s.tpot_ms is None else round(s.tpot_ms, 1), meets, why, copies=s.copies,
                             instances_at_minimum=least, usd_per_hour_at_minimum=round(hourly * least, 4),
-                            needed_at_peak=needed)
+                            needed_at_peak=needed, quantization=s.quantization)
 
 
 def rank_key(kind: str, c: ServingCandidate) -> tuple[float, float, int]:

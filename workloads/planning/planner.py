@@ -16,6 +16,7 @@ from . import layout
 from .artifacts import exported_key
 from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
+from .fp8_serving import fp8_findings
 from .hosts import host_findings
 from .serving import TRAINING_ONLY, InferencePlan, plan_inference
 from .training import TrainingPlan, plan_training
@@ -77,7 +78,7 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
         monthly=monthly(w, training, inference, price, standing),
-        findings=(*advice(w, cat), *training.findings, *host_findings(inference)),
+        findings=(*advice(w, cat), *training.findings, *host_findings(inference), *fp8_findings(inference)),
         path=train_to_serve(training, inference),
         model=model_lines(w),
     )

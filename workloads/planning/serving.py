@@ -20,6 +20,7 @@ from . import hosts, speed
 from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
+from .fp8_serving import fp8_refusal, named
 from .startup import Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
@@ -29,7 +30,12 @@ GPU_SERVING = ("g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6.2xlarg
 # Not candidates yet: ml.g6e (L40S) and ml.p5en.48xlarge. No SageMaker hosting price for either was found at AWS's
 # pricing page or Price List in the sources searched (2026-11-25): the g6e figures seen are third-party code's
 # (ml.g6e.xlarge 2.61, 2xlarge 2.80, 12xlarge 13.12, 48xlarge 37.66 $/h, "Pricing API"), none for ml.p5en; the
-# catalog records p5en's SageMaker price as null. A type joins this list with its sourced price.
+# catalog records p5en's SageMaker price as null. A type joins this list with its sourced price. Searched again on
+# 2026-11-28 for a named public copy of the Price List (the code and pages corpora; aws-samples/foundation-model-
+# benchmarking-tool fmbench/configs/pricing.yml at f92381db: no g6e, no p5en; vantage-sh/ec2instances.info's
+# scraper/aws/sagemaker.go reads the AmazonSageMaker offer's Notebook SKUs but its www/sagemaker/instances.json is
+# generated, not in the repository): the g6e figures found (2.61/2.80/13.12/37.66, and 2.80/3.76/5.66/13.10) are in
+# files whose repository the index does not name, so none is recorded.
 CPU_SERVING = ("c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "c5.2xlarge", "m5.2xlarge", "m5.4xlarge")
 # CPU candidates for models that are neither classic ML nor LLMs (encoders, vision): the newest CPU families the catalog
 # prices on SageMaker (catalog/instances.yaml, with its sources), compared with the GPUs at fp32 weights.
@@ -261,6 +267,9 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             itype = cat.get(section.instance_type)
             assert itype is not None
             plan_serving(kind, w, itype)  # first: a type no container can use says so before any sizing
+            if llm_served(w) and fp8_refusal(w, itype):
+                raise ConfigError("inference.generation.quantization", "fp8", "none, or a type with FP8 (g6, p5)",
+                                  reason=fp8_refusal(w, itype))
             table, best = ranked(kind, compare(kind, w, cat, (itype.name,), None, section))
             if best is None:
                 if not table:
@@ -272,7 +281,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             degree, reason = best[0].tensor_parallel, "set by the config"
         else:
             itype, reason, s, degree, table = _serving_type(kind, w, cat, section)
-        serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency)
+        serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency, quantization=s.quantization)
         price = itype.price(w.region, sagemaker=True)
         hourly = price.usd_per_hour
         rps = s.requests_per_second
@@ -412,7 +421,7 @@ def _copies(w: Workload, section: Realtime, itype: InstanceType, degree: int | N
     count, _ = devices(itype)
     per_copy = s.requests_per_second / s.copies
     needed = max(1, math.ceil(w.inference.requests_per_second / per_copy))
-    fewest = copy_degrees(w, itype)[0]
+    fewest = copy_degrees(w, itype, named(s.quantization))[0]
     why_tp = f"TP={degree} is the fewest GPUs that hold the weights and a typical request's KV cache" \
         if degree == fewest else f"TP={degree} (TP={fewest} holds the model too, but costs more at the peak or misses " \
                                  "the targets: table below)"

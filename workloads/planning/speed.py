@@ -25,6 +25,7 @@ from ..catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devic
 from ..config.schema import Workload
 from . import estimates as est
 from .contracts import holds, kv_bytes_per_token, kv_cache_gib, paged_kv_cache_gib
+from .fp8_serving import CHECKPOINT, WeightFormat
 
 ENCODER_TOKENS_PER_REQUEST = 512
 # Where the CPU figures were measured (tools/bench_cpu_*.py), said beside every figure that rests on them.
@@ -44,6 +45,7 @@ class Speed:
     tpot_ms: float | None = None  # LLMs: time per output token at `concurrency`, likely
     missed: str = ""  # which target is missed, and by how much
     copies: int = 1  # copies of the model on one instance (Inference Components): devices / tensor-parallel degree
+    quantization: str = ""  # LLMs: "fp8" (weights and KV cache in FP8, fp8_serving.py); "": the checkpoint's dtype
 
     def times(self, copies: int, degree: int) -> "Speed":
         """One instance running `copies` copies of this speed's model side by side, each on its own `degree` devices:
@@ -125,10 +127,11 @@ def max_batch(itype: InstanceType) -> tuple[int, str]:
 
 
 def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
-        max_concurrency: int | None = None) -> Speed | None:
+        max_concurrency: int | None = None, fmt: WeightFormat = CHECKPOINT) -> Speed | None:
     """Continuous batching at `degree`: the largest batch that the KV-cache room holds and that meets the targets.
     None: the weights and one sequence's cache do not fit. `max_concurrency`: at most this many requests in flight
-    (a transform job's MaxConcurrentTransforms)."""
+    (a transform job's MaxConcurrentTransforms). `fmt`: the weights' and cache's bytes (FP8: one each); the prompt
+    stays at the bf16 peak (no FP8 serving measurement is recorded, so FP8's faster matrix units are not counted)."""
     f = load_serving()
     gbs = f.device_gbs(itype)
     acc = itype.accelerator
@@ -141,7 +144,8 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     n = params * 1e9
     g = w.inference.generation
     tokens_in, tokens_out = g.typical()
-    kv_per_token = kv_bytes_per_token(w)
+    kv_per_token = kv_bytes_per_token(w, fmt)
+    weight_bytes = n * fmt.weight_bytes
     context = tokens_in + tokens_out / 2  # average context while a request decodes
     count, _ = devices(itype)
     flops_per_device = itype.peak_tflops * 1e12 / count
@@ -149,7 +153,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     prefill_ms = 2 * n * tokens_in / (degree * flops_per_device * u) * 1e3
 
     def step_ms(batch: int, ratio: float = 1.0) -> float:
-        memory = token_ms(fit, gbs, degree, (n * est.SERVE_BYTES_PER_PARAM + batch * context * kv_per_token) / degree)
+        memory = token_ms(fit, gbs, degree, (weight_bytes + batch * context * kv_per_token) / degree)
         compute = 2 * n * batch / (degree * flops_per_device * u) * 1e3
         return max(memory, compute) * ratio
 
@@ -163,7 +167,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     def rps(batch: int, ratio: float = 1.0) -> float:
         return batch / latency_ms(batch, ratio) * 1e3
 
-    if not holds(params, itype, degree, kv_cache_gib(w, 1)):
+    if not holds(params, itype, degree, kv_cache_gib(w, 1, fmt=fmt), fmt):
         return None
     cap, cap_source = max_batch(itype)
     most = min(cap, g.max_batch_size or cap, max_concurrency or cap)
@@ -171,7 +175,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     # vLLM (GPUs) pages the cache: requests hold their own context. Neuron compiles batch x max_total_tokens.
     cache_of = paged_kv_cache_gib if runtime == "nvidia-gpu" else kv_cache_gib
     for b in range(most, 0, -1):
-        if holds(params, itype, degree, cache_of(w, b)) and \
+        if holds(params, itype, degree, cache_of(w, b, fmt=fmt), fmt) and \
                 not targets.missed(prefill_ms + step_ms(b), tpot_ms(b), latency_ms(b)):
             batch, missed = b, ""
             break
@@ -180,13 +184,15 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     why_batch = "set by inference.generation.max_batch_size" if g.max_batch_size else \
         f"the most the targets and the KV-cache room allow, up to {cap} [{cap_source}]"
     basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time at tensor parallel {degree} ({why_batch}); "
-             f"decode streams {degree} x {n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at "
+             f"decode streams {degree} x {weight_bytes / degree / 1e9:.1f} GB of {fmt.name.upper() + ' ' if fmt.name else ''}weights at "
              f"{fit.efficiency:.0%} of {gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
              f"{fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded:g} ms a token, {runtime} fit to "
              f"{len(rows)} published measurements [{', '.join(sorted({m.source for m in rows}))}] "
              f"(measured/modelled {fast:.2f}-{slow:.2f}); {prompt_basis}")
+    if fmt.name:
+        basis += f"; {fmt.name.upper()} weights and KV cache (the prompt priced at the bf16 peak)"
     return Speed(rps(batch), rps(batch, slow), rps(batch, fast), latency_ms(batch), batch, not missed, basis,
-                 ttft_ms=prefill_ms + step_ms(batch), tpot_ms=tpot_ms(batch), missed=missed)
+                 ttft_ms=prefill_ms + step_ms(batch), tpot_ms=tpot_ms(batch), missed=missed, quantization=fmt.name)
 
 
 def _low_likely_high(measurements: tuple[Measurement, ...]) -> tuple[float, float, float, str]:
