@@ -188,7 +188,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     why_batch = "set by inference.generation.max_batch_size" if g.max_batch_size else \
         f"the most the targets and the KV-cache room allow, up to {cap} [{cap_source}]"
     basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time at tensor parallel {degree} ({why_batch}); "
-             f"decode streams {degree} x {n * est.SERVE_BYTES_PER_PARAM / degree / 1e9:.1f} GB of weights at "
+             f"decode streams {degree} x {weight_bytes / degree / 1e9:.1f} GB of weights at "
              f"{fit.efficiency:.0%} of {gbs:g} GB/s per device [{f.bandwidth_sources[acc.model]}] plus "
              f"{fit.overhead_ms_one if degree == 1 else fit.overhead_ms_sharded:g} ms a token, {runtime} fit to "
              f"{len(rows)} published measurements [{', '.join(sorted({m.source for m in rows}))}] "
