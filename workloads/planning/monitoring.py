@@ -78,12 +78,12 @@ def batch_alarms(*, drain: str = "") -> tuple[AlarmSpec, ...]:
     inside it, .sync; or, `drain` "async", a Distributed Map sends the prefix to the async endpoint), so nobody learns
     of a nightly failure from an empty output prefix days later. The description sends the on-call engineer to the
     logs of what the run drove."""
-    where = ("its Map Run, and the async endpoint's log group /aws/sagemaker/Endpoints/<AsyncEndpointName> and "
-             "failure prefix" if drain == "async" else "/aws/sagemaker/TransformJobs")
+    where = (", its Map Run, and the async endpoint's log group /aws/sagemaker/Endpoints/<AsyncEndpointName> and "
+             "failure prefix" if drain == "async" else " and /aws/sagemaker/TransformJobs")
     what_ran = "batch drain through the async endpoint" if drain == "async" else "batch transform run"
     return tuple(AlarmSpec(f"batchRuns{what}", f"AWS/States:Executions{what}", "Sum", "GreaterThanThreshold", 0, 1,
                            f"A scheduled {what_ran} {verb}: see the state machine's execution "
-                           f"(BatchStateMachineArn), {where}")
+                           f"(BatchStateMachineArn){where}")
                  for what, verb in (("Failed", "failed"), ("TimedOut", "ran past its 24 h timeout")))
 
 
