@@ -2,7 +2,8 @@
 
 Which container serves what is the planner's decision (workloads/planning/contracts.py); this module only
 turns it into an image URI with the arguments recorded there, and with the published tag where the
-SDK builds another (vLLM on Neuron: the SDK's 0.4.4 tag is not the one AWS publishes). Imported only by the CDK side: the planner never loads the (large)
+SDK builds another (vLLM on Neuron: the SDK's 0.4.4 tag is not the one AWS publishes; scikit-learn: the SDK's
+1.9-0-cpu-py3 is not among the tags AWS lists). Imported only by the CDK side: the planner never loads the (large)
 sagemaker package. The SDK's answers are remembered per SDK version (workloads/commands/image_cache.py);
 `python -m constructs_lib.images` (run by `make setup`) writes those of every shipped workload.
 """
@@ -29,9 +30,7 @@ def serving_image(*, container: str, region: str, instance_type: str | None) -> 
     args = dict(CONTAINERS[container].image)
     if args["framework"] in _BY_INSTANCE:
         args["instance_type"] = instance_type or SERVERLESS_IMAGE_TYPE
-    uri = image_cache.retrieve(region=region, **args)
-    pinned = CONTAINERS[container].tag
-    return f"{uri.rsplit(':', 1)[0]}:{pinned}" if pinned else uri
+    return image_cache.with_tag(image_cache.retrieve(region=region, **args), CONTAINERS[container].tag)
 
 
 def shipped_plans() -> list[Plan]:

@@ -58,12 +58,13 @@ class InferenceStack(EstateStack):
         self.artifact_check = ArtifactCheck(self, "ArtifactCheck", bucket=bucket, checks=artifacts, logs_key=logs_key)
         self._watched: list[WatchedEndpoint] = []
         self._batch_runs: str | None = None  # the batch state machine's ARN
+        self._batch_drain = ""  # "async": the batch drains through the async endpoint (its alarms say so)
         for kind, plan in inference.items():
             getattr(self, f"_{kind}")(plan)
         if self._watched or self._batch_runs:
             # `latency_ms`: the workload's inference.latency_ms, the target the latency alarms hold endpoints to.
             ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms,
-                           batch_state_machine_arn=self._batch_runs)
+                           batch_state_machine_arn=self._batch_runs, batch_drain=self._batch_drain)
 
     def _watch(self, kind: str, endpoint_name: str, p: InferencePlan, *, component_name: str | None = None) -> None:
         self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu",
@@ -134,7 +135,7 @@ class InferenceStack(EstateStack):
                 input_prefix=layout.BATCH_INPUT, content_type=p.serving.request.content_type,
                 accept=p.serving.request.accept, schedule=p.schedule, logs_key=self._logs_key)
             cdk.CfnOutput(self, "BatchStateMachineArn", value=drain.state_machine.state_machine_arn)
-            self._batch_runs = drain.state_machine.state_machine_arn
+            self._batch_runs, self._batch_drain = drain.state_machine.state_machine_arn, "async"
             return
         model = self._model("BatchModel", p)
         batch = ScheduledBatchTransform(

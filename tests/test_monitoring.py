@@ -183,3 +183,21 @@ def test_a_failed_or_timed_out_batch_run_is_an_alarm(synth):
         assert [d["Name"] for d in props["Dimensions"]] == ["StateMachineArn"]
         assert machine in json.dumps(props["Dimensions"]) and props["Threshold"] == 0
         assert props["ComparisonOperator"] == "GreaterThanThreshold" and props["EvaluationPeriods"] == 1
+
+
+@pytest.mark.parametrize("name", ["small", "intermediate", "huge"])
+def test_a_batch_alarm_points_to_the_logs_of_what_the_run_drives(name, variant_synth_by_name):
+    """A drained batch (the async endpoint's Distributed Map) is no transform job: its alarms name the Map Run and the
+    async endpoint's log group, a transform job's the TransformJobs log group (one was sent to the wrong one)."""
+    workload, overrides = VARIANTS[name]
+    batch = plan(load(workload, overrides or {})).inference.get("batch")
+    s = variant_synth_by_name(name)
+    runs = [a["Properties"] for a in s.resources("InferenceStack", "AWS::CloudWatch::Alarm").values()
+            if a["Properties"]["Namespace"] == "AWS/States"]
+    assert batch is not None and len(runs) == 2, name
+    for props in runs:
+        text = props["AlarmDescription"]
+        if batch.serving.drain == "async":
+            assert "/aws/sagemaker/Endpoints/" in text and "Map Run" in text and "TransformJobs" not in text, text
+        else:
+            assert "/aws/sagemaker/TransformJobs" in text and "async" not in text, text

@@ -27,6 +27,7 @@ import pytest
 from workloads import ConfigError, load, plan
 from workloads.catalog import load_catalog
 from workloads.planning.contracts import REQUESTS
+from workloads.planning import neuron_hosting
 
 from .conftest import ROOT, VARIANTS
 
@@ -161,7 +162,8 @@ def test_gpu_endpoints_of_the_cuda_dlcs_ask_for_their_host_ami(synth, variant):
             model = v.get("ModelName") or _component_model(template, logical)
             kind = _container(images[model["Fn::GetAtt"][0]])
             acc = load_catalog().types[itype.removeprefix("ml.")].accelerator if itype else None
-            wanted = HOST_AMI.get(kind) if acc and acc.kind == "nvidia-gpu" else None
+            wanted = HOST_AMI.get(kind) if acc and acc.kind == "nvidia-gpu" else \
+                neuron_hosting.inference_ami() if acc and acc.kind == "inferentia" else None
             if v.get("InferenceAmiVersion") != wanted:
                 problems.append(f"{logical} ({kind} on {itype}): InferenceAmiVersion {v.get('InferenceAmiVersion')}, "
                                 f"wanted {wanted}")

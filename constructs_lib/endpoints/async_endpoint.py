@@ -22,14 +22,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from workloads.planning.async_client import backlog_target
 from workloads.planning.startup import Startup
 
 from ..nag import acknowledge_no_volume_key, acknowledge_prefix_grants
 from ..sagemaker_access import allow_reading, allow_volume_key
 from .logged_endpoint import logged_endpoint
 from .scaling import VARIANT, variant_instances
-
-BACKLOG_PER_INSTANCE = 5  # queued requests per instance the scaling aims for
 
 
 class AsyncEndpoint(Construct):
@@ -87,7 +86,8 @@ class AsyncEndpoint(Construct):
                                    max_capacity=max_instances)
         dimensions = {"EndpointName": self.endpoint_name}
         target.scale_to_track_metric(
-            "Backlog", target_value=BACKLOG_PER_INSTANCE,
+            # The backlog counts in-flight requests: an instance serving its full concurrency is the target.
+            "Backlog", target_value=backlog_target(max_concurrent_invocations),
             custom_metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="ApproximateBacklogSizePerInstance",
                                             dimensions_map=dimensions, statistic="Average", period=Duration.minutes(1)),
             scale_in_cooldown=Duration.minutes(10), scale_out_cooldown=Duration.minutes(2),

@@ -27,14 +27,15 @@ class WatchedEndpoint:
 
 class ServingMonitor(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, endpoints: list[WatchedEndpoint], topic: sns.ITopic,
-                 latency_ms: int | None, batch_state_machine_arn: str | None = None) -> None:
-        """`batch_state_machine_arn`: the scheduled batch runs' state machine, if the estate has them."""
+                 latency_ms: int | None, batch_state_machine_arn: str | None = None, batch_drain: str = "") -> None:
+        """`batch_state_machine_arn`: the scheduled batch runs' state machine, if the estate has them; `batch_drain`:
+        "async" where it drains the batch through the async endpoint instead of a transform job."""
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         self.alarms: list[cloudwatch.Alarm] = []
         if batch_state_machine_arn is not None:
             runs = {"StateMachineArn": batch_state_machine_arn}
-            made = [alarm(self, s, runs, topic=topic) for s in batch_alarms()]
+            made = [alarm(self, s, runs, topic=topic) for s in batch_alarms(drain=batch_drain)]
             self.alarms += made
             self.dashboard.add_widgets(
                 cloudwatch.GraphWidget(title="batch: scheduled runs", width=16, left=[

@@ -58,3 +58,8 @@ def save() -> None:
     known, path = _load(), _path()
     write_atomically(path, json.dumps(known, indent=0, sort_keys=True).encode(),
                      stale=f"image_uris.{_DISTRIBUTION}-*.json")
+
+
+def with_tag(uri: str, tag: str | None) -> str:
+    """`uri` with the tag AWS publishes, where the SDK builds another (None: the SDK's)."""
+    return f"{uri.rsplit(':', 1)[0]}:{tag}" if tag else uri

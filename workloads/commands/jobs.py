@@ -30,6 +30,8 @@ TRAINING_IMAGES = {
     "scikit-learn": dict(CONTAINERS["sklearn"].image),
 }
 PROCESSING_IMAGE = TRAINING_IMAGES["scikit-learn"]
+# The tags AWS publishes where the SDK builds another: the serving containers' own pins.
+PUBLISHED_TAGS = {"xgboost": CONTAINERS["xgboost"].tag, "scikit-learn": CONTAINERS["sklearn"].tag}
 # The SDK's table writes tensorflow-training's short tag as `2.21-gpu-py312`, but the Deep Learning Containers publish
 # the SageMaker build of 2.21 as `2.21-gpu-py312-sagemaker` (and -cpu-; aws/deep-learning-containers
 # docs/src/data/tensorflow-training/2.21-gpu-sagemaker.yml, read 2026-11-23; tests/sources/published_images).
@@ -126,13 +128,15 @@ def training_image(plan: Plan) -> str:
     args = dict(TRAINING_IMAGES[plan.workload.model.framework])
     if plan.workload.model.framework in ("pytorch", "tensorflow"):
         args.update(instance_type=t.sagemaker_instance_type)
-    return image_cache.retrieve(region=region, image_scope="training", **args) + \
+    uri = image_cache.retrieve(region=region, image_scope="training", **args) + \
         TAG_SUFFIX.get(plan.workload.model.framework, "")
+    return image_cache.with_tag(uri, PUBLISHED_TAGS.get(plan.workload.model.framework))
 
 
 def processing_image(region: str) -> str:
     """The scikit-learn container `process` runs; it lives in another registry account than the training images."""
-    return image_cache.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE)
+    return image_cache.with_tag(image_cache.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE),
+                                PUBLISHED_TAGS["scikit-learn"])
 
 
 def job_images(plan: Plan) -> tuple[str, ...]:

@@ -407,7 +407,7 @@ def _print_serving(p: Plan, console: Console) -> None:
             st = ip.startup
             console.print(f"  - {ip.kind} start-up: model download within {st.download_timeout_s} s, healthy within "
                           f"{st.startup_timeout_s} s" + (f", {st.volume_gb} GB ML volume" if st.volume_gb else "")
-                          + f" ({st.basis})")
+                          + f" ({escape(st.basis)})")
     notes = dict.fromkeys(n for ip in p.inference.values() if ip.serving for n in ip.serving.notes)
     for note in notes:
         console.print(f"  - {note}")

@@ -162,7 +162,8 @@ class Async(_Frozen):
     instance_type: str | None = None
     artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
     max_instances: int = Field(default=2, ge=1, le=100)
-    max_concurrent_invocations_per_instance: int = Field(default=4, ge=1, le=1000)
+    # Absent: the plan's per-instance concurrency (workloads/planning/async_client.py).
+    max_concurrent_invocations_per_instance: int | None = Field(default=None, ge=1, le=1000)
 
 
 # SageMaker API Reference, CreateTransformJob MaxPayloadInMB: "cannot be greater than 100 MB ... the value of

@@ -63,7 +63,7 @@ from ..catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
 from ..config.model import artifact_format, attention_heads, model_shape
 from ..config.schema import Workload
 from ..errors import ConfigError
-from . import hosts
+from . import hosts, neuron_hosting, neuron_memory
 from .fp8_serving import CHECKPOINT, WeightFormat, named
 
 MODEL_DIR = "/opt/ml/model"
@@ -196,8 +196,11 @@ CONTAINERS = {c.key: c for c in (
     # endpoint of 3.2-0 was seen documented here; scikit-learn's is CPU only (amazonlinux:2023).
     Container("xgboost", "SageMaker XGBoost 3.2-0", (("framework", "xgboost"), ("version", "3.2-0")), "xgboost",
               (None, "nvidia-gpu")),
+    # The SDK builds 1.9-0-cpu-py3 (the release config's prod_image); AWS's image data lists the tag 1.9-0 only
+    # (docs/src/data/sagemaker-scikit-learn/1.9-0-cpu-sagemaker.yml, catalog/serving_images.yaml `tags`): pinned.
     Container("sklearn", "SageMaker scikit-learn 1.9-0",
-              (("framework", "sklearn"), ("version", "1.9-0"), ("py_version", "py3")), "scikit-learn", (None,)),
+              (("framework", "sklearn"), ("version", "1.9-0"), ("py_version", "py3")), "scikit-learn", (None,),
+              tag="1.9-0"),
 )}
 ARTIFACT_LAYOUT = {
     "huggingface": "Hugging Face model directory (config.json, *.safetensors, tokenizer files) under the prefix, "
@@ -275,6 +278,13 @@ def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: f
     """Weights and KV cache within SERVING_MEMORY_FRACTION of `degree` devices' memory."""
     _, per_device = devices(itype)
     return weights_gib(parameters_billion, fmt) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
+
+
+def neuron_holds(w: Workload, itype: InstanceType, degree: int, batch: int) -> bool:
+    """vLLM on Neuron: each core's weights and compiled KV cache, with the heads NxD Inference pads and replicates,
+    within SERVING_MEMORY_FRACTION of one NeuronCore's memory (neuron_memory.py)."""
+    _, per_core = devices(itype)
+    return neuron_memory.per_core_gib(w, degree, batch) <= per_core * SERVING_MEMORY_FRACTION
 
 
 # Tensor-parallel degrees each LLM container allows. vLLM shards attention heads over GPUs, so the degree divides
@@ -368,9 +378,11 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
     # GPU endpoint variants and transform jobs name the host AMI whose driver runs the image (hosts.py).
     host = hosts.endpoint_host(container.key) if gpu and kind != "batch" else None
     batch_host = hosts.transform_host(container.key) if gpu and kind == "batch" else None
+    # Neuron endpoint variants name the Neuron host AMI, as the published deployments do (neuron_hosting.py).
+    neuron_ami = neuron_hosting.inference_ami() if container.key == "vllm-neuronx" and kind != "batch" else None
     common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
                   artifact_layout=layout, compressed=fmt != "huggingface", request=container.request,
-                  inference_ami_version=host.ami if host else None,
+                  inference_ami_version=host.ami if host else neuron_ami,
                   transform_ami_version=batch_host.ami if batch_host else None)
     if fmt != "huggingface":
         env = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": CODE_DIR} \
@@ -393,7 +405,12 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
     # Neuron compiles max_total_tokens a sequence and reserves it; vLLM on GPUs pages the cache as sequences grow.
     neuron = common["container"] == "vllm-neuronx"
     kv = kv_cache_gib(w, batch) if neuron else paged_kv_cache_gib(w, batch, fmt)
-    degree = degree or tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
+    if neuron:  # per core, with the heads NxD Inference adds at each degree
+        degree = degree or next((d for d in tensor_degrees(itype, heads) if neuron_holds(w, itype, d, batch)), None)
+        if degree is not None:
+            kv = neuron_memory.kv_cache_gib(w, degree, batch)
+    else:
+        degree = degree or tensor_parallel(w.model.parameters_billion, heads, itype, kv_cache_gib=kv)
     count, per_device = devices(itype)
     if degree is None:
         raise ConfigError(f"inference.{kind}.instance_type", f"ml.{itype.name}",
@@ -405,8 +422,10 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
     held = (f"{batch} x {g.max_total_tokens} tokens (compiled: Neuron reserves the longest sequence)" if neuron else
             f"{batch} typical requests of {tokens_in + tokens_out} tokens (paged attention; {g.max_total_tokens} a "
             "sequence at most)")
+    where = (f"{degree} NeuronCore(s) of {per_device:g} GiB each ({neuron_memory.basis(w, degree, batch)})" if neuron
+             else f"{degree} device(s)")
     notes = [f"KV cache {kv:.1f} GiB at {held}, the usual decoder shape at {w.model.parameters_billion:g}B; weights "
-             f"and cache within {SERVING_MEMORY_FRACTION:.0%} of the memory of {degree} device(s)"]
+             f"and cache within {SERVING_MEMORY_FRACTION:.0%} of the memory of {where}"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")

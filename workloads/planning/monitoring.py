@@ -73,12 +73,17 @@ def invocation_dimensions(kind: str, *, components: bool) -> tuple[str, ...]:
     return tuple(metric_facts()["invocation_dimensions"][invocation_kind(kind, components=components)])
 
 
-def batch_alarms() -> tuple[AlarmSpec, ...]:
+def batch_alarms(*, drain: str = "") -> tuple[AlarmSpec, ...]:
     """A scheduled batch run that failed or ran out of time: its state machine's executions (the transform job runs
-    inside it, .sync), so nobody learns of a nightly failure from an empty output prefix days later."""
+    inside it, .sync; or, `drain` "async", a Distributed Map sends the prefix to the async endpoint), so nobody learns
+    of a nightly failure from an empty output prefix days later. The description sends the on-call engineer to the
+    logs of what the run drove."""
+    where = (", its Map Run, and the async endpoint's log group /aws/sagemaker/Endpoints/<AsyncEndpointName> and "
+             "failure prefix" if drain == "async" else " and /aws/sagemaker/TransformJobs")
+    what_ran = "batch drain through the async endpoint" if drain == "async" else "batch transform run"
     return tuple(AlarmSpec(f"batchRuns{what}", f"AWS/States:Executions{what}", "Sum", "GreaterThanThreshold", 0, 1,
-                           f"A scheduled batch transform run {verb}: see the state machine's execution "
-                           "(BatchStateMachineArn) and /aws/sagemaker/TransformJobs")
+                           f"A scheduled {what_ran} {verb}: see the state machine's execution "
+                           f"(BatchStateMachineArn){where}")
                  for what, verb in (("Failed", "failed"), ("TimedOut", "ran past its 24 h timeout")))
 
 
@@ -105,8 +110,13 @@ def plan_alarms(training, inference: dict, *, latency_ms: int | None) -> tuple[A
     fsx = training.fsx.storage_capacity_gib if training.fsx else None
     out = list(training_alarms(fsx_capacity_gib=fsx, gpu_nodes=cluster_gpu_nodes(training)))
     for kind in inference:
-        out += batch_alarms() if kind == "batch" else endpoint_alarms(kind, latency_ms=latency_ms)
+        out += batch_alarms(drain=_drain(inference[kind])) if kind == "batch" else \
+            endpoint_alarms(kind, latency_ms=latency_ms)
     return tuple(out)
+
+
+def _drain(batch) -> str:
+    return batch.serving.drain if getattr(batch, "serving", None) is not None else ""
 
 
 def cluster_gpu_nodes(training) -> bool:

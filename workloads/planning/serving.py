@@ -16,7 +16,7 @@ from ..config.schema import CLASSIC_ML, Async, Batch, Realtime, Serverless, Work
 from ..errors import ConfigError
 from ..config.schedules import runs_per_month
 from . import estimates as est
-from . import hosts, speed
+from . import async_client, hosts, speed
 from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
@@ -322,7 +322,8 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             usd_per_million=round(_usd_per_million(kind, w, hourly, rps, lo, needed), 2),
             instances_needed_at_peak=needed,
             data_capture_percent=getattr(section, "data_capture_percent", 0),
-            max_concurrent_invocations_per_instance=getattr(section, "max_concurrent_invocations_per_instance", None),
+            max_concurrent_invocations_per_instance=async_client.invocations_per_instance(
+                section, s.concurrency * s.copies) if kind == "async" else None,
             max_payload_mb=getattr(section, "max_payload_mb", None),
             max_concurrent_transforms=transforms if kind == "batch" else None,
             serving=serving,

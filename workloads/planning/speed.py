@@ -24,7 +24,8 @@ from ..catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devic
                       runtime_of)
 from ..config.schema import Workload
 from . import estimates as est
-from .contracts import holds, kv_bytes_per_token, kv_cache_gib, paged_kv_cache_gib
+from . import neuron_memory
+from .contracts import holds, kv_bytes_per_token, neuron_holds, paged_kv_cache_gib
 from .fp8_serving import CHECKPOINT, WeightFormat
 
 ENCODER_TOKENS_PER_REQUEST = 512
@@ -144,8 +145,9 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     n = params * 1e9
     g = w.inference.generation
     tokens_in, tokens_out = g.typical()
-    kv_per_token = kv_bytes_per_token(w, fmt)
-    weight_bytes = n * fmt.weight_bytes
+    neuron = runtime != "nvidia-gpu"  # vLLM on Neuron: NxD Inference's padded and replicated heads (neuron_memory.py)
+    kv_per_token = neuron_memory.kv_per_token_bytes(w, degree) if neuron else kv_bytes_per_token(w, fmt)
+    weight_bytes = neuron_memory.weights_gib(w, degree) * 2**30 if neuron else n * fmt.weight_bytes
     context = tokens_in + tokens_out / 2  # average context while a request decodes
     count, _ = devices(itype)
     flops_per_device = itype.peak_tflops * 1e12 / count
@@ -167,15 +169,20 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     def rps(batch: int, ratio: float = 1.0) -> float:
         return batch / latency_ms(batch, ratio) * 1e3
 
-    if not holds(params, itype, degree, kv_cache_gib(w, 1, fmt=fmt), fmt):
+    # vLLM (GPUs) pages the cache: requests hold their own context. Neuron compiles batch x max_total_tokens on
+    # every core, with the heads it pads and replicates.
+    def fits(b: int) -> bool:
+        if neuron:
+            return neuron_holds(w, itype, degree, b)
+        return holds(params, itype, degree, paged_kv_cache_gib(w, b, fmt), fmt)  # one sequence: max_total_tokens
+
+    if not fits(1):
         return None
     cap, cap_source = max_batch(itype)
     most = min(cap, g.max_batch_size or cap, max_concurrency or cap)
     batch, missed = 1, targets.missed(prefill_ms + step_ms(1), tpot_ms(1), latency_ms(1))
-    # vLLM (GPUs) pages the cache: requests hold their own context. Neuron compiles batch x max_total_tokens.
-    cache_of = paged_kv_cache_gib if runtime == "nvidia-gpu" else kv_cache_gib
     for b in range(most, 0, -1):
-        if holds(params, itype, degree, cache_of(w, b, fmt=fmt), fmt) and \
+        if fits(b) and \
                 not targets.missed(prefill_ms + step_ms(b), tpot_ms(b), latency_ms(b)):
             batch, missed = b, ""
             break

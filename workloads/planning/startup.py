@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ..catalog import InstanceType
 from ..errors import ConfigError
 from . import estimates as est
+from .neuron_hosting import neuron_startup
 
 TIMEOUT_RANGE_S = (60, 3600)
 VOLUME_RANGE_GB = (1, 512)
@@ -81,4 +82,7 @@ def plan_startup(kind: str, parameters_billion: float, itype: InstanceType, *, c
              f"x{MARGIN:g}, at least the {DEFAULT_HEALTH_CHECK_S} s default"
              + (f"; {volume} GB EBS volume (model{' x2 for the archive' if compressed else ''} + "
                 f"{VOLUME_HEADROOM_GB} GB)" if volume else "; local NVMe storage, no EBS volume to size"))
-    return Startup(round(gb, 1), download, start, volume, basis)
+    startup = Startup(round(gb, 1), download, start, volume, basis)
+    if itype.accelerator and itype.accelerator.kind == "inferentia":  # served by vLLM on Neuron (contracts.py)
+        return neuron_startup(startup, parameters_billion, timeout_range=TIMEOUT_RANGE_S, volume_range=VOLUME_RANGE_GB)
+    return startup
