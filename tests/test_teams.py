@@ -150,6 +150,9 @@ def test_two_teams_in_one_account_do_not_collide(teams_synth):
 def test_team_templates_are_cfn_lint_clean(teams_synth):
     problems = [f"{team}/{sid}: {m}" for team, paths in teams_synth.paths.items() for sid, path in paths.items()
                 for m in lint(path, teams_synth.artifacts[team][sid]["environment"].rsplit("/", 1)[-1])]
+    problems += [f"{sid}: {m}" for sid, art in teams_synth.shared_artifacts.items()  # the account's shared stacks
+                 for m in lint(teams_synth.outdir / art["properties"]["templateFile"],
+                               art["environment"].rsplit("/", 1)[-1])]
     assert not problems, "\n".join(problems)
 
 
