@@ -16,6 +16,10 @@ from constructs import Construct
 from .ensured_log_group import EnsuredLogGroup
 from .logs_key import LogsKey
 
+# Where the shared stack publishes its key's ARN (one per account and region, like the groups): what a team's stacks
+# read at deploy time (SharedJobLogs).
+KEY_PARAMETER = "/sagemaker-job-logs/key-arn"
+
 # Construct ID -> the name SageMaker writes to. The IDs make the logical IDs a test pins.
 JOB_LOG_GROUPS = {
     "TrainingJobs": "/aws/sagemaker/TrainingJobs",

@@ -10,8 +10,10 @@ import cdk_nag
 
 from constructs_lib.nag import DEFAULT_PACKS, acknowledge_inline_role_policies
 from workloads.commands.context import Target
+from workloads.planning.teams import shared_stack_id
 
 from .estate import Estate, build_estate
+from .job_logs_stack import JobLogsStack
 from .team_stage import TeamStage
 
 
@@ -25,6 +27,9 @@ def add_checks(app: cdk.App, packs: Sequence[str] = DEFAULT_PACKS) -> None:
 
 def build(app: cdk.App, target: Target, *, packs: Sequence[str] = DEFAULT_PACKS) -> list[Estate]:
     if target.teams:
+        # What belongs to no team, once per account and region, outside every team's stage (`cdk deploy 'Shared-*'`).
+        for account, region in dict.fromkeys((s.team.account, s.team.region) for s in target.teams):
+            JobLogsStack(app, shared_stack_id(account, region), env=cdk.Environment(account=account, region=region))
         estates = [TeamStage(app, stamped=s).estate for s in target.teams]
     else:
         assert target.plan is not None

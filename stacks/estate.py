@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from constructs_lib.shared_job_logs import SharedJobLogs
 from constructs_lib.team_ml_users import team_name_prefix
 from workloads.planning.artifacts import artifact_checks
 from workloads.commands.jobs import job_images, job_names_start
@@ -15,7 +16,7 @@ from workloads.planning.planner import Plan
 
 from .data_stack import DataStack
 from .inference_stack import InferenceStack
-from .job_logs_stack import JobLogsStack
+from .job_logs_stack import STACK_NAME, JobLogsStack
 from .network_stack import NetworkStack
 from .train_stack import TrainStack
 
@@ -26,7 +27,9 @@ class Estate:
     data: DataStack
     train: TrainStack
     inference: InferenceStack | None  # only when the plan serves the model
-    job_logs: JobLogsStack  # shared by every estate of the account and region; no workload or team in it
+    # Shared by every estate of the account and region (no workload or team in it); None in a team's stage, whose
+    # stacks read the account's shared stack (outside every stage) by SSM parameter instead.
+    job_logs: JobLogsStack | None
 
     @property
     def sagemaker_roles(self) -> tuple[iam.IRole, ...]:
@@ -63,13 +66,16 @@ def commands_target(scope: Construct, workload: str) -> str:
 
 
 def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, protect_all: bool = False,
-                 named_by_workload: bool = False, alarm_emails: tuple[str, ...] = (), workload_args: str = "") -> Estate:
+                 named_by_workload: bool = False, alarm_emails: tuple[str, ...] = (), workload_args: str = "",
+                 shared_job_logs: bool = False) -> Estate:
     """`protect_all`: termination protection on every stack (prod teams), not only the DataStack option.
     `named_by_workload`: CloudFormation names carry the workload (`huge-TrainStack`), so two workloads deploy
     side by side in one account and region; the construct IDs, which `cdk deploy TrainStack` selects, stay.
     `alarm_emails`: subscribed to the estate's alarm topic (a team's; a lone workload subscribes by hand).
     `workload_args`: the workload as the user gave it (file or preset, with -c overrides), for the commands the
-    estate prints; the workload's name where absent."""
+    estate prints; the workload's name where absent.
+    `shared_job_logs`: the account's job log groups are another stack's, outside `scope` (a team's stage): the stacks
+    that run jobs read its key by SSM parameter (constructs_lib/shared_job_logs.py) rather than build a copy."""
     w = plan.workload
     env = cdk.Environment(account=account, region=w.region)
     common = dict(env=env, availability_zone=w.availability_zone)
@@ -80,7 +86,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
     what = f"{w.name}: {plan.training.instance_count} x {plan.training.instance_type}"
 
     # The SageMaker job log groups exist before any job or notebook of this estate can write to them.
-    job_logs = JobLogsStack(scope, "JobLogsStack", env=env)
+    job_logs = None if shared_job_logs else JobLogsStack(scope, "JobLogsStack", env=env)
     first, second = plan.hosting_zones
     network = NetworkStack(scope, "NetworkStack", **named("NetworkStack"),
                            description=f"VPC for {what}: training in {first}, endpoints in {first} and {second}",
@@ -110,8 +116,14 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
         alarm_topic=network.alarm_topic, latency_ms=w.inference.latency_ms, **common, **protect)
     estate = Estate(network, data, train, inference, job_logs)
     for stack in (train, inference):
-        if stack is not None:
+        if stack is None:
+            continue
+        if job_logs is not None:
             stack.add_stack_dependency(job_logs, "SageMaker job and notebook log groups exist before anything writes")
+        else:
+            cdk.CfnOutput(stack, "JobLogsKeyArn", value=SharedJobLogs(stack, "SharedJobLogs").key_arn,
+                          description="The key of the account's /aws/sagemaker job log groups (the shared "
+                                      f"{STACK_NAME} stack, deployed first)")
     for stack in estate.stacks:
         cdk.Tags.of(stack).add("workload", w.name)
     return estate

@@ -24,13 +24,13 @@ class TeamStage(cdk.Stage):
                                           description=f"Guardrails and budget of team {team.name}")
         self.estate: Estate = build_estate(self, plan, account=team.account, protect_all=prod,
                                            alarm_emails=tuple(team.alarm_emails or team.budget.alert_emails),
-                                           workload_args=stamped.workload_args)
+                                           workload_args=stamped.workload_args, shared_job_logs=True)
         self.ml_users = MlUsersStack(self, "MlUsersStack", team=team, estate=self.estate, termination_protection=prod,
                                      env=cdk.Environment(account=team.account, region=team.region),
                                      description=f"What team {team.name}'s ML users may do in SageMaker")
         tags = {"team": team.name, "cost-center": team.cost_center, "workload": plan.workload.name,
                 "stage": team.stage}
-        # The team's own stacks; the shared job-logs stack stays the same for every team of the account and region.
+        # The team's own stacks (the account's shared one is outside the stage: stacks/build.py).
         for stack in (self.guardrails, *self.estate.stacks, self.ml_users):
             # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
             iam.PermissionsBoundary.of(stack).apply(self.guardrails.guardrails.boundary)

@@ -207,12 +207,15 @@ TEAMS_FILE = ROOT / "config" / "teams.yaml"
 
 @dataclass(frozen=True)
 class TeamsSynth:
-    """The example teams file synthesized once: templates by team, then stack id."""
+    """The example teams file synthesized once: templates by team, then stack id; the account's shared stacks (one
+    per account and region, outside every team's stage) by their ID."""
 
     outdir: Path
     templates: dict[str, dict[str, dict]]
     artifacts: dict[str, dict[str, dict]]
     paths: dict[str, dict[str, Path]]
+    shared: dict[str, dict]
+    shared_artifacts: dict[str, dict]
 
 
 @pytest.fixture(scope="session")
@@ -227,6 +230,7 @@ def teams_synth(synth_root) -> TeamsSynth:
             app.synth()  # cdk-nag runs here: a finding fails the synthesis
     templates, artifacts, paths = {}, {}, {}
     top = json.loads((outdir / "manifest.json").read_text())
+    shared = {sid: art for sid, art in top["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
     for art in top["artifacts"].values():
         if art["type"] != "cdk:cloud-assembly":
             continue
@@ -241,7 +245,9 @@ def teams_synth(synth_root) -> TeamsSynth:
             templates.setdefault(team, {})[sid] = json.loads(path.read_text())
             artifacts.setdefault(team, {})[sid] = stack
             paths.setdefault(team, {})[sid] = path
-    return TeamsSynth(outdir, templates, artifacts, paths)
+    return TeamsSynth(outdir, templates, artifacts, paths,
+                      {sid: json.loads((outdir / art["properties"]["templateFile"]).read_text())
+                       for sid, art in shared.items()}, shared)
 
 
 

@@ -5,11 +5,13 @@ its ID exists. Both are ensured (created, or an existing group given the key and
 from __future__ import annotations
 
 import json
+import re
 
-from constructs_lib.job_log_groups import JOB_LOG_GROUPS
+from constructs_lib.job_log_groups import JOB_LOG_GROUPS, KEY_PARAMETER
 from stacks.job_logs_stack import STACK_NAME
+from workloads.planning.teams import load_teams, shared_stack_id
 
-from .conftest import VARIANTS
+from .conftest import TEAMS_FILE, VARIANTS
 from .contract_policy import Call, Principal, Stack, World, evaluate
 from .test_runtime_contract import world_of
 
@@ -57,18 +59,30 @@ def test_job_log_groups_are_ensured_with_the_shared_key_and_a_year(synth):
         assert "JobLogsStack" in s.artifact(stack)["dependencies"], stack
 
 
-def test_one_job_logs_stack_per_account_and_region_whatever_the_team(teams_synth):
-    """Teams in one account and region deploy the same CloudFormation stack: the template must not differ, or
-    each team's deployment would change it back. No team, stage or workload tag goes into it."""
-    by_team = {team: stacks["JobLogsStack"] for team, stacks in teams_synth.templates.items()}
-    assert by_team["vision"] == by_team["language"]  # one account, one region (config/teams.yaml)
-    assert by_team["tabular"] != by_team["vision"]  # its own region
-    assert all(teams_synth.artifacts[t]["JobLogsStack"]["properties"]["stackName"] == STACK_NAME for t in by_team)
-    for team, template in by_team.items():
+def test_one_shared_stack_per_account_and_region_outside_every_team(teams_synth, synth):
+    """Issue 44: a teams file builds the job log groups' stack once per account and region, outside every team's
+    stage (`cdk destroy 'vision/*'` cannot reach it), not a copy per team. Its template is the lone workload's
+    JobLogsStack: one CloudFormation stack, whichever builds it. No team, stage or workload tag goes into it."""
+    envs = {(t.team.account, t.team.region) for t in load_teams(str(TEAMS_FILE))}
+    assert set(teams_synth.shared) == {shared_stack_id(*env) for env in envs} and len(envs) < len(teams_synth.templates)
+    for sid, template in teams_synth.shared.items():
+        assert teams_synth.shared_artifacts[sid]["properties"]["stackName"] == STACK_NAME
+        lone = synth("small").templates["JobLogsStack"]  # us-east-1, no account given
+        assert {lid: r["Type"] for lid, r in template["Resources"].items()} == \
+            {lid: r["Type"] for lid, r in lone["Resources"].items()}, sid
+        if sid == "Shared-us-east-1":  # the same environment: the same template
+            assert _masked(template) == _masked(lone)
         tagged = [lid for lid, r in template["Resources"].items()
                   if any(t.get("Key") in ("team", "stage", "cost-center", "workload")
                          for t in r.get("Properties", {}).get("Tags", []) if isinstance(t, dict))]
-        assert not tagged, f"{team}: {tagged}"
+        assert not tagged, f"{sid}: {tagged}"
+    for team, stacks in teams_synth.templates.items():
+        assert "JobLogsStack" not in stacks, team
+
+
+def _masked(template: dict) -> str:
+    """A template less its asset hashes (the handler's bundle is the same code, staged per assembly)."""
+    return re.sub(r"[0-9a-f]{64}", "<hash>", json.dumps(template, sort_keys=True))
 
 
 def test_hyperpod_cluster_log_group_is_ensured_once_the_cluster_exists(synth):
@@ -125,31 +139,39 @@ def test_cloudwatch_logs_encrypts_the_job_groups_with_the_shared_key_and_nothing
         assert evaluate(role, Call(action, f"{own}:log-stream:2026/11/22/x", DOC), world).allowed, action
 
 
-def test_only_the_shared_stack_keys_the_account_wide_groups_however_many_teams(teams_synth):
+def test_no_team_stack_keys_the_account_wide_groups_and_each_reads_the_shared_key(teams_synth):
     """Issue 44: with several teams in one account and region, no team's own stack may associate a key with the
-    account-wide /aws/sagemaker/* job groups (the last deployed would re-key every team's logs). Only the shared
-    stack (one CloudFormation stack name, one template per account and region) does, and its key lets CloudWatch
-    Logs encrypt each of those groups for every team's jobs (key policy, aws:logs:arn encryption context)."""
-    keyed: dict[tuple[str, str], set[str]] = {}
+    account-wide /aws/sagemaker/* job groups (the last deployed would re-key every team's logs, and deleting it would
+    take the key's stack with it). Only the shared stack does; the teams' stacks that run jobs read its key's ARN from
+    SSM Parameter Store at deploy time (so a team deployed before it fails, naming the parameter)."""
     for team, stacks in teams_synth.templates.items():
         for sid, template in stacks.items():
-            art = teams_synth.artifacts[team][sid]
             for lid, r in template["Resources"].items():
                 text = json.dumps(r.get("Properties", {}))
-                if r["Type"] != "Custom::AWS" or "AssociateKmsKey" not in text:
-                    continue
-                for name in JOB_LOG_GROUPS.values():
-                    if f'\\"{name}\\"' in text or f'"{name}"' in text:
-                        assert art["properties"].get("stackName") == STACK_NAME, (team, sid, lid, name)
-                        keyed.setdefault((art["environment"], name), set()).add(json.dumps(template, sort_keys=True))
-    environments = {teams_synth.artifacts[t]["JobLogsStack"]["environment"] for t in teams_synth.templates}
-    assert {env for env, _ in keyed} == environments and len(environments) < len(teams_synth.templates)
-    assert all(len(templates) == 1 for templates in keyed.values()), "one template per account and region"
-    for team, stacks in teams_synth.templates.items():
-        account, region = teams_synth.artifacts[team]["JobLogsStack"]["environment"].removeprefix("aws://").split("/")
-        world = World([Stack(STACK_NAME, stacks["JobLogsStack"], region, account)])
+                assert not ("AssociateKmsKey" in text and any(n in text for n in JOB_LOG_GROUPS.values())), \
+                    (team, sid, lid)
+        for sid in ("TrainStack", "InferenceStack"):
+            template = stacks[sid]
+            param, = [p for p, v in template["Parameters"].items() if v.get("Default") == KEY_PARAMETER]
+            assert template["Parameters"][param]["Type"] == "AWS::SSM::Parameter::Value<String>", (team, sid)
+            assert template["Outputs"]["JobLogsKeyArn"]["Value"] == {"Ref": param}, (team, sid)
+    for sid, template in teams_synth.shared.items():
+        account, region = teams_synth.shared_artifacts[sid]["environment"].removeprefix("aws://").split("/")
+        world = World([Stack(STACK_NAME, template, region, account)])
+        assert set(_ensured(world, STACK_NAME)) == set(JOB_LOG_GROUPS.values()), sid  # created, keyed, retained
+        parameter, = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::SSM::Parameter"]
+        assert parameter["Name"] == KEY_PARAMETER and parameter["Value"] == {"Fn::GetAtt": [JOB_LOGS_KEY, "Arn"]}
+
+
+def test_the_shared_key_lets_cloudwatch_logs_encrypt_every_teams_job_logs(teams_synth):
+    """The key policy names CloudWatch Logs of the account and region for its log groups, which serves every team's
+    jobs; the teams' roles need nothing on the key (CloudWatch Logs decrypts for readers itself: AssociateKmsKey)."""
+    for sid, template in teams_synth.shared.items():
+        account, region = teams_synth.shared_artifacts[sid]["environment"].removeprefix("aws://").split("/")
+        account = "111111111111" if account == "unknown-account" else account
+        world = World([Stack(STACK_NAME, template, region, account)])
         key = world.get_att(world.stacks[STACK_NAME], JOB_LOGS_KEY, "Arn")
         logs = Principal(arn="", account=account, identity=[], service=f"logs.{region}.amazonaws.com")
         for name in JOB_LOG_GROUPS.values():
             context = {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{region}:{account}:log-group:{name}"}
-            assert evaluate(logs, Call("kms:GenerateDataKey", key, DOC, context=context), world).allowed, (team, name)
+            assert evaluate(logs, Call("kms:GenerateDataKey", key, DOC, context=context), world).allowed, (sid, name)

@@ -39,6 +39,11 @@ def teams_world(teams_synth) -> World:
             paths = metadata_paths(teams_synth.paths[team][sid].parent / art["additionalMetadataFile"])
             stacks.append(Stack(art["properties"].get("stackName", f"{team}-{sid}"), template, region,
                                 FAKE_ACCOUNT if account == "unknown-account" else account, paths))
+    for sid, template in teams_synth.shared.items():  # the account's shared stacks, outside the teams' stages
+        art = teams_synth.shared_artifacts[sid]
+        account, region = art["environment"].removeprefix("aws://").split("/")
+        paths = metadata_paths(teams_synth.outdir / art["additionalMetadataFile"])
+        stacks.append(Stack(sid, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
     return World(stacks)
 
 

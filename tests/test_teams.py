@@ -16,16 +16,24 @@ from .test_quality import lint
 
 TEAMS = yaml.safe_load(TEAMS_FILE.read_text())["teams"]
 STACK_IDS = {"GuardrailsStack", "NetworkStack", "DataStack", "TrainStack", "InferenceStack", "MlUsersStack"}
-SHARED = "JobLogsStack"  # one per account and region, the same for every team (test_log_groups.py)
+# One per account and region, outside every team's stage (test_log_groups.py).
+SHARED = {("123456789012", "us-west-2"): "Shared-123456789012-us-west-2", (None, "us-east-1"): "Shared-us-east-1"}
 
 
 def test_one_stage_per_team_with_prefixed_stacks(teams_synth):
     assert set(teams_synth.templates) == {t["name"] for t in TEAMS}
     for team, stacks in teams_synth.artifacts.items():
-        assert set(stacks) == STACK_IDS | {SHARED}
+        assert set(stacks) == STACK_IDS
         for sid, artifact in stacks.items():
             assert artifact["displayName"] == f"{team}/{sid}"  # cdk deploy 'team/*'
-            assert artifact["properties"]["stackName"] == ("sagemaker-job-logs" if sid == SHARED else f"{team}-{sid}")
+            assert artifact["properties"]["stackName"] == f"{team}-{sid}"
+    # cdk deploy 'Shared-*': one per account and region of the file, the same CloudFormation stack name in each.
+    assert set(teams_synth.shared_artifacts) == set(SHARED.values())
+    for (account, region), sid in SHARED.items():
+        artifact = teams_synth.shared_artifacts[sid]
+        assert artifact["displayName"] == sid and artifact["properties"]["stackName"] == "sagemaker-job-logs"
+        assert artifact["environment"] == f"aws://{account or 'unknown-account'}/{region}"
+        assert artifact["properties"]["terminationProtection"]
 
 
 def test_teams_deploy_to_their_own_account_and_region(teams_synth):
@@ -53,8 +61,6 @@ def test_every_taggable_resource_carries_the_cost_tags(teams_synth):
     for t in TEAMS:
         expected = {"team": t["name"], "cost-center": t["cost_center"], "stage": t["stage"]}
         for sid, template in teams_synth.templates[t["name"]].items():
-            if sid == SHARED:
-                continue
             for lid, res in template["Resources"].items():
                 if res["Type"].startswith("Custom::") or not _taggable(res["Type"], t["region"]):
                     continue
@@ -69,8 +75,6 @@ def test_every_role_has_the_team_boundary(teams_synth):
     roles = 0
     for team, stacks in teams_synth.templates.items():
         for sid, template in stacks.items():
-            if sid == SHARED:  # no team's: its one role may only ensure the four job log groups (test_log_groups)
-                continue
             for lid, res in template["Resources"].items():
                 if res["Type"] == "AWS::IAM::Role":
                     boundary = json.dumps(res["Properties"].get("PermissionsBoundary"))
@@ -120,7 +124,7 @@ def test_prod_stacks_are_termination_protected(teams_synth):
     for t in TEAMS:
         for sid, artifact in teams_synth.artifacts[t["name"]].items():
             protected = bool(artifact["properties"].get("terminationProtection"))
-            assert protected == (t["stage"] == "prod" or sid == SHARED), sid  # the shared one always
+            assert protected == (t["stage"] == "prod"), sid
 
 
 def test_two_teams_in_one_account_do_not_collide(teams_synth):
@@ -130,8 +134,6 @@ def test_two_teams_in_one_account_do_not_collide(teams_synth):
     keys = 0
     for team in same:
         for sid, template in teams_synth.templates[team].items():
-            if sid == SHARED:  # the same CloudFormation stack for both: its names are meant to be the same
-                continue
             for lid, res in template["Resources"].items():
                 keys += res["Type"] == "AWS::KMS::Key"
                 props = res.get("Properties", {})
@@ -148,6 +150,9 @@ def test_two_teams_in_one_account_do_not_collide(teams_synth):
 def test_team_templates_are_cfn_lint_clean(teams_synth):
     problems = [f"{team}/{sid}: {m}" for team, paths in teams_synth.paths.items() for sid, path in paths.items()
                 for m in lint(path, teams_synth.artifacts[team][sid]["environment"].rsplit("/", 1)[-1])]
+    problems += [f"{sid}: {m}" for sid, art in teams_synth.shared_artifacts.items()  # the account's shared stacks
+                 for m in lint(teams_synth.outdir / art["properties"]["templateFile"],
+                               art["environment"].rsplit("/", 1)[-1])]
     assert not problems, "\n".join(problems)
 
 
@@ -260,15 +265,17 @@ def test_team_stage_deploys_to_the_emulator(teams_synth):
 
     with running("us-west-2") as emu:
         emu.bootstrap(quiet=True)
-        emu.deploy_estate("--app", str(teams_synth.outdir), plan=load_teams(TEAMS_FILE, only="vision")[0].plan,
-                          stage="vision", quiet=True)
-        reports = {r.name: r for r in deployed_resources(emu, teams_synth.outdir)}
+        vision = load_teams(TEAMS_FILE, only="vision")[0]
+        emu.deploy_estate("--app", str(teams_synth.outdir), plan=vision.plan, stage="vision",
+                          shared=vision.shared_stack, quiet=True)
+        reports = {r.name: r for r in deployed_resources(emu, teams_synth.outdir)
+                   if r.status != "NOT_DEPLOYED"}
         iam = emu.client("iam")
         roles = [iam.get_role(RoleName=r["RoleName"])["Role"] for r in iam.list_roles()["Roles"]
                  if r["RoleName"].startswith("vision-")]
-    assert {n for n in reports if n.startswith("vision/")} == {f"vision/{sid}" for sid in STACK_IDS | {SHARED}}
-    # Only the one team; other teams' shared stack is the same CloudFormation stack, so it shows up deployed too.
-    assert {n.split("/")[1] for n in reports if not n.startswith("vision/")} <= {SHARED}
+    assert {n for n in reports if n.startswith("vision/")} == {f"vision/{sid}" for sid in STACK_IDS}
+    # Only the one team, and its account and region's shared stack; the other region's was not deployed.
+    assert {n for n in reports if not n.startswith("vision/")} == {vision.shared_stack}
     assert all(r.status == "CREATE_COMPLETE" for r in reports.values())
     assert roles and all("PermissionsBoundary" in r for r in roles)
 

@@ -38,8 +38,10 @@ def main() -> int:
     teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
     keep = os.environ.get("KEEP") == "1"  # `make emulator`: keep it running for the job and invoke commands
     try:
+        shared = ""  # a team's estate reads its account and region's shared stack, deployed first
         if team:
-            the_plan = load_teams(teams_file, only=team)[0].plan
+            stamped = load_teams(teams_file, only=team)[0]
+            the_plan, shared = stamped.plan, stamped.shared_stack
             app_args = ["-c", f"teams={teams_file}", "-c", f"team={team}"]
         else:
             the_plan = plan(load(workload))
@@ -58,7 +60,7 @@ def main() -> int:
         with running(region) as emulator:
             console.print(f"\n[bold]Local AWS emulator[/bold] at {emulator.endpoint} ({region}); bootstrapping...")
             emulator.bootstrap(quiet=True)
-            emulator.deploy_estate(*app_args, plan=the_plan, stage=team or "",
+            emulator.deploy_estate(*app_args, plan=the_plan, stage=team or "", shared=shared,
                                    say=lambda line: console.print(f"\n[bold yellow]{line}[/bold yellow]"))
             reports = deployed_resources(emulator, emulator.cli_output)  # the assembly the CLI just deployed
             answer = _one_call(emulator, the_plan, stage=team or "")
@@ -79,7 +81,8 @@ def main() -> int:
         console.print(f"\n[bold]One call[/bold], as `python -m workloads invoke` makes it, to the {answer.kind} endpoint "
                       f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]} "
                       "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
-    real = (f"python -m workloads preflight -c teams={teams_file} -c team={team}, cdk deploy '{team}/TrainStack' "
+    real = (f"python -m workloads preflight -c teams={teams_file} -c team={team}, cdk deploy 'Shared-*' "
+            f"-c teams={teams_file} once per account and region, cdk deploy '{team}/TrainStack' "
             f"'{team}/MlUsersStack' -c teams={teams_file}, upload the data, train and put the model in the bucket, "
             f"then cdk deploy '{team}/*' -c teams={teams_file}") if team else \
         (f"python -m workloads preflight {workload}, cdk deploy TrainStack -c workload={workload}, upload the data, "

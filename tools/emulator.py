@@ -506,18 +506,22 @@ class Emulator:
         """`cdk destroy STACK`: the stack and every stack that depends on it, dependents first (never interactive)."""
         self.cdk("destroy", *stacks, "--force", *app_args, quiet=quiet)
 
-    def deploy_estate(self, *app_args: str, plan, stage: str = "", quiet: bool = False,
+    def deploy_estate(self, *app_args: str, plan, stage: str = "", shared: str = "", quiet: bool = False,
                       say=lambda line: None) -> list[str]:
         """Deploy in the real order: every stack but the InferenceStack, then a placeholder at each artifact key
         the plan serves (the emulator runs no container), then the rest, whose artifact check now passes.
-        `stage`: a team's stage (its stacks are STAGE/*). The keys given a placeholder."""
+        `stage`: a team's stage (its stacks are STAGE/*); `shared`: the account's shared stack it reads, outside the
+        stage (StampedTeam.shared_stack), deployed first. The keys given a placeholder."""
         from workloads.commands.jobs import stack_outputs
 
         from .placeholder_artifacts import upload_placeholders
 
         # A team's MlUsersStack names its models' roles by their IAM path, so it deploys before the InferenceStack.
         first = (*((TEAM_STACKS[0],) if stage else ()), *BEFORE_INFERENCE, *((TEAM_STACKS[1],) if stage else ()))
-        self.deploy(*app_args, stacks=tuple(f"{stage}/{s}" if stage else s for s in first), quiet=quiet)
+        if stage:  # the shared stack is outside the stage, which builds no JobLogsStack of its own
+            first = tuple(f"{stage}/{s}" for s in first if s != "JobLogsStack")
+            self.deploy(*app_args, stacks=(shared,), quiet=quiet)
+        self.deploy(*app_args, stacks=first, quiet=quiet)
         bucket = stack_outputs(plan, ("DataStack",), stage=stage,
                                cloudformation=self.client("cloudformation"))["DatasetBucketName"]
         keys = upload_placeholders(self.client("s3"), bucket, plan)
@@ -582,7 +586,9 @@ def deployed_resources(emulator: Emulator, assembly: Path) -> list[StackReport]:
         name = artifact.get("displayName") or artifact_id
         stack_name = artifact["properties"].get("stackName", artifact_id)
         template = json.loads((assembly / artifact["properties"]["templateFile"]).read_text())
-        if not any(s["StackName"] == stack_name for s in cf.list_stacks()["StackSummaries"]):
+        region = artifact.get("environment", "").rsplit("/", 1)[-1]
+        elsewhere = region not in ("", "unknown-region", emulator.region)  # the same stack name in another region
+        if elsewhere or not any(s["StackName"] == stack_name for s in cf.list_stacks()["StackSummaries"]):
             reports.append(StackReport(name, "NOT_DEPLOYED", {}, {}, {}))
             continue
         wanted = {lid: r["Type"] for lid, r in template.get("Resources", {}).items() if r["Type"] != "AWS::CDK::Metadata"}

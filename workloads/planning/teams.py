@@ -63,6 +63,17 @@ class StampedTeam:
     plan: Plan
     workload_args: str = ""  # what `python -m workloads submit ... --stage` take for this team's estate
 
+    @property
+    def shared_stack(self) -> str:
+        """The construct ID of the account's shared stack the team's estate needs deployed first."""
+        return shared_stack_id(self.team.account, self.team.region)
+
+
+def shared_stack_id(account: str | None, region: str) -> str:
+    """`Shared-ACCOUNT-REGION` (`Shared-REGION` for teams with no account): the one stack per account and region that
+    holds what belongs to no team (stacks/job_logs_stack.py); `cdk deploy 'Shared-*' -c teams=FILE` deploys them."""
+    return f"Shared-{account}-{region}" if account else f"Shared-{region}"
+
 
 def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
     """Every team validated and planned; every mistake in the file reported at once (ConfigErrors)."""

@@ -1,0 +1,97 @@
+"""The digest behind each container image tag a deploy of the plan pulls, read from ECR before the deploy.
+
+    python -m workloads.commands.image_digests intermediate -c inference.realtime.instance_type=ml.g5.2xlarge
+
+AWS publishes its Deep Learning Containers by tag only: the release notes and the image data of
+aws/deep-learning-containers list URIs and tags, no digest (workloads/catalog/serving_images.yaml, `digests`). A tag
+can be moved to a rebuilt image (the DLCs are patched in place), so what a tag means is read where it lives, when the
+deploy is about to pull it: ECR's BatchGetImage, the call a pull makes, answers the manifest's digest for the tag in
+the plan's region. Each image is reported as `URI is sha256:... (read DATE)`, the URI to pin it by digest, so the
+deployed image can be compared with what was read (an endpoint's DeployedImages[].ResolvedImage gives the digest
+SageMaker pulled); a tag the registry does not answer is an ERROR. The templates keep the tag.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from ..errors import ERROR, INFO, Finding
+
+# ACCOUNT.dkr.ecr.REGION.amazonaws.com[.cn]/REPOSITORY:TAG (ECR User Guide, "Pulling an image").
+_URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
+                  r"(?P<repository>[^:@]+):(?P<tag>[^@]+)$")
+# What a pull accepts (ECR API Reference, BatchGetImage acceptedMediaTypes): manifest lists and OCI indexes too.
+MEDIA_TYPES = ["application/vnd.docker.distribution.manifest.v2+json",
+               "application/vnd.docker.distribution.manifest.list.v2+json",
+               "application/vnd.oci.image.manifest.v1+json", "application/vnd.oci.image.index.v1+json"]
+
+
+def parse(uri: str) -> dict[str, str] | None:
+    found = _URI.match(uri)
+    return found.groupdict() if found else None
+
+
+def image_digests(images: list[str], ecr, now: datetime) -> list[Finding]:
+    """One finding per distinct image; `ecr` is a client in the plan's region, where its images' registries are."""
+    findings = []
+    for uri in dict.fromkeys(images):
+        parts = parse(uri)
+        if parts is None:  # a digest already, or not an ECR image: nothing to resolve
+            continue
+        try:
+            answer = ecr.batch_get_image(
+                registryId=parts["account"], repositoryName=parts["repository"], imageIds=[{"imageTag": parts["tag"]}],
+                acceptedMediaTypes=MEDIA_TYPES)
+        except ecr.exceptions.RepositoryNotFoundException as exc:
+            answer = {"failures": [{"failureCode": "RepositoryNotFound", "failureReason": exc.response["Error"].get(
+                "Message", "")}]}
+        digests = {i["imageId"].get("imageDigest") for i in answer.get("images", [])} - {None}
+        if len(digests) == 1:
+            digest, = digests
+            findings.append(Finding(INFO, "image_digest", f"{parts['repository']}:{parts['tag']}",
+                                    f"{uri} is {digest} (read {now:%Y-%m-%d %H:%M} UTC); pin it as "
+                                    f"{uri.rsplit(':', 1)[0]}@{digest} to deploy exactly this image"))
+            continue
+        why = "; ".join(f"{f.get('failureCode')}: {f.get('failureReason')}" for f in answer.get("failures", [])) \
+            or f"{len(digests)} digests answered"
+        findings.append(Finding(ERROR, "image_digest", f"{parts['repository']}:{parts['tag']}",
+                                f"{uri} is not answered by its registry ({why}): the endpoint or job could not pull it"))
+    return findings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m workloads.commands.image_digests WORKLOAD [-c KEY=VALUE ...]`: each image the workload's deploy
+    pulls, with the digest its tag names now, from the caller's account (ecr:BatchGetImage). Exit 1 if one is not
+    answered."""
+    import sys
+    from datetime import timezone
+
+    import boto3
+
+    from constructs_lib.images import plan_images
+
+    from ..config.loader import load
+    from ..errors import report
+    from ..planning.planner import plan
+    from .. import ConfigError
+
+    args = sys.argv[1:] if argv is None else argv
+    overrides = dict(a.split("=", 1) for a in args[2::2] if "=" in a)
+    try:
+        p = plan(load(args[0], overrides))
+    except (ConfigError, IndexError) as exc:
+        if isinstance(exc, IndexError):
+            print("usage: python -m workloads.commands.image_digests WORKLOAD [-c KEY=VALUE ...]", file=sys.stderr)
+        else:
+            report(exc)
+        return 2
+    found = image_digests(plan_images(p), boto3.client("ecr", region_name=p.workload.region),
+                          datetime.now(timezone.utc))
+    for f in found:
+        print(f"{f.level} {f.value}: {f.message}")
+    return 1 if any(f.level == ERROR for f in found) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
