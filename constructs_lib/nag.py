@@ -40,8 +40,15 @@ def finding_ids(rule: str) -> list[str]:
 def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
     """Acknowledge one finding (`AwsSolutions-IAM5[Action::s3:*]`, `NIST.800.53.R5-S3BucketReplicationEnabled`)
     with one reason, in every pack that reports it (finding_ids)."""
-    for rule_id in finding_ids(rule):
-        Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+    acknowledge_each(scope, [(rule, reason)])
+
+
+def acknowledge_each(scope: IConstruct, findings: Sequence[tuple[str, str]]) -> None:
+    """Acknowledge each (rule, reason) on `scope` as `acknowledge` does, in one call: every call into the CDK is a
+    round trip to jsii's node process, and a team's estate makes hundreds of acknowledgements (issue 43)."""
+    acks = [Acknowledgment(id=rule_id, reason=reason) for rule, reason in findings for rule_id in finding_ids(rule)]
+    if acks:
+        Validations.of(scope).acknowledge(*acks)
 
 
 def acknowledge_no_volume_key(config: IConstruct, reason: str) -> None:
@@ -71,8 +78,7 @@ def ignore_cfn_lint(scope: IConstruct, rule: str, reason: str) -> None:
 def acknowledge_wildcards(scope: IConstruct, *, actions: Sequence[str] = (), resources: Sequence[str] = (),
                           reason: str) -> None:
     """Acknowledge exactly these wildcard actions and resources (ARN tokens allowed) on `scope`."""
-    for action in actions:
-        acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+    acknowledge_each(scope, [(f"AwsSolutions-IAM5[Action::{action}]", reason) for action in actions])
     if resources:
         scope.node.add_validation(_Deferred(scope, "AwsSolutions-IAM5[Resource::{}]", list(resources), reason))
 
@@ -96,14 +102,15 @@ def acknowledge_own_handler(handler: IConstruct, *, reason: str, network: str) -
 
 
 def _acknowledge_deploy_time(handler: IConstruct, *, reason: str, network: str) -> None:
-    for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of its resources"),
-                      ("LambdaDLQ", "CloudFormation invokes it asynchronously with a callback URL (Lambda Developer "
-                                    "Guide, \"Using AWS Lambda with CloudFormation\") and the stack operation fails "
-                                    "when no success comes back through it; the failure is in the stack's events and "
-                                    "the function's log group, and a queued copy of the event would answer an "
-                                    "operation already over"),
-                      ("LambdaInsideVPC", network)):
-        acknowledge(handler, f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
+    acknowledge_each(handler, [
+        (f"NIST.800.53.R5-{rule}", f"{reason} {why[0].upper()}{why[1:]}.")
+        for rule, why in (("LambdaConcurrency", "CloudFormation invokes it once per deployment of its resources"),
+                          ("LambdaDLQ", "CloudFormation invokes it asynchronously with a callback URL (Lambda Developer "
+                                        "Guide, \"Using AWS Lambda with CloudFormation\") and the stack operation "
+                                        "fails when no success comes back through it; the failure is in the stack's "
+                                        "events and the function's log group, and a queued copy of the event would "
+                                        "answer an operation already over"),
+                          ("LambdaInsideVPC", network))])
 
 
 # The wildcard action groups CDK's bucket and key grants use.
@@ -134,8 +141,8 @@ class _Deferred:
 
     def validate(self) -> list[str]:
         stack = Stack.of(self._scope)
-        for value in self._values:
-            acknowledge(self._scope, self._template.format(flatten(stack.resolve(value))), self._reason)
+        acknowledge_each(self._scope, [(self._template.format(flatten(stack.resolve(value))), self._reason)
+                                       for value in self._values])
         return []
 
 

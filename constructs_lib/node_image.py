@@ -9,12 +9,8 @@ waits for the bake; deleting the stack deletes the baked AMI and its snapshot.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
-import lzma
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +27,7 @@ from workloads.catalog.node_locks import node_lock
 from workloads.planning.launches import NODE_IMAGE_BUILD_TYPE
 from workloads.planning.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
+from .examples_archive import packed_examples
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
@@ -39,7 +36,6 @@ from .parent_image import ParentImage
 from .signed_download import pinned_keyring, verified
 
 SLURM_VERSION = "25.11"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 ML_VENV = "/opt/ml-venv"
 # Where a bake's logs go in the estate's logs bucket (AWSTOE's step output, the first place to look when a bake fails):
 # Image Builder uploads them from the build instance as its instance profile (CloudFormation,
@@ -291,52 +287,18 @@ def component_documents(*, software: SoftwareStack, region: str) -> list[str]:
     return [*documents, _document(entries)]
 
 
-# The base64 archive one ShipExamples step carries: with the step's own lines, well within a component.
-ARCHIVE_MAX_CHARS = 14000
-
-
-def examples_archive(names: list[str] | None = None) -> str:
-    """Examples (all, or these) as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or
-    modes from this machine; xz records no time): a component's document is at most 16,000 characters, too few for
-    the files inline, and gzip's archive no longer fits beside the other steps."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
-        for example in _examples():
-            if names is not None and example.name not in names:
-                continue
-            data = example.read_bytes()
-            info = tarfile.TarInfo(example.name)
-            info.size, info.mode = len(data), 0o755
-            tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
-def _examples() -> list[Path]:
-    return sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sbatch", ".py", ".sh"))
-
-
-def example_groups() -> list[list[str]]:
-    """The examples packed, in order, into as few archives as keep each within ARCHIVE_MAX_CHARS."""
-    groups: list[list[str]] = [[]]
-    for example in _examples():
-        if groups[-1] and len(examples_archive([*groups[-1], example.name])) > ARCHIVE_MAX_CHARS:
-            groups.append([])
-        groups[-1].append(example.name)
-    return groups
-
-
 def ship_examples() -> list[BakeStep]:
     """One step per archive (ShipExamples, ShipExamples2, ...); the last checks every file arrived."""
-    groups = example_groups()
+    packed = packed_examples()
     # A loop, not a test per path: the last step carries the largest archive (train.py) and must stay in a component.
-    every = (f"cd {EXAMPLES_ON_NODE} && for f in {' '.join(p.name for p in _examples())}; do test -s $f || exit 1; "
-             "done")
+    names = " ".join(name for group, _ in packed for name in group)
+    every = f"cd {EXAMPLES_ON_NODE} && for f in {names}; do test -s $f || exit 1; done"
     return [BakeStep("ShipExamples" + (str(i + 1) if i else ""), f"""
 mkdir -p {EXAMPLES_ON_NODE}
-echo '{examples_archive(group)}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
-                      check=f"{every} && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch" if i == len(groups) - 1
+echo '{archive}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""",
+                      check=f"{every} && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch" if i == len(packed) - 1
                       else f"test -d {EXAMPLES_ON_NODE}")
-            for i, group in enumerate(groups)]
+            for i, (_, archive) in enumerate(packed)]
 
 
 class NodeImage(Construct):

@@ -43,6 +43,8 @@ def _tag_raw_resources(scope: Construct, tags: dict[str, str]) -> None:
     """CDK's custom resource providers are raw CfnResources that Tags.of cannot reach: tag their roles and
     functions directly, so every taggable resource of a team carries its cost tags."""
     for c in scope.node.find_all():
-        if isinstance(c, cdk.CfnResource) and not cdk.TagManager.is_taggable(c) \
+        # Only a raw CfnResource can be untaggable here (the L1 classes of roles and functions are taggable): the
+        # class is known in Python, while each question to the construct is a round trip to jsii's node process.
+        if type(c) is cdk.CfnResource and not cdk.TagManager.is_taggable(c) \
                 and c.cfn_resource_type in ("AWS::IAM::Role", "AWS::Lambda::Function"):
             c.add_property_override("Tags", [{"Key": k, "Value": v} for k, v in tags.items()])

@@ -17,7 +17,7 @@ UNMARKED = re.compile(r"\b\d[\d,]* tests in \d|`make [a-z-]+`[^.;]{0,80}?\b(?:to
 def test_every_figure_has_its_command_and_a_filled_one_its_date_and_load():
     for key, f in measured.record().items():
         assert set(measured.FIELDS) <= set(f), key
-        assert f["command"].startswith(("make ", "python ", "pytest ")), key
+        assert f["command"].startswith(("make ", "python ", "pytest ", "bash ")), key
         if f["value"] not in (None, ""):
             assert re.fullmatch(r"20\d\d-\d\d-\d\d", str(f["date"])) and f["load"] is not None, key
 

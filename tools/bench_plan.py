@@ -9,6 +9,8 @@ Each run is a fresh process, as a user's is; the table and `--json` are timed in
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,11 +22,17 @@ from .machine import describe
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def seconds(args: list[str]) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def seconds(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (CPU moves less with the load of a shared machine)."""
+    start, cpu = time.perf_counter(), _cpu()
     subprocess.run([sys.executable, "-m", "workloads", "plan", *args], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
 def main() -> None:
@@ -38,8 +46,10 @@ def main() -> None:
         for _ in range(args.runs):
             table.append(seconds([workload]))
             as_json.append(seconds([workload, "--json"]))
-        print(f"{workload}: table median {statistics.median(table):.3f} s (min {min(table):.3f}), "
-              f"--json median {statistics.median(as_json):.3f} s (min {min(as_json):.3f})")
+        (tw, tc), (jw, jc) = ([statistics.median(r[k] for r in runs) for k in (0, 1)] for runs in (table, as_json))
+        print(f"{workload}: table median {tw:.3f} s (min {min(r[0] for r in table):.3f}, CPU {tc:.3f}), "
+              f"--json median {jw:.3f} s (min {min(r[0] for r in as_json):.3f}, CPU {jc:.3f}) "
+              f"(load average {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,23 +37,30 @@ def stack_count(outdir: Path) -> int:
                for a in json.loads(m.read_text())["artifacts"].values() if a["type"] == "aws:cloudformation:stack")
 
 
-def synth_seconds(path: Path, outdir: Path) -> float:
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def synth_seconds(path: Path, outdir: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (the app and jsii's node together: on a shared machine CPU moves less with the load)."""
     context = {**json.loads((ROOT / "cdk.json").read_text())["context"], "teams": str(path)}
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir),
            "JSII_NODE": str(ROOT / ".venv" / "bin" / "node")}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
 def main(counts: list[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        print(f"{'teams':>6} {'stacks':>7} {'synth s':>8} {'s/team':>7}")
+        print(f"{'teams':>6} {'stacks':>7} {'synth s':>8} {'s/team':>7} {'CPU s':>7}")
         for n in counts:
             outdir = folder / f"out-{n}"
-            seconds = synth_seconds(teams_file(n, folder), outdir)
-            print(f"{n:>6} {stack_count(outdir):>7} {seconds:>8.1f} {seconds / n:>7.2f}", flush=True)
+            seconds, cpu = synth_seconds(teams_file(n, folder), outdir)
+            print(f"{n:>6} {stack_count(outdir):>7} {seconds:>8.1f} {seconds / n:>7.2f} {cpu:>7.1f}", flush=True)
+        print(f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":

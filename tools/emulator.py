@@ -487,17 +487,21 @@ class Emulator:
         return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint,
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 
-    def cdk(self, *args: str, timeout: float = 300, quiet: bool = False) -> subprocess.CompletedProcess:
-        """Run the project's pinned CDK CLI against the emulator (never interactive)."""
+    def cdk(self, *args: str, timeout: float = 300, quiet: bool = False,
+            cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        """Run the project's pinned CDK CLI against the emulator (never interactive); `cwd` where it looks for
+        cdk.json."""
         cmd = [str(CDK), *args, "--no-notices", "--output", str(self.cli_output)]
-        return subprocess.run(cmd, cwd=ROOT, env=self.env(), timeout=timeout, check=True, text=True,
+        return subprocess.run(cmd, cwd=cwd, env=self.env(), timeout=timeout, check=True, text=True,
                               capture_output=quiet)
 
     def account(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
 
     def bootstrap(self, *, quiet: bool = False) -> None:
-        self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet)
+        """`cdk bootstrap aws://ACCOUNT/REGION`, run outside the project: with an app in ./cdk.json the CLI
+        synthesizes it first (a whole synthesis, 10-20 s here, for an environment named on the command line)."""
+        self.cdk("bootstrap", f"aws://{self.account()}/{self.region}", quiet=quiet, cwd=self.cli_output)
 
     def deploy(self, *app_args: str, stacks: tuple[str, ...] = ("--all",), quiet: bool = False) -> None:
         self.cdk("deploy", *stacks, *DEPLOY_OPTIONS, *app_args, quiet=quiet)
@@ -529,7 +533,10 @@ class Emulator:
             say(f"Uploaded a PLACEHOLDER model artifact to s3://{bucket}/: {', '.join(keys)} (the emulator runs no "
                 "container; on AWS, train or upload the real model here before deploying the InferenceStack)")
         if plan.inference:
-            self.deploy(*app_args, stacks=(f"{stage}/*",) if stage else ("--all",), quiet=quiet)
+            # The assembly the first deploy synthesized (same app, same context): a second synthesis would only
+            # write it again.
+            again = app_args if "--app" in app_args else ("--app", str(self.cli_output))
+            self.deploy(*again, stacks=(f"{stage}/*",) if stage else ("--all",), quiet=quiet)
         return keys
 
 

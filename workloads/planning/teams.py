@@ -6,6 +6,7 @@ Pure Python like the rest of the planner. Every error names the team and the fie
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +102,10 @@ def load_teams(path: str, *, only: str | None = None) -> list[StampedTeam]:
         teams = [t for t in teams if t.name == only]
         if only not in names and names:  # a file with no team entry at all is reported under `teams` already
             errors.append(ConfigError("team", only, ", ".join(str(n) for n in names), reason="no such team in " + path))
-    stamped = []
+    stamped, plans = [], {}
     for t in teams:
         try:
-            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent),
+            stamped.append(StampedTeam(t, _plan_team(t, folder=Path(path).parent, plans=plans),
                                        workload_args=_team_args(t, folder=Path(path).parent)))
         except ConfigError as exc:
             errors += exc.errors
@@ -197,11 +198,16 @@ def _team_args(t: Team, *, folder: Path) -> str:
     return command_args(workload_source(t.workload, folder), _team_overrides(t))
 
 
-def _plan_team(t: Team, *, folder: Path) -> Plan:
+def _plan_team(t: Team, *, folder: Path, plans: dict[str, Plan]) -> Plan:
+    """The team's plan; `plans`: those of the file's teams so far, by what they were planned from (teams stamped from
+    the same workload, overrides, region and families share one: a plan is frozen, and planning it again for each of
+    50 teams was a second of the synthesis)."""
     overrides: Mapping[str, Any] = _team_overrides(t)
     source = workload_source(t.workload, folder)
+    key = json.dumps([source, overrides, t.allowed_instance_families], sort_keys=True, default=repr)
     try:
-        the_plan = plan(load(source, overrides), allowed_families=t.allowed_instance_families)
+        the_plan = plans.get(key) or plan(load(source, overrides), allowed_families=t.allowed_instance_families)
+        plans[key] = the_plan
     except ConfigError as exc:
         def where(e: ConfigError) -> str:  # a missing file: say where it was looked for, and why there
             return e.reason + (f" (looked for {source}: a path in a teams file is relative to the teams file's "
