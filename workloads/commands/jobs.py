@@ -237,8 +237,12 @@ def example_script(plan: Plan) -> tuple[str, str] | None:
     """The shipped (source folder, entry point) for this workload, or None where the user brings the script."""
     from ..config.model import artifact_format
 
+    from ..planning.train_commands import classifies
+
     fmt, _ = artifact_format(plan.workload)
-    shipped = EXAMPLE_SCRIPTS.get(fmt if fmt == "huggingface" else plan.workload.model.framework)
+    # An encoder classifier trains with the same script (train.py hands its layout to classifier.py).
+    llm_trainer = fmt == "huggingface" or classifies(plan.training.parallelism)
+    shipped = EXAMPLE_SCRIPTS.get("huggingface" if llm_trainer else plan.workload.model.framework)
     return (str(PROJECT / shipped[0]), shipped[1]) if shipped else None
 
 
