@@ -193,6 +193,7 @@ class Submitted:
     input: str
     spot: bool
     estimate: str
+    prepare_job: str = ""  # the Processing job that tokenized the data first ("already prepared": shards were there)
 
 
 def _runtime_seconds(plan: Plan) -> int:
@@ -319,7 +320,14 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)
-    trainer.train(input_data_config=[channel], wait=False, logs=False)
+    channels, prepared = [channel], ""
+    if llm:  # tokenized once, before the job, by one Processing job; the job reads its shards (prepare_job.py)
+        from . import prepare_job
+
+        prepared = "already prepared" if prepare_job.prepared(plan, estate) else \
+            prepare_job.run(plan, estate=estate, source_dir=source_dir)
+        channels.append(prepare_job.channel(plan, estate))
+    trainer.train(input_data_config=channels, wait=False, logs=False)
     job = trainer._latest_training_job  # the SDK keeps the job it just created
     e = t.estimate
     kind = "on a training plan" if w.training.training_plan_arn else "on-demand"
@@ -327,7 +335,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     if w.training.spot and e.spot_usd_total is not None:
         cost += f", about {_money(e.spot_usd_total)} with managed spot"
     return Submitted(job.training_job_name, t.sagemaker_instance_type, t.instance_count,
-                     f"{t.storage} ({channel.input_mode})", w.training.spot, cost)
+                     f"{t.storage} ({channel.input_mode})", w.training.spot, cost, prepared)
 
 
 def job_model(described: dict) -> str:

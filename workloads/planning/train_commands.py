@@ -100,11 +100,11 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
 
 
 def job_hyperparameters(parallelism, *, speed: tuple[str, ...] = (), init_from: str | None = None) -> dict[str, str]:
-    """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
-    tokenizer, node-local shards, the plan's steps, its precision and compiler; the export goes to SM_MODEL_DIR
-    (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
-    args = training_arguments(data=layout.JOB_TOKENS, tokenizer=layout.in_job(layout.TOKENIZER),
-                              steps=planned_steps(parallelism), text=layout.in_job(layout.TEXT),
+    """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the shards the prepare
+    job wrote once (its `tokens` channel: commands/prepare_job.py), the train channel's tokenizer, the plan's steps,
+    its precision and compiler; the export goes to SM_MODEL_DIR (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
+    args = training_arguments(data=layout.JOB_TOKENS_CHANNEL, tokenizer=layout.in_job(layout.TOKENIZER),
+                              steps=planned_steps(parallelism),
                               init_from=base_model(init_from, job=True))
     out = {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
     flags = list(speed)
