@@ -2,9 +2,10 @@
 HyperPod) and a SageMaker training job's arguments. One definition: the TrainStack prints the first, `submit`
 passes the second, and the golden-path test runs both, scaled down.
 
-Both read the dataset as the bucket holds it (layout.TEXT and layout.TOKENIZER), tokenize it first (the prepare
-step, examples/slurm/prepare.py), train the plan's steps and export the model with its tokenizer where serving
-reads it: on a cluster through the FSx link of /fsx/output, from a job through SM_MODEL_DIR.
+Both read the dataset as the bucket holds it (layout.TEXT and layout.TOKENIZER), tokenized once first (the prepare
+step, examples/slurm/prepare.py: a Slurm job on the cluster, a Processing job before a SageMaker job,
+commands/prepare_job.py), train the plan's steps (an encoder classifier: its epochs) and export the model with its
+tokenizer where serving reads it: on a cluster through the FSx link of /fsx/output, from a job through SM_MODEL_DIR.
 """
 
 from __future__ import annotations
