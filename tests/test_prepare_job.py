@@ -122,3 +122,13 @@ def test_the_job_does_not_tokenize_and_a_classic_job_prepares_nothing(aws):
         source, entry = jobs.example_script(small)
         jobs.submit(small, entry_point=entry, source_dir=source, estate=estate)
         assert "CreateProcessingJob" not in sent  # XGBoost / scikit-learn read their data themselves
+
+
+def test_a_failed_prepare_job_starts_no_training_job_and_says_why(aws, monkeypatch):
+    estate, _, sent = aws
+    monkeypatch.setattr(prepare_job, "run", lambda *a, **k: ("w-prepare-1", "Failed", "AlgorithmError: exit 1"))
+    p = plan(load("intermediate"))
+    with pytest.raises(jobs.EstateNotDeployed, match="prepare job w-prepare-1 ended Failed: AlgorithmError: exit 1; "
+                                                     "the training job was not started"):
+        jobs.submit(p, entry_point="train.py", source_dir=str(ROOT / "examples" / "slurm"), estate=estate)
+    assert "CreateTrainingJob" not in sent

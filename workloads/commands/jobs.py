@@ -324,8 +324,17 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     if llm:  # tokenized once, before the job, by one Processing job; the job reads its shards (prepare_job.py)
         from . import prepare_job
 
-        prepared = "already prepared" if prepare_job.prepared(plan, estate) else \
-            prepare_job.run(plan, estate=estate, source_dir=source_dir)
+        if prepare_job.prepared(plan, estate):
+            prepared = "already prepared"
+        else:
+            cpu_image = image_cache.retrieve(region=estate.region, image_scope="training",
+                                             instance_type=prepare_job.INSTANCE_TYPE, **TRAINING_IMAGES[w.model.framework])
+            prepared, status, why = prepare_job.run(plan, estate=estate, source_dir=source_dir, image=cpu_image,
+                                                    session=_session(estate),
+                                                    base_name=base_job_name(plan, "prepare", team=estate.team))
+            if status != "Completed":  # one line, exit 1 (estate_commands.against_aws), and no training job
+                raise EstateNotDeployed(f"prepare job {prepared} ended {status}: {why or 'see its CloudWatch logs'}; "
+                                        "the training job was not started")
         channels.append(prepare_job.channel(plan, estate))
     trainer.train(input_data_config=channels, wait=False, logs=False)
     job = trainer._latest_training_job  # the SDK keeps the job it just created

@@ -54,22 +54,19 @@ def prepared(plan: Plan, estate, s3=None) -> bool:
     return {"meta.json", "done-0-of-1"} <= names
 
 
-def run(plan: Plan, *, estate, source_dir: str, wait: bool = True) -> str:
-    """Start the Processing job (and wait for it): returns its name."""
+def run(plan: Plan, *, estate, source_dir: str, image: str, session, base_name: str) -> tuple[str, str, str]:
+    """Start the Processing job and wait for it: (its name, its status, why it failed or ""). `image`: the training
+    image built for INSTANCE_TYPE; `session`, `base_name`: the job's SDK session and name (jobs.py)."""
+    import boto3
     from sagemaker.core.network import NetworkConfig
     from sagemaker.core.processing import FrameworkProcessor
     from sagemaker.core.shapes import ProcessingInput, ProcessingOutput, ProcessingS3Input, ProcessingS3Output
 
-    from . import image_cache
-    from .jobs import TRAINING_IMAGES, _session, base_job_name
-
-    image = image_cache.retrieve(region=estate.region, image_scope="training", instance_type=INSTANCE_TYPE,
-                                 **TRAINING_IMAGES[plan.workload.model.framework])
     processor = FrameworkProcessor(
         image_uri=image, role=estate.role_arn, command=["python3"], instance_count=1, instance_type=INSTANCE_TYPE,
         volume_size_in_gb=volume_gb(plan), volume_kms_key=estate.volume_key(INSTANCE_TYPE),
-        output_kms_key=estate.key_arn, base_job_name=base_job_name(plan, "prepare", team=estate.team),
-        sagemaker_session=_session(estate), tags=estate.tags() or None,
+        output_kms_key=estate.key_arn, base_job_name=base_name, sagemaker_session=session,
+        tags=estate.tags() or None,
         network_config=NetworkConfig(subnets=list(estate.subnets), security_group_ids=list(estate.security_groups),
                                      enable_network_isolation=True))
     processor.run(
@@ -79,23 +76,10 @@ def run(plan: Plan, *, estate, source_dir: str, wait: bool = True) -> str:
             s3_input_mode="File", s3_data_distribution_type="FullyReplicated"))],
         outputs=[ProcessingOutput(output_name=CHANNEL, s3_output=ProcessingS3Output(
             s3_uri=f"s3://{estate.bucket}/{tokens_prefix(plan)}", local_path=OUTPUT, s3_upload_mode="EndOfJob"))],
-        wait=wait, logs=False)
-    job = processor.latest_job
-    if wait:
-        status = estate_client(estate).describe_processing_job(ProcessingJobName=job.processing_job_name)
-        if status["ProcessingJobStatus"] != "Completed":
-            from .jobs import EstateNotDeployed
-
-            raise EstateNotDeployed(f"prepare job {job.processing_job_name} ended {status['ProcessingJobStatus']}: "
-                                    f"{status.get('FailureReason', 'see its CloudWatch logs')}; the training job was "
-                                    "not started")
-    return job.processing_job_name
-
-
-def estate_client(estate):
-    import boto3
-
-    return boto3.client("sagemaker", region_name=estate.region)
+        wait=True, logs=False)
+    name = processor.latest_job.processing_job_name
+    ended = boto3.client("sagemaker", region_name=estate.region).describe_processing_job(ProcessingJobName=name)
+    return name, ended["ProcessingJobStatus"], ended.get("FailureReason", "")
 
 
 def channel(plan: Plan, estate):
