@@ -115,5 +115,5 @@ def test_a_sagemaker_job_runs_the_shipped_trainer_with_the_classifiers_arguments
     assert entry == "train.py" and source.endswith("examples/slurm")
     assert is_llm_trainer(p, source_dir=source, entry_point=entry)
     hyper = job_hyperparameters(p.training.parallelism)
-    assert "steps" not in hyper and hyper["text"] == "/opt/ml/input/data/train/text"
+    assert "steps" not in hyper and "text" not in hyper and hyper["data"] == "/opt/ml/input/data/tokens"
     assert '"task": "sequence-classification"' in p.training.parallelism.as_json()
