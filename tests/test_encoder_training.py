@@ -104,6 +104,8 @@ def test_the_cluster_commands_prepare_labelled_examples_and_export_the_serving_a
     checks = artifact_checks(t, p.inference)
     assert {c.artifact for c in checks} == {"models/model.tar.gz"}
     assert all(c.put.startswith("train first: train.py exports /fsx/output/model.tar.gz") for c in checks)
+    assert any(line.startswith("exported by train.py as model.tar.gz (a Hugging Face directory with code/inference.py")
+               for line in p.path), p.path
 
 
 def test_a_sagemaker_job_runs_the_shipped_trainer_with_the_classifiers_arguments():
