@@ -58,7 +58,9 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
     state = {name: _exported(t, dtype, args.vocab if name.endswith(PADDED) else None)
              for name, t in get_model_state_dict(model).items()}
     files = file_index(state)
-    if _shared(tmp, rank):
+    # XLA (Trn1's legacy data-parallel path): every rank holds the whole model and DCP does not run there.
+    device = torch.device("cpu") if args.device in ("cpu", "xla") else next(model.parameters()).device
+    if args.device != "xla" and _shared(tmp, rank, device):
         how = f"from the shards of {_write_from_every_rank(state, files, tmp)} ranks"
     else:
         _write_from_rank_0(state, files, tmp, rank)
@@ -109,7 +111,7 @@ def _exported(t: torch.Tensor, dtype: torch.dtype, rows: int | None) -> torch.Te
     return _plain(t, dtype)
 
 
-def _shared(directory: Path, rank: int) -> bool:
+def _shared(directory: Path, rank: int, device: torch.device) -> bool:
     """Whether every rank sees the directory rank 0 created (FSx, one node): a token written by rank 0, read back."""
     token = f"{time.time_ns()}-{os.getpid()}"
     box = [token if rank == 0 else None]
@@ -118,7 +120,7 @@ def _shared(directory: Path, rank: int) -> bool:
         (directory / ".probe").write_text(box[0])
     dist.barrier()
     probe = directory / ".probe"
-    seen = torch.tensor([float(probe.exists() and probe.read_text() == box[0])])
+    seen = torch.tensor([float(probe.exists() and probe.read_text() == box[0])], device=device)  # NCCL: on the GPU
     dist.all_reduce(seen, op=dist.ReduceOp.MIN)
     dist.barrier()
     if rank == 0:
