@@ -44,7 +44,7 @@ from recipe import publish
 
 HERE = Path(__file__).resolve().parent
 TASK = classify_data.TASK
-# google-research/bert optimization.py create_optimizer: AdamWeightDecayOptimizer(weight_decay_rate=0.01, beta_1=0.9,
+# google-research/bert optimization.py create_optimizer (read at 02102db, 2026-11-28): AdamWeightDecayOptimizer(weight_decay_rate=0.01, beta_1=0.9,
 # beta_2=0.999, epsilon=1e-6, exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"]), clip_by_global_norm 1.0.
 WEIGHT_DECAY, BETAS, EPS, CLIP_NORM = 0.01, (0.9, 0.999), 1e-6, 1.0
 WARMUP_SHARE = 0.1  # run_classifier.py warmup_proportion
