@@ -69,3 +69,53 @@ def test_a_large_encoder_is_sized_at_its_own_shape():
 def test_decoders_are_still_planned_as_language_models():
     lay = plan(load("huge")).training.parallelism
     assert lay.task == "causal-lm" and lay.global_batch * lay.sequence >= 4 * 2**20 * 0.9
+
+
+VISION = "examples/workloads/vision-classifier.yaml"
+TEXT_CLASSIFIER = {"name": "reviews", "model.parameters_billion": "0.11", "model.architecture": "encoder",
+                   "data.dataset_size_gib": "1", "data.tokens_billion": "0.1", "training.epochs": None,
+                   "training.max_hours": None}
+
+
+def _classifier(**more: str):
+    from tests.conftest import ROOT
+
+    return plan(load(str(ROOT / VISION), {**TEXT_CLASSIFIER, **more}))
+
+
+def test_the_cluster_commands_prepare_labelled_examples_and_export_the_serving_archive():
+    """The Submit line prepares labelled examples of the plan's sequence (prepare.py --task), trains without the
+    plan's estimated steps (the trainer runs the layout's epochs over the examples it finds) and exports the framework
+    archive itself where the FSx link puts it on the serving contract's key. Before: a decoder's token stream, --steps
+    from the estimate and no export for a framework archive."""
+    from workloads.planning.artifacts import artifact_checks
+    from workloads.planning.train_commands import slurm_submit
+
+    p = _classifier(**{"training.orchestrator": "slurm"})
+    t = p.training
+    assert (t.parallelism.task, t.parallelism.epochs) == ("sequence-classification", 3)
+    assert t.parallelism.export_dir == "/fsx/output/model.tar.gz"
+    line = slurm_submit(workload="reviews", nodes=t.instance_count, accelerator_kind=t.accelerator_kind,
+                        parallelism=t.parallelism)
+    prepare, train = line.split("&&")[1], line.split("&&")[2]
+    assert "--output /fsx/tokens/reviews --task sequence-classification --seq 128" in prepare
+    assert "--steps" not in train and "--data /fsx/tokens/reviews" in train
+    assert "--export-dir /fsx/output/model.tar.gz" in train
+    checks = artifact_checks(t, p.inference)
+    assert {c.artifact for c in checks} == {"models/model.tar.gz"}
+    assert all(c.put.startswith("train first: train.py exports /fsx/output/model.tar.gz") for c in checks)
+    assert any(line.startswith("exported by train.py as model.tar.gz (a Hugging Face directory with code/inference.py")
+               for line in p.path), p.path
+
+
+def test_a_sagemaker_job_runs_the_shipped_trainer_with_the_classifiers_arguments():
+    from workloads.commands.jobs import example_script, is_llm_trainer
+    from workloads.planning.train_commands import job_hyperparameters
+
+    p = _classifier(**{"training.orchestrator": "sagemaker-jobs"})
+    source, entry = example_script(p)
+    assert entry == "train.py" and source.endswith("examples/slurm")
+    assert is_llm_trainer(p, source_dir=source, entry_point=entry)
+    hyper = job_hyperparameters(p.training.parallelism)
+    assert "steps" not in hyper and "text" not in hyper and hyper["data"] == "/opt/ml/input/data/tokens"
+    assert '"task": "sequence-classification"' in p.training.parallelism.as_json()

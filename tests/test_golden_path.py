@@ -189,12 +189,21 @@ def test_the_llm_example_from_plan_to_an_invoked_endpoint(tmp_path, monkeypatch,
                 target = channel / o["Key"].removeprefix(keys.DATASETS)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 s3.download_file(bucket, o["Key"], str(target))
-            local = {keys.JOB_CHANNEL: str(channel), keys.JOB_TOKENS: str(tmp_path / "tokens")}
+            # The prepare job first (`submit` waited for it): prepare.py with its arguments, datasets/ at its input,
+            # its output uploaded to processed/tokens/<name>/, which the job's `tokens` channel copies to each node.
+            from workloads.commands import prepare_job
+
+            assert f"prepare job {w.name}-prepare-" in printed
+            tokens = tmp_path / "tokens"
+            prepared = [a.replace(prepare_job.INPUT, str(channel), 1).replace(prepare_job.OUTPUT, str(tokens), 1)
+                        for a in prepare_job.arguments(p)]
+            assert "tokenized" in run(["python3", str(EXAMPLES / "prepare.py"), *prepared], cwd=tmp_path)
+            local = {keys.JOB_CHANNEL: str(channel), keys.JOB_TOKENS_CHANNEL: str(tokens)}
             args = [a for k, v in hyper.items() if not k.startswith("sagemaker_")
                     for a in (f"--{k}", next((v.replace(j, l, 1) for j, l in local.items() if v.startswith(j)), v))]
             out = torchrun(["--device", "cpu", *args, *SCALED_DOWN], cwd=tmp_path, env={
                 **request["Environment"], "SM_MODEL_DIR": str(model_dir), "CHECKPOINT_DIR": str(tmp_path / "ckpt")})
-            assert "tokenized" in out and f"exported {model_dir}" in out
+            assert "tokenized" not in out and f"exported {model_dir}" in out  # the job itself tokenizes nothing
             for f in sorted(model_dir.iterdir()):
                 s3.upload_file(str(f), bucket, f"{keys.OUTPUT}{job}/output/model/{f.name}")
 

@@ -289,7 +289,8 @@ def test_a_language_model_job_runs_the_shipped_trainer_on_the_plans_data(emulato
     # the precision and compiler the estimate is priced at (issue 42): --compile on NVIDIA GPUs, fp8 where it trains so
     assert request["HyperParameters"]["compile"] == "true" and p.training.compiled
     assert request["HyperParameters"]["steps"] == str(p.training.parallelism.steps)
-    assert request["HyperParameters"]["text"] == keys_in_job(layout.TEXT)
+    assert "text" not in request["HyperParameters"]  # tokenized once before the job (issue 42), never on its nodes
+    assert request["HyperParameters"]["data"] == layout.JOB_TOKENS_CHANNEL
     assert request["OutputDataConfig"]["CompressionType"] == "NONE"
     assert json.loads(request["Environment"][jobs.LAYOUT_ENV])["export_dir"] == ""  # the trainer uses SM_MODEL_DIR
     assert "python -m workloads promote intermediate --job intermediate-train-" in printed
@@ -444,3 +445,4 @@ def test_the_emulator_deploys_a_component_endpoint_and_says_it_skips_the_compone
     assert "AWS::SageMaker::InferenceComponent" not in set(report.created.values())
     assert any("ModelName" not in v and v["InstanceType"] == p.inference["realtime"].instance_type for v in variants)
     assert report.outputs[COMPONENT_KEY]
+

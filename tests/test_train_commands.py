@@ -80,7 +80,8 @@ def test_a_jobs_trainer_exports_where_sagemaker_uploads(workload):
     assert p.training.orchestrator == "sagemaker-jobs" and p.training.parallelism.export_dir == ""
     assert any("SM_MODEL_DIR" in line and "python -m workloads promote" in line for line in p.path)
     hyper = job_hyperparameters(p.training.parallelism)
-    assert hyper["text"].startswith(keys.JOB_CHANNEL) and hyper["tokenizer"].startswith(keys.JOB_CHANNEL)
+    assert hyper["data"] == keys.JOB_TOKENS_CHANNEL and hyper["tokenizer"].startswith(keys.JOB_CHANNEL)
+    assert "text" not in hyper  # tokenized once by the prepare job before the job (commands/prepare_job.py)
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -46,6 +46,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="this task's share of the files (default: SLURM_PROCID)")
     p.add_argument("--parts", type=int, default=int(os.environ.get("SLURM_NTASKS", "1")))
     p.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    # An encoder classifier's labelled examples (classify_data.py: {"text", "label"} a line) instead of a token stream.
+    p.add_argument("--task", choices=("causal-lm", "sequence-classification"), default="causal-lm")
+    p.add_argument("--seq", type=int, default=128, help="sequence-classification: tokens an example is cut or padded "
+                   "to (the plan's sequence)")
     return p.parse_args(argv)
 
 
@@ -121,24 +125,34 @@ def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict, part: in
 
 
 def run(args: argparse.Namespace) -> int:
-    files = inputs(args.input)
+    classify = args.task == "sequence-classification"
+    files = [f for f in inputs(args.input) if f.suffix == ".jsonl" or not classify]
     if not files:
-        raise SystemExit(f"prepare: no *.txt or *.jsonl files under {args.input}")
-    info = meta(args.tokenizer, args.parts)
+        raise SystemExit(f"prepare: no {'*.jsonl' if classify else '*.txt or *.jsonl'} files under {args.input}")
+    if classify:
+        import classify_data  # beside this script
+
+        info, work = classify_data.meta(args.tokenizer, args.parts, args.seq), classify_data.tokenize
+        whole = lambda f: classify_data.done(args.output, shard_name(f, args.input).removesuffix(".bin"))  # noqa: E731
+    else:
+        info, work = meta(args.tokenizer, args.parts), tokenize
+        whole = lambda f: (args.output / shard_name(f, args.input)).exists()  # noqa: E731
     args.output.mkdir(parents=True, exist_ok=True)
     existing = args.output / META
     if existing.exists() and json.loads(existing.read_text()).get("tokenizer_sha256") != info["tokenizer_sha256"]:
         raise SystemExit(f"prepare: {args.output} holds shards of another tokenizer; prepare into a new --output")
-    mine = [f for f in files[args.part::args.parts] if not (args.output / shard_name(f, args.input)).exists()]
+    if existing.exists() and json.loads(existing.read_text()).get("seq", info.get("seq")) != info.get("seq"):
+        raise SystemExit(f"prepare: {args.output} holds examples of another --seq; prepare into a new --output")
+    mine = [f for f in files[args.part::args.parts] if not whole(f)]
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, len(mine) or 1))) as pool:
-        counts = list(pool.map(tokenize, mine, [args.output / shard_name(f, args.input) for f in mine],
+        counts = list(pool.map(work, mine, [args.output / shard_name(f, args.input) for f in mine],
                                [args.tokenizer] * len(mine), [info] * len(mine), [args.part] * len(mine)))
     # Every task writes the same meta.json, whole (rename), then its marker: the trainer waits for all markers.
     tmp = args.output / f".{META}.{args.part}"
     tmp.write_text(json.dumps(info, indent=2))
     tmp.replace(existing)
     (args.output / f"done-{args.part}-of-{args.parts}").touch()
-    print(f"prepare: task {args.part} of {args.parts} tokenized {len(mine)} file(s), {sum(counts):,} tokens, into "
+    print(f"prepare: task {args.part} of {args.parts} tokenized {len(mine)} file(s), {sum(counts):,} {'examples' if classify else 'tokens'}, into "
           f"{args.output} ({info['dtype']}, vocabulary {info['vocab_size']:,})", flush=True)
     return sum(counts)
 

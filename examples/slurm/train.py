@@ -60,6 +60,7 @@ from model import Attention, Llama, MLP, RMSNorm, llama_intermediate, rotary, ro
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
                     tensor_parallel)
+import classifier  # noqa: E402
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
 import loader  # noqa: E402
@@ -360,9 +361,14 @@ def prune(directory: Path, keep: int) -> None:
 
 
 def main() -> None:
-    args = parse()
-    device = setup(args.device)
-    train(args, device)
+    layout, kind = classifier.layout_of(sys.argv[1:])
+    if classifier.wanted(layout):  # an encoder classifier (the plan's task): fine-tuned as one, classifier.py
+        device = setup(kind)
+        classifier.run(sys.argv[1:], layout, device)
+    else:
+        args = parse()
+        device = setup(args.device)
+        train(args, device)
     # The model, optimizer and FSDP2's device mesh hold the process group and gloo's finished work (tensors). Freed
     # here, while Python is alive: freed at interpreter exit, gloo's threads abort the process (SIGABRT) at random
     # after a good run, and Slurm marks the job failed (seen once in CI; pytorch/pytorch#179291 describes it).

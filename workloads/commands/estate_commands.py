@@ -63,6 +63,12 @@ def _start_job(args: argparse.Namespace, result: Plan) -> None:
             "on a training plan" if result.workload.training.training_plan_arn else "on-demand"
         print(f"training job {job.job_name}: {job.instance_count} x {job.instance_type}, input {job.input}, {on}; "
               f"estimated cost {job.estimate}")
+        if job.prepare_job:
+            from .prepare_job import INSTANCE_TYPE, tokens_prefix
+
+            done = "shards already complete" if job.prepare_job == "already prepared" else \
+                f"prepare job {job.prepare_job} (1 x {INSTANCE_TYPE}) tokenized the dataset once"
+            print(f"{done}: s3://{estate.bucket}/{tokens_prefix(result)} -> the job's tokens channel", flush=True)
         from ..config.loader import command_args
 
         stage = f" --stage {args.stage}" if args.stage else ""

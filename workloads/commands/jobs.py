@@ -197,6 +197,7 @@ class Submitted:
     input: str
     spot: bool
     estimate: str
+    prepare_job: str = ""  # the Processing job that tokenized the data first ("already prepared": shards were there)
 
 
 def _runtime_seconds(plan: Plan) -> int:
@@ -242,8 +243,12 @@ def example_script(plan: Plan) -> tuple[str, str] | None:
     """The shipped (source folder, entry point) for this workload, or None where the user brings the script."""
     from ..config.model import artifact_format
 
+    from ..planning.train_commands import classifies
+
     fmt, _ = artifact_format(plan.workload)
-    shipped = EXAMPLE_SCRIPTS.get(fmt if fmt == "huggingface" else plan.workload.model.framework)
+    # An encoder classifier trains with the same script (train.py hands its layout to classifier.py).
+    llm_trainer = fmt == "huggingface" or classifies(plan.training.parallelism)
+    shipped = EXAMPLE_SCRIPTS.get("huggingface" if llm_trainer else plan.workload.model.framework)
     return (str(PROJECT / shipped[0]), shipped[1]) if shipped else None
 
 
@@ -320,7 +325,23 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
         tags=estate.tags() or None,
     )
     channel = input_channel(plan, estate)
-    trainer.train(input_data_config=[channel], wait=False, logs=False)
+    channels, prepared = [channel], ""
+    if llm:  # tokenized once, before the job, by one Processing job; the job reads its shards (prepare_job.py)
+        from . import prepare_job
+
+        if prepare_job.prepared(plan, estate):
+            prepared = "already prepared"
+        else:
+            cpu_image = image_cache.retrieve(region=estate.region, image_scope="training",
+                                             instance_type=prepare_job.INSTANCE_TYPE, **TRAINING_IMAGES[w.model.framework])
+            prepared, status, why = prepare_job.run(plan, estate=estate, source_dir=source_dir, image=cpu_image,
+                                                    session=_session(estate),
+                                                    base_name=base_job_name(plan, "prepare", team=estate.team))
+            if status != "Completed":  # one line, exit 1 (estate_commands.against_aws), and no training job
+                raise EstateNotDeployed(f"prepare job {prepared} ended {status}: {why or 'see its CloudWatch logs'}; "
+                                        "the training job was not started")
+        channels.append(prepare_job.channel(plan, estate))
+    trainer.train(input_data_config=channels, wait=False, logs=False)
     job = trainer._latest_training_job  # the SDK keeps the job it just created
     e = t.estimate
     kind = "on a training plan" if w.training.training_plan_arn else "on-demand"
@@ -328,7 +349,7 @@ def submit(plan: Plan, *, entry_point: str, source_dir: str, estate: Estate) -> 
     if w.training.spot and e.spot_usd_total is not None:
         cost += f", about {_money(e.spot_usd_total)} with managed spot"
     return Submitted(job.training_job_name, t.sagemaker_instance_type, t.instance_count,
-                     f"{t.storage} ({channel.input_mode})", w.training.spot, cost)
+                     f"{t.storage} ({channel.input_mode})", w.training.spot, cost, prepared)
 
 
 def job_model(described: dict) -> str:

@@ -31,7 +31,8 @@ def exported_key(t: TrainingPlan) -> str | None:
     export = t.parallelism.export_dir if t.parallelism else ""
     if not (export and t.fsx):
         return None
-    return layout.MODELS + export.removeprefix(FSX_OUTPUT_DIR + "/").strip("/") + "/"
+    name = export.removeprefix(FSX_OUTPUT_DIR + "/").strip("/")
+    return layout.MODELS + name + ("" if name.endswith(".tar.gz") else "/")  # an archive, or a directory prefix
 
 
 def _put(artifact: str, ip: InferencePlan, t: TrainingPlan, target_cli: str) -> str:
@@ -50,6 +51,8 @@ def _put(artifact: str, ip: InferencePlan, t: TrainingPlan, target_cli: str) -> 
                     f"there; or {sync}")
         return sync
     copy = f"aws s3 cp <local model.tar.gz> {target} ({ip.serving.artifact_layout})"
+    if exported_key(t) == artifact:  # an encoder classifier's archive, packed by the trainer on FSx
+        return f"train first: train.py exports {t.parallelism.export_dir} and the file system's link writes it there; or {copy}"
     if t.orchestrator == "sagemaker-jobs":
         return (f"python -m workloads submit {target_cli}, then python -m workloads promote {target_cli} "
                 f"--job <training job> (copies its model.tar.gz here); or {copy}")

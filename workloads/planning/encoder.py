@@ -123,4 +123,4 @@ def run_length(w: Workload, spread: Parallelism, tokens_billion: float | None, d
         "then linear decay (https://arxiv.org/abs/1810.04805, section 4.1); its time at the accelerator's published "
         "training MFU, which are decoder runs at 2,048 tokens and more (no encoder fine-tuning MFU is recorded): "
         "likely optimistic for 128-token sequences until `plan --calibrate` measures it")
-    return replace(spread, steps=steps, warmup_steps=warmup)
+    return replace(spread, steps=steps, warmup_steps=warmup, epochs=epochs(w))

@@ -55,7 +55,10 @@ FSX_TOKENS = FSX_MOUNT + "/tokens"
 # Where a SageMaker training job sees them: the `train` channel is the datasets/ prefix (jobs.input_channel), and
 # SageMaker uploads what the job leaves in SM_MODEL_DIR (/opt/ml/model) to output/<job>/output/model/.
 JOB_CHANNEL = "/opt/ml/input/data/train"
-JOB_TOKENS = "/tmp/tokens"  # node-local: each node of a job tokenizes its own copy of the channel
+JOB_TOKENS = "/tmp/tokens"  # node-local: where train.py --text tokenizes on its own (a job run by hand)
+# The prepare job's shards (commands/prepare_job.py: processed/tokens/<workload>/) as the training job's `tokens`
+# channel: tokenized once before the job, copied to every node.
+JOB_TOKENS_CHANNEL = "/opt/ml/input/data/tokens"
 
 
 def on_fsx(prefix: str) -> str:

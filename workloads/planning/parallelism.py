@@ -121,6 +121,7 @@ class Parallelism:
     # then the config, model config and checkpoint conversion the launcher (train-nxdt.sbatch) writes out and runs.
     nxdt: dict | None = None
     task: str = "causal-lm"  # what is trained: a decoder language model, or an encoder's sequence classification
+    epochs: float = 0.0  # sequence classification: passes over the labelled examples (the trainer's steps follow)
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON (`nxdt` only where

@@ -93,7 +93,9 @@ def train_to_serve(t: TrainingPlan, inference: dict[str, InferencePlan]) -> tupl
         export = t.parallelism.export_dir if t.parallelism else ""
         who = ("NxD Training's checkpoint_converter.py (the launcher converts the last checkpoint)"
                if t.parallelism and t.parallelism.nxdt else "train.py")
-        lines.append(f"exported by {who} as a Hugging Face directory to {export}, which the file system's link "
+        what = ("model.tar.gz (a Hugging Face directory with code/inference.py, the Ray Serve application)"
+                if key.endswith(".tar.gz") else "a Hugging Face directory")
+        lines.append(f"exported by {who} as {what} to {export}, which the file system's link "
                      f"writes to s3://<DatasetBucketName>/{key}")
     elif t.orchestrator == "sagemaker-jobs":
         directory = any(ip.serving and ip.serving.artifact_key.endswith("/") for ip in inference.values())

@@ -77,7 +77,10 @@ def fault_budget(w: Workload, spread: Parallelism, fsx: FsxPlan | None, decision
     name = key.removeprefix(layout.MODELS).strip("/") if key.startswith(layout.MODELS) else w.name
     # On FSx the link exports it under models/; a SageMaker job writes SM_MODEL_DIR instead (the trainer's default
     # there), which SageMaker uploads to output/<job>/output/model/ (`python -m workloads promote` copies it on).
-    export_dir = f"{FSX_OUTPUT_DIR}/{name}" if fmt == "huggingface" and orchestrator != "sagemaker-jobs" else ""
+    # An encoder classifier's export is the framework archive itself (classifier.py packs it where the path ends in
+    # .tar.gz): /fsx/output/model.tar.gz lands on the contract's models/model.tar.gz.
+    exported = fmt == "huggingface" or (spread.task == "sequence-classification" and fmt == "framework-archive")
+    export_dir = f"{FSX_OUTPUT_DIR}/{name}" if exported and orchestrator != "sagemaker-jobs" else ""
     seconds = (checkpoint_seconds(w.model.parameters_billion, fsx.throughput_mb_s) if fsx else 0.0)
     shutdown = max(TORCHRUN_DEFAULT_SHUTDOWN_S, math.ceil(seconds * CHECKPOINT_TIME_MARGIN))
     lead = shutdown + STEP_ALLOWANCE_S

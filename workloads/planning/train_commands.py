@@ -2,9 +2,10 @@
 HyperPod) and a SageMaker training job's arguments. One definition: the TrainStack prints the first, `submit`
 passes the second, and the golden-path test runs both, scaled down.
 
-Both read the dataset as the bucket holds it (layout.TEXT and layout.TOKENIZER), tokenize it first (the prepare
-step, examples/slurm/prepare.py), train the plan's steps and export the model with its tokenizer where serving
-reads it: on a cluster through the FSx link of /fsx/output, from a job through SM_MODEL_DIR.
+Both read the dataset as the bucket holds it (layout.TEXT and layout.TOKENIZER), tokenized once first (the prepare
+step, examples/slurm/prepare.py: a Slurm job on the cluster, a Processing job before a SageMaker job,
+commands/prepare_job.py), train the plan's steps (an encoder classifier: its epochs) and export the model with its
+tokenizer where serving reads it: on a cluster through the FSx link of /fsx/output, from a job through SM_MODEL_DIR.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import shlex
 
 from . import layout
 
-EXAMPLES_ON_NODE = "/opt/ml-estate/examples"  # where the node image and HyperPod's lifecycle script put them
+EXAMPLES_ON_NODE = "/opt/ml-estate/examples"
+SEQUENCE_CLASSIFICATION = "sequence-classification"  # encoder.TASK, what the layout's `task` says
+TARBALL = ".tar.gz"  # an export path that is the framework archive itself (a classifier's model.tar.gz)  # where the node image and HyperPod's lifecycle script put them
 
 
 NXDT_SCRIPT = "train-nxdt.sbatch"  # NxD Training on Trn1 (planning/nxd.py): its layout carries the config
@@ -48,6 +51,22 @@ def training_arguments(*, data: str, tokenizer: str, steps: int, export_dir: str
     return args
 
 
+def classifies(parallelism) -> bool:
+    """An encoder classifier's layout (planning/encoder.py): train.py hands it to classifier.py."""
+    return parallelism is not None and parallelism.task == SEQUENCE_CLASSIFICATION
+
+
+def prepare_task(parallelism) -> list[str]:
+    """prepare.py's task: labelled examples of the plan's sequence for a classifier, else the token stream."""
+    return ["--task", SEQUENCE_CLASSIFICATION, "--seq", str(parallelism.sequence)] if classifies(parallelism) else []
+
+
+def planned_steps(parallelism) -> int:
+    """The plan's steps for a language model; none for a classifier, whose steps are its epochs (the layout's) over
+    the examples the prepare step found, which the trainer counts (the plan's are from an estimate of the data)."""
+    return parallelism.steps if parallelism and not classifies(parallelism) else 0
+
+
 def base_model(init_from: str | None, *, job: bool) -> str:
     """training.init_from where the trainer reads it: a datasets/ key on FSx (/fsx/datasets/...) or in a job's train
     channel; an FSx path as it is (the schema refuses one for SageMaker jobs)."""
@@ -66,17 +85,17 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
     on PCS the script's `#SBATCH --requeue` puts the job back in the queue after a node failure instead."""
     text, tokenizer = layout.on_fsx(layout.TEXT), layout.on_fsx(layout.TOKENIZER)
     export = parallelism.export_dir if parallelism else ""
-    shards = tokens_dir(export, workload)
+    shards = tokens_dir("" if export.endswith(TARBALL) else export, workload)
     prepare = ["sbatch", "--parsable", f"--job-name={workload}-prepare", f"--nodes={nodes}",
                f"{EXAMPLES_ON_NODE}/prepare.sbatch",
-               "--input", text, "--tokenizer", tokenizer, "--output", shards]
+               "--input", text, "--tokenizer", tokenizer, "--output", shards, *prepare_task(parallelism)]
     # WORKLOAD_NAME: the Workload dimension of the trainer's metrics (evaluation.py), which the dashboard reads
     train = ["--kill-on-invalid-dep=yes", f"--job-name={workload}-train", f"--nodes={nodes}",
              f"--export=ALL,WORKLOAD_NAME={workload}"]
     if parallelism:  # the plan's stop budget: Slurm signals this early, so the checkpoint is written in time
         train.append(f"--signal=TERM@{parallelism.signal_lead_s}")
     train.append(f"{EXAMPLES_ON_NODE}/{sbatch_script(accelerator_kind, parallelism)}")
-    train += training_arguments(data=shards, tokenizer=tokenizer, steps=parallelism.steps if parallelism else 0,
+    train += training_arguments(data=shards, tokenizer=tokenizer, steps=planned_steps(parallelism),
                                export_dir=export, speed=speed, init_from=base_model(init_from, job=False))
     # --parsable prints "id" or, on a multi-cluster setup, "id;cluster": ${prep%%;*} is the id either way.
     return (f"cd {layout.FSX_MOUNT} && prep=$({shlex.join(prepare)}) && "
@@ -84,11 +103,11 @@ def slurm_submit(*, workload: str, nodes: int, accelerator_kind: str | None, par
 
 
 def job_hyperparameters(parallelism, *, speed: tuple[str, ...] = (), init_from: str | None = None) -> dict[str, str]:
-    """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the channel's text and
-    tokenizer, node-local shards, the plan's steps, its precision and compiler; the export goes to SM_MODEL_DIR
-    (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
-    args = training_arguments(data=layout.JOB_TOKENS, tokenizer=layout.in_job(layout.TOKENIZER),
-                              steps=parallelism.steps if parallelism else 0, text=layout.in_job(layout.TEXT),
+    """A SageMaker job's train.py arguments (the SDK passes hyperparameters as --key value): the shards the prepare
+    job wrote once (its `tokens` channel: commands/prepare_job.py), the train channel's tokenizer, the plan's steps,
+    its precision and compiler; the export goes to SM_MODEL_DIR (train.py's default there). A bare flag (--compile) has no value to pass there: it goes as `--compile true`."""
+    args = training_arguments(data=layout.JOB_TOKENS_CHANNEL, tokenizer=layout.in_job(layout.TOKENIZER),
+                              steps=planned_steps(parallelism),
                               init_from=base_model(init_from, job=True))
     out = {flag.removeprefix("--"): value for flag, value in zip(args[::2], args[1::2])}
     flags = list(speed)
