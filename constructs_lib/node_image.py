@@ -10,7 +10,6 @@ waits for the bake; deleting the stack deletes the baked AMI and its snapshot.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import io
 import json
@@ -300,17 +299,13 @@ def examples_archive(names: list[str] | None = None) -> str:
     """Examples (all, or these) as a base64 xz-compressed tar, byte-identical for identical files (no times, owners or
     modes from this machine; xz records no time): a component's document is at most 16,000 characters, too few for
     the files inline, and gzip's archive no longer fits beside the other steps."""
-    return _archive(tuple((p.name, p.read_bytes()) for p in _examples() if names is None or p.name in names))
-
-
-@functools.lru_cache(maxsize=256)
-def _archive(files: tuple[tuple[str, bytes], ...]) -> str:
-    """Kept by the files' names and bytes: example_groups packs the examples one more at a time, and each synthesis
-    of a cluster (each software stack, each variant) asks again; one xz compressor at preset 9 takes 0.1 s to start."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
-        for name, data in files:
-            info = tarfile.TarInfo(name)
+        for example in _examples():
+            if names is not None and example.name not in names:
+                continue
+            data = example.read_bytes()
+            info = tarfile.TarInfo(example.name)
             info.size, info.mode = len(data), 0o755
             tar.addfile(info, io.BytesIO(data))
     return base64.b64encode(buffer.getvalue()).decode()
