@@ -19,7 +19,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 PIP_PROGRESS := awk '/^ *(Collecting|Downloading|Installing collected)/ { sub(/ \(from .*/, ""); \
 	  printf "  [%3d s] %s\n", systime() - start, substr($$0, 1, 110); fflush() } BEGIN { start = systime() }'
 
-.PHONY: setup demo emulator test test-trainer browser synth lint plan docs snapshot-update clean scan scan-setup
+.PHONY: setup demo emulator test test-e2e test-trainer browser synth lint plan docs snapshot-update clean scan scan-setup
 
 setup: $(VENV)/.installed node_modules/.installed
 	@# Bytecode and the parsed catalog, written once here: this machine sets PYTHONDONTWRITEBYTECODE
@@ -68,8 +68,16 @@ emulator: $(SETUP)
 
 # The whole suite needs the trainer's packages (torch): a trainer that never resumes must fail `make test`
 # (tests/test_trainer_resume.py, one process, seconds). `make demo` stays free of torch.
+# Marked e2e (pytest.ini) and left to `make test-e2e`: the slow end-to-end runs (emulator deploys, `make emulator`,
+# Chromium, the trainer in processes) and cfn-lint of the variants beyond the presets. Under 3 minutes set up.
+# Two workers: this machine has two cores.
+PYTEST_N := -n 2 --dist loadfile
 test: setup $(VENV)/.trainer browser
-	@$(PY) -m pytest -n 2 --dist loadfile -m "not trainer"  # two workers: this machine has two cores
+	@$(PY) -m pytest $(PYTEST_N) -m "not trainer and not e2e"
+
+# What `make test` leaves out for its time, all of it: CI (.ci/run) runs it after `make test`.
+test-e2e: setup $(VENV)/.trainer browser
+	@$(PY) -m pytest $(PYTEST_N) -m "e2e and not trainer"
 
 # Debian's headless Chromium for the test that renders `plan --html` (tests/test_plan_page.py). Allowed to fail
 # (no root, no apt, another distribution): that test is then skipped, saying why.
@@ -82,7 +90,7 @@ browser:
 # The example trainer, for real: DDP and FSDP2 on two CPU ranks, checkpoint and resume; and the golden path from the
 # plan to an invoked endpoint (tests/test_golden_path.py). CI runs it.
 test-trainer: setup $(VENV)/.trainer
-	@$(PY) -m pytest -m trainer tests/test_trainer.py tests/test_golden_path.py
+	@$(PY) -m pytest -m trainer
 
 synth: setup
 	@cdk synth --quiet -c workload=$(WORKLOAD)

@@ -183,6 +183,12 @@ VARIANTS = {
 }
 
 
+def e2e_beyond(names, kept) -> list:
+    """`names` as test parameters, those not in `kept` marked e2e: a slow check over every variant (cfn-lint) runs on
+    `kept` in `make test` and on the rest in `make test-e2e`, which CI runs after it."""
+    return [pytest.param(name, marks=() if name in kept else pytest.mark.e2e) for name in names]
+
+
 # The variants with an InferenceStack (the tests of endpoints walk these).
 SERVING_VARIANTS = [name for name in VARIANTS if name != "huge-training-only"]
 

@@ -168,6 +168,7 @@ def test_the_lambda_replies_failed_on_create_and_success_on_delete(s3):
 # ---- in the emulator: a real `cdk deploy`
 
 
+@pytest.mark.e2e  # an emulator deploy: make test-e2e (CI)
 def test_the_emulator_refuses_the_inference_stack_until_the_artifact_is_uploaded(synth):
     s = synth("small")
     (check,) = artifact_checks(plan(load("small")).training, plan(load("small")).inference)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from .conftest import MAKE_NO_SETUP, ROOT
 
 NO_ACCOUNT = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
@@ -46,6 +48,7 @@ def test_a_missing_upload_is_refused_before_any_aws_call():
         assert result.stderr.startswith(f"error: {line}:"), result.stderr
 
 
+@pytest.mark.e2e  # `make emulator` in a process, a deploy and every command: make test-e2e (CI)
 def test_make_emulator_runs_the_commands_as_the_readme_shows():
     proc = subprocess.Popen(["make", "--no-print-directory", "emulator", "WORKLOAD=small", *MAKE_NO_SETUP], cwd=ROOT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,

@@ -27,6 +27,9 @@ from workloads.commands.jobs import stack_name
 
 from .conftest import ROOT
 
+# Every test here reads the deployed estate: make test-e2e (CI), after make test.
+pytestmark = pytest.mark.e2e
+
 OVERRIDES = {"inference.async.max_instances": "2"}
 
 

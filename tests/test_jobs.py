@@ -208,12 +208,14 @@ def test_process_defaults_are_what_the_role_allows():
     assert (args.input, args.output) == (layout.DATASETS, layout.PROCESSED)
 
 
-def test_submit_cli_prints_job_and_cost(emulator):
-    result = subprocess.run([sys.executable, "-m", "workloads", "submit", "intermediate", "--entry-point",
-                             "train.py", "--source-dir", str(SOURCE)], cwd=ROOT, capture_output=True, text=True,
-                            env=dict(os.environ))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("training job intermediate-train-") and "estimated cost $" in result.stdout
+def test_submit_cli_prints_job_and_cost(emulator, capsys):
+    """The command line's submit, in this process (`python -m workloads` itself: tests/test_bad_input.py)."""
+    from workloads.commands.cli import main
+
+    status = main(["submit", "intermediate", "--entry-point", "train.py", "--source-dir", str(SOURCE)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert out.startswith("training job intermediate-train-") and "estimated cost $" in out
 
 
 def test_missing_stacks_are_reported(emulator):

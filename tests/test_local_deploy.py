@@ -25,6 +25,7 @@ def test_emulator_refuses_a_real_endpoint():
     require_local("http://localhost:5000")
 
 
+@pytest.mark.e2e  # an emulator deploy: make test-e2e (CI)
 def test_deploy_all_stacks_to_the_emulator(synth):
     s = synth("huge")
     beside = synth("intermediate", {"region": "us-east-2", "availability_zone": "us-east-2b"})  # huge's region

@@ -71,6 +71,7 @@ def test_an_unwritable_file_is_one_line(capsys, tmp_path):
     assert "error: --html = " in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # Chromium renders the page: make test-e2e (CI)
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it with apt-get; "
                     "without root or apt the rendering is not checked)")
 def test_the_charts_draw_in_a_browser(huge_page, tmp_path):

@@ -15,7 +15,7 @@ from cfnlint.api import ManualArgs, lint_file
 
 from constructs_lib.nag import ALL_PACKS, COMPLIANCE_PACKS
 
-from .conftest import ROOT, cdk_json_context
+from .conftest import PRESETS, ROOT, VARIANTS, cdk_json_context, e2e_beyond
 
 PLUGINS = ("AwsSolutions", *COMPLIANCE_PACKS)  # the packs' report names, one per ALL_PACKS entry
 
@@ -88,8 +88,9 @@ def test_the_tests_synthesize_with_all_four_packs(monkeypatch):
     assert seen["packs"] == ALL_PACKS and len(ALL_PACKS) == len(PLUGINS)
 
 
-def test_cfn_lint_is_clean(variant_synth):
-    _, s = variant_synth
+@pytest.mark.parametrize("variant", e2e_beyond(VARIANTS, PRESETS))  # the presets here, the other variants in e2e
+def test_cfn_lint_is_clean(variant, variant_synth_by_name):
+    s = variant_synth_by_name(variant)
     problems = []
     for stack in s.templates:
         region = s.artifact(stack)["environment"].rsplit("/", 1)[-1]

@@ -43,6 +43,7 @@ def _deleted_at(cf, stack_id: str):
 
 # huge with a shared home: a kept file system beside the buckets, and a DataStack that imports from NetworkStack;
 # small: a DataStack that depends on no other stack.
+@pytest.mark.e2e  # an emulator deploy: make test-e2e (CI)
 @pytest.mark.parametrize("variant", ["huge-shared-home", "small"])
 def test_teardown_in_the_documented_order_keeps_what_the_docs_say(synth, variant):
     workload, overrides = VARIANTS[variant]

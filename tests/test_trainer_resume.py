@@ -250,6 +250,7 @@ def _one_process(tmp_path: Path, *extra: str, ok: bool = True) -> subprocess.Com
     return done
 
 
+@pytest.mark.e2e  # the trainer in three processes: make test-e2e (CI); the resume above stays in make test
 def test_a_nonfinite_step_is_skipped_the_run_recovers_and_the_good_checkpoint_is_kept(tmp_path):
     """Issue 42: steps 4 and 5 overflow (--inject-nonfinite makes their loss, and so their gradients, infinite). Each
     is skipped, counted and logged; the weights stay step 3's, so the run goes on at finite losses. With --keep 1 the
@@ -277,6 +278,7 @@ def test_a_nonfinite_step_is_skipped_the_run_recovers_and_the_good_checkpoint_is
     assert sorted(d.name for d in ckpt.glob("step-*")) == ["step-00000008"]  # finite again: keep 1 is one
 
 
+@pytest.mark.e2e  # the trainer in two processes: make test-e2e (CI)
 def test_too_many_nonfinite_steps_in_a_row_stop_the_run_with_latest_on_the_last_finite_checkpoint(tmp_path):
     ckpt = tmp_path / "ckpt"
     done = _one_process(tmp_path, "--steps", "8", "--inject-nonfinite", "2,3,4", "--max-nonfinite-steps", "2",
@@ -333,6 +335,7 @@ def test_prepare_holds_out_a_slice_by_document_that_training_never_reads(tmp_pat
     assert (stream == eos).sum() == len(docs) - len(held) and (np.concatenate(apart.shards) == eos).sum() == len(held)
 
 
+@pytest.mark.e2e  # the trainer in a process: make test-e2e (CI)
 def test_the_held_out_loss_and_emf_metrics_are_written_every_n_steps(tmp_path):
     """Issue 42: with a held-out slice beside the shards, the run prints the held-out loss every --eval-every steps
     and appends CloudWatch embedded-metric-format lines (loss, tokens/s, MFU beside the plan's, held-out loss)."""
