@@ -93,3 +93,20 @@ def test_a_model_past_a_documented_limit_is_refused_with_the_field(params, itype
     with pytest.raises(ConfigError) as err:
         plan_startup("realtime", params, load_catalog().types[itype], compressed=compressed)
     assert err.value.field == field and str(documented_range(limit)[1]) in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("workload", ["intermediate", "examples/workloads/serving/chat-7b.yaml",
+                                      "examples/workloads/serving/chat-13b.yaml"])
+def test_a_vllm_endpoint_waits_for_the_engines_compilation(workload):
+    """The outside review (R4): a vLLM copy must pass its ping within ContainerStartupHealthCheckTimeoutInSeconds,
+    and vLLM compiles the model before it answers; 240 s was too tight. Every vLLM real-time and async endpoint
+    allows the load plus the engine's compilation, with the margin, and says so."""
+    from workloads.planning.startup import MARGIN, VLLM_ENGINE_WARMUP_S
+
+    p = plan(load(workload))
+    served = [ip for kind, ip in p.inference.items() if kind in ("realtime", "async") and ip.serving
+              and ip.serving.container == "vllm"]
+    assert served, workload
+    for ip in served:
+        assert ip.startup.startup_timeout_s >= MARGIN * VLLM_ENGINE_WARMUP_S
+        assert "engine's compilation" in ip.startup.basis

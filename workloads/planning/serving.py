@@ -21,7 +21,7 @@ from .contracts import ServingPlan, copy_degrees, layout_of, plan_serving
 from .fleet import (AT_THE_PEAK, ServingCandidate, availability_floor, compare, llm_served, ranked,
                     refuse_over_maximum, scales_to_zero, serving_speed, uses_components)
 from .fp8_serving import fp8_refusal, named
-from .startup import Startup, model_seconds, plan_startup
+from .startup import VLLM_ENGINE_WARMUP_S, Startup, model_seconds, plan_startup
 
 # Inference families in order of preference per need; the cheapest that meets the targets wins.
 INFERENTIA = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")
@@ -327,7 +327,8 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             max_payload_mb=getattr(section, "max_payload_mb", None),
             max_concurrent_transforms=transforms if kind == "batch" else None,
             serving=serving,
-            startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed)
+            startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed,
+                                 engine_warmup_s=VLLM_ENGINE_WARMUP_S if serving.container == "vllm" else 0)
             if kind in ("realtime", "async") else None,
             candidates=table, batch_run=run, price_note=price.label, **fleet,
         )

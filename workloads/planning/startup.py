@@ -34,6 +34,12 @@ DOWNLOAD_GB_PER_S = 0.2
 LOAD_GB_PER_S = 0.5
 MARGIN = 2.0
 VOLUME_HEADROOM_GB = 10  # assumption: logs, /tmp and the server's own files beside the model
+# vLLM's V1 engine compiles the model with torch.compile (on by default) and captures CUDA graphs before its server
+# answers a ping; a fresh SageMaker instance has no compilation cache, so every instance and copy pays it ("torch.compile
+# integration", https://docs.vllm.ai/en/latest/design/torch_compile/: copying the cache saves "a great amount of
+# compilation time"). No published duration: 300 s assumed, before the margin (an outside review found the 240 s
+# default too tight for tensor parallel 8 and for FP8 weights quantized at load).
+VLLM_ENGINE_WARMUP_S = 300
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,13 @@ def model_seconds(parameters_billion: float, itype: InstanceType, *, compressed:
     return gb, gb / DOWNLOAD_GB_PER_S + (gb / LOAD_GB_PER_S if compressed else 0), gb / LOAD_GB_PER_S
 
 
-def plan_startup(kind: str, parameters_billion: float, itype: InstanceType, *, compressed: bool) -> Startup:
-    """The timeouts and volume of an endpoint variant of `kind` on `itype` serving this model."""
+def plan_startup(kind: str, parameters_billion: float, itype: InstanceType, *, compressed: bool,
+                 engine_warmup_s: float = 0) -> Startup:
+    """The timeouts and volume of an endpoint variant of `kind` on `itype` serving this model; `engine_warmup_s`: what
+    the serving engine spends before its first healthy ping beside loading the weights (vLLM's compilation)."""
     per_param = est.SERVE_BYTES_PER_PARAM if itype.accelerator else est.CPU_BYTES_PER_PARAM
     gb, download_s, load_s = model_seconds(parameters_billion, itype, compressed=compressed)
+    load_s += engine_warmup_s
     download = _timeout(download_s, "ModelDataDownloadTimeoutInSeconds", "the model download", parameters_billion)
     start = _timeout(load_s, "ContainerStartupHealthCheckTimeoutInSeconds", "loading the model", parameters_billion)
     volume = None
@@ -78,7 +87,8 @@ def plan_startup(kind: str, parameters_billion: float, itype: InstanceType, *, c
                               reason=f"the model needs a {volume} GB ML volume; VolumeSizeInGB is at most "
                                      f"{VOLUME_RANGE_GB[1]}")
     basis = (f"{gb:,.1f} GB of weights ({per_param} B/parameter); download at {DOWNLOAD_GB_PER_S:g} GB/s"
-             + (" plus extraction" if compressed else "") + f", load at {LOAD_GB_PER_S:g} GB/s (assumptions), "
+             + (" plus extraction" if compressed else "") + f", load at {LOAD_GB_PER_S:g} GB/s"
+             + (f" plus {engine_warmup_s:g} s of the engine's compilation" if engine_warmup_s else "") + " (assumptions), "
              f"x{MARGIN:g}, at least the {DEFAULT_HEALTH_CHECK_S} s default"
              + (f"; {volume} GB EBS volume (model{' x2 for the archive' if compressed else ''} + "
                 f"{VOLUME_HEADROOM_GB} GB)" if volume else "; local NVMe storage, no EBS volume to size"))
