@@ -22,6 +22,7 @@ FINETUNE_BATCH_TOKENS = 64 * 4096
 # Warmup over the first 3% of the steps: Stanford Alpaca's fine-tuning command (github.com/tatsu-lab/stanford_alpaca
 # README.md, "--warmup_ratio 0.03"), with the same 2e-5 peak.
 FINETUNE_WARMUP_RATIO = 0.03
+LLAMA3_ROPE = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
 SHAPE = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
          "kv_heads": "num_key_value_heads", "intermediate": "intermediate_size", "vocab": "vocab_size"}
 
@@ -37,7 +38,7 @@ def base_shape(directory: Path) -> dict:
     if config.get("model_type") != "llama":
         raise ValueError(f"--init-from {directory}: model_type {config.get('model_type')!r}; this trainer fine-tunes "
                          "Llama decoders (model_type llama, LlamaForCausalLM)")
-    for key, allowed in (("tie_word_embeddings", False), ("rope_scaling", None), ("hidden_act", "silu"),
+    for key, allowed in (("tie_word_embeddings", False), ("hidden_act", "silu"),
                          ("attention_bias", False), ("mlp_bias", False)):
         if config.get(key, allowed) != allowed:
             raise ValueError(f"--init-from {directory}: config.json {key} {config[key]!r}; this trainer builds "
@@ -47,9 +48,26 @@ def base_shape(directory: Path) -> dict:
     if config.get("head_dim", config["hidden_size"] // config["num_attention_heads"]) * config[
             "num_attention_heads"] != config["hidden_size"]:
         raise ValueError(f"--init-from {directory}: head_dim x heads is not hidden_size; this trainer needs it")
-    shape["rope_theta"] = float(config.get("rope_theta", 10000.0))  # transformers' LlamaConfig default
+    shape["rope_theta"], shape["rope_scaling"] = rope(config, directory)
+    # The base's context (131,072 for Llama 3.1), carried into the export: not the fine-tune's sequence length.
+    shape["max_positions"] = config.get("max_position_embeddings")
     shape["norm_eps"] = float(config.get("rms_norm_eps", 1e-6))
     return shape
+
+
+def rope(config: dict, directory: Path) -> tuple[float, dict | None]:
+    """rope_theta and the rope scaling of a config.json in either spelling: transformers 4 and Meta's published
+    configs (top-level rope_theta, rope_scaling), or transformers 5 (rope_parameters holding both)."""
+    parameters = config.get("rope_parameters") or {}
+    theta = float(config.get("rope_theta", parameters.get("rope_theta", 10000.0)))  # LlamaConfig's default
+    scaling = config.get("rope_scaling") or {k: v for k, v in parameters.items() if k != "rope_theta"}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "default":
+        return theta, None
+    if kind != "llama3":
+        raise ValueError(f"--init-from {directory}: config.json rope scaling {kind!r}; this trainer builds RoPE "
+                         "unscaled or with Llama 3.1+'s rope_type 'llama3'")
+    return theta, {"rope_type": "llama3", **{k: scaling[k] for k in LLAMA3_ROPE}}
 
 
 def apply(args: argparse.Namespace, told: set[str], error) -> None:

@@ -31,8 +31,9 @@ def hf_config(args: argparse.Namespace, dtype: str) -> dict:
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": args.vocab,
             "hidden_size": args.hidden, "intermediate_size": args.intermediate, "num_hidden_layers": args.layers,
             "num_attention_heads": args.heads, "num_key_value_heads": args.kv_heads, "head_dim": args.hidden // args.heads,
-            "hidden_act": "silu", "max_position_embeddings": args.seq, "rms_norm_eps": args.norm_eps,
-            "rope_theta": args.rope_theta, "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+            "hidden_act": "silu", "max_position_embeddings": args.max_positions or args.seq,
+            "rms_norm_eps": args.norm_eps, "rope_theta": args.rope_theta, "rope_scaling": args.rope_scaling,
+            "attention_bias": False, "mlp_bias": False,
             "tie_word_embeddings": False, "torch_dtype": dtype}
 
 

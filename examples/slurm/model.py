@@ -3,6 +3,8 @@ attention) with Hugging Face's parameter names, so its state dict is a LlamaForC
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -37,10 +39,28 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-second, first), dim=-1)
 
 
-def rotary(seq: int, head_dim: int, device: torch.device,
-           theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
+def inverse_frequencies(head_dim: int, device: torch.device, theta: float = ROPE_THETA,
+                        scaling: dict | None = None) -> torch.Tensor:
+    """RoPE's inverse frequencies; with Llama 3.1+'s rope_scaling (rope_type llama3) the long wavelengths are divided
+    by `factor` and the band between them smoothly interpolated, as Meta's reference (meta-llama/llama-models
+    models/llama3/model.py apply_scaling) and transformers' _compute_llama3_parameters do."""
+    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(device, torch.float32) / head_dim)
+    if not scaling:
+        return inv
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > old / low, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old / high) * ~(wavelen > old / low)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rotary(seq: int, head_dim: int, device: torch.device, theta: float = ROPE_THETA,
+           scaling: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of the rotary angles, halves repeated (Hugging Face's Llama layout)."""
-    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    inv = inverse_frequencies(head_dim, device, theta, scaling)
     angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
     angles = torch.cat((angles, angles), dim=-1)
     return angles.cos(), angles.sin()
@@ -101,7 +121,7 @@ class Body(nn.Module):
 class Llama(nn.Module):
     def __init__(self, *, vocab: int, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
                  recompute_blocks: bool, rows: int = 0, rope_theta: float = ROPE_THETA,
-                 norm_eps: float = NORM_EPS) -> None:
+                 norm_eps: float = NORM_EPS, rope_scaling: dict | None = None) -> None:
         super().__init__()
         self.model = Body(vocab=rows or vocab, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
                           intermediate=intermediate)
@@ -110,7 +130,7 @@ class Llama(nn.Module):
         self.vocab_parallel = False  # tensor parallel: the logits come out split over the vocabulary (DTensor)
         self.vocab = vocab  # the tokenizer's; the embedding and head may have more rows (padded for tensor parallel)
         self.vocab_mask = None  # -inf on the padding logits (recipe.tensor_parallel), split as the logits are
-        self.rope_theta = rope_theta
+        self.rope_theta, self.rope_scaling = rope_theta, rope_scaling
         for norm in (m for m in self.modules() if isinstance(m, RMSNorm)):
             norm.eps = norm_eps
 
@@ -120,7 +140,7 @@ class Llama(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.model.embed_tokens(tokens)
-        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device, self.rope_theta)
+        cos, sin = rotary(tokens.shape[1], self.head_dim, x.device, self.rope_theta, self.rope_scaling)
         for block in self.model.layers:
             # Activation checkpointing where the plan's layout needs it (its estimate counts the second forward).
             if self.recompute_blocks and self.training:

@@ -66,6 +66,19 @@ def float8(model: nn.Module, device: torch.device, *, sharded: bool) -> int:
     return sum(isinstance(m, Float8Linear) for m in model.modules())
 
 
+def precompute_float8_scales(model: nn.Module) -> int:
+    """After each optimizer step under FSDP2 with float8 all-gather (float8(sharded=True)): the next step's weight
+    scales for every Float8Linear in one all-reduce, instead of one amax all-reduce per weight at each all-gather
+    (torchao.float8.precompute_float8_dynamic_scale_for_fsdp's docstring; torchtitan docs/float8.md). Returns how
+    many weights got a precomputed scale."""
+    from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
+    from torchao.float8.fsdp_utils import WeightWithDynamicFloat8CastTensor
+
+    precompute_float8_dynamic_scale_for_fsdp(model)
+    local = (getattr(getattr(m, "weight", None), "_local_tensor", None) for m in model.modules())
+    return sum(isinstance(t, WeightWithDynamicFloat8CastTensor) and t._precomputed_scale is not None for t in local)
+
+
 def tensor_parallel_styles(fp8: bool) -> tuple[type, type]:
     """Column and row parallel styles: torchao's float8 ones for Float8Linear layers (they cast before the
     collectives), PyTorch's otherwise."""

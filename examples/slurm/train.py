@@ -138,7 +138,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()
     told = {a[2:].split("=")[0].replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
-    args.rope_theta, args.norm_eps = ROPE_THETA, NORM_EPS
+    args.rope_theta, args.norm_eps, args.rope_scaling, args.max_positions = ROPE_THETA, NORM_EPS, None, None
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
@@ -254,7 +254,7 @@ def setup(kind: str) -> torch.device:
 def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
-                 norm_eps=args.norm_eps)
+                 norm_eps=args.norm_eps, rope_scaling=args.rope_scaling)
     fp8 = args.precision == "fp8"
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
@@ -431,6 +431,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
                               and args.precision != "fp32")
     since = (time.time(), state.step)
+    first = state.step + 1  # this run's first step (a resumed run's too)
     held = evaluation.heldout(args.data, args.seq) if args.eval_every else None
     if rank == 0 and args.eval_every and args.data and held is None:
         print(f"no held-out loss: {args.data} has no held-out slice (prepare.py writes one)", flush=True)
@@ -469,6 +470,10 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         good = guard.allows(state.step, grad_norm, step_loss)
         if state.scaler.update(grad_norm if state.scaler.enabled else 0.0) and good:
             optimizer.step()
+            if args.precision == "fp8" and args.sharding != "none":  # float8 all-gather: scales in one all-reduce
+                scaled = speed.precompute_float8_scales(model)
+                if rank == 0 and state.step == first:
+                    print(f"float8 weight scales precomputed for {scaled} weights (one all-reduce)", flush=True)
         if guard.diverged:
             checkpoints.wait()  # a write in flight publishes first; then `latest` goes back to a finite one
             dist.barrier()
