@@ -172,7 +172,9 @@ def _reads(ctx: Ctx, rule: dict, doc: str, bucket: str, prefix: str, obj: str, l
     if key and "kms:Decrypt" in rule["actions"]:
         allowed.append(Call("kms:Decrypt", key, source("sse-kms"), ctx.via("s3"), why="S3 on the role's behalf"))
     denied = []
-    if "no_rewrite" in rule.get("deny", ()):
+    # processed/ is written by the prepare Processing job under the same role (workloads/commands/prepare_job.py):
+    # a training job's channel there is read by the job and rewritten only by the prepare step before it
+    if "no_rewrite" in rule.get("deny", ()) and not obj.startswith(layout.PROCESSED):
         denied += [Call(a, _obj(bucket, obj), doc, why="it reads this, it never rewrites or deletes it")
                    for a in ("s3:PutObject", "s3:DeleteObject")]
     if "only_this" in rule.get("deny", ()):

@@ -237,6 +237,8 @@ def test_a_training_job_runs_on_a_named_training_plan(monkeypatch):
 
     monkeypatch.setattr(sagemaker.train, "ModelTrainer", Trainer)
     monkeypatch.setattr(jobs, "_session", lambda estate: None)
+    from workloads.commands import prepare_job  # the shards are there already: no Processing job before it
+    monkeypatch.setattr(prepare_job, "prepared", lambda plan, estate, s3=None: True)
     estate = jobs.Estate(region="us-west-2", role_arn="arn:aws:iam::123456789012:role/r", bucket="b",
                          subnets=("subnet-1",), security_groups=("sg-1",))
     submitted = jobs.submit(p, entry_point="train.py", source_dir="examples/slurm", estate=estate)

@@ -1,5 +1,5 @@
 """Issue 44: model images are referenced by tag; AWS publishes no digest for them (the catalog says so), so the digest
-each tag names is read from the registry before a deploy (workloads/commands/image_digests.py), against moto's ECR."""
+each tag names is read from the registry before a deploy (tools/image_digests.py), against moto's ECR."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _publish(ecr, uri: str) -> str:
 
 def test_each_pulled_tag_is_reported_with_its_digest_and_a_missing_one_is_an_error(ecr):
     from constructs_lib.images import plan_images
-    from workloads.commands.image_digests import image_digests
+    from tools.image_digests import image_digests
 
     images = list(dict.fromkeys(plan_images(plan(load("intermediate")))))
     assert len(images) >= 2 and all(":" in i.rsplit("/", 1)[1] for i in images)  # tags, not digests

@@ -343,5 +343,5 @@ def _show(result: Plan, args: argparse.Namespace, *, budget: dict | None = None,
     if budget:
         print_team_budget(budget)
     if calibrated:
-        from .report import print_calibration
+        from .calibration_report import print_calibration
         print_calibration(result, calibrated)

@@ -171,11 +171,11 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
             how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
             console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
                           f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
-            if e.trainer_mfu is not None and e.trainer_mfu < e.utilisation:
-                console.print(f"  [yellow]this toolkit's trainer measured {e.trainer_mfu:.1%} MFU in {t.precision} "
-                              f"(one GPU, a small model: catalog utilisation.yaml), below the published "
-                              f"{e.utilisation:.1%}; the range's slow end covers it: {_hours(e.hours_range[1])}"
-                              + (f", {money(e.usd_total_range[1])}" if e.usd_total_range else "") + "[/yellow]")
+            if e.trainer_mfu is not None and e.trainer_mfu < e.utilisation:  # said, not only inside the range
+                slow = _hours(e.hours_range[1]) + (f", {money(e.usd_total_range[1])}" if e.usd_total_range else "")
+                console.print(f"  [yellow]this toolkit's trainer measured {e.trainer_mfu:.1%} MFU in {t.precision} (one "
+                              f"GPU, a small model: catalog utilisation.yaml), below the published {e.utilisation:.1%}; "
+                              f"the range's slow end covers it: {slow}[/yellow]")
     if e.basis:
         console.print(f"  [dim]rests on: {escape(e.basis)}[/dim]")
     for d in t.decisions:
@@ -482,23 +482,3 @@ def print_cost(r, console: Console | None = None) -> None:
         console.print("  [dim]Cost Explorer marks these figures estimated: the month is not closed yet[/dim]")
     console.print("  [dim]Only resources carrying the tags count, and only once the tags are active cost allocation "
                   "tags (docs/operations.md, 'What it really cost')[/dim]")
-
-
-def print_calibration(p: Plan, c, console: Console | None = None) -> None:
-    """The calibration job's measured speed beside the plan's, and the run recomputed from it."""
-    console = console or _console()
-    e = p.training.estimate
-    console.print("[bold]Calibration (measured)[/bold]")
-    for w in c.warnings:
-        console.print(f"  [yellow]WARNING[/yellow] {escape(w)}")
-    planned = (f"planned {e.utilisation:.1%} likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})"
-               if e.utilisation is not None and e.utilisation_range else "planned: no utilisation estimate")
-    mfu = "-" if c.mfu is None else f"{c.mfu:.1%}"
-    console.print(f"  MFU measured {mfu} beside {planned}: {c.verdict}")
-    console.print(f"  {c.measured_tokens_s:,.0f} tokens/s as measured; {c.tokens_s:,.0f} tokens/s of the plan's model "
-                  f"on its {p.training.instance_count} node(s)")
-    if c.hours is not None:
-        planned_h = (f"planned {_hours(e.hours)} likely, {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
-                     if e.hours_range else f"planned {_hours(e.hours)}")
-        console.print(f"  run at the measured rate: {_hours(c.hours)} = {money(c.usd_total)} "
-                      f"({planned_h} = {money(e.usd_total)})")

@@ -1,6 +1,6 @@
 """The digest behind each container image tag a deploy of the plan pulls, read from ECR before the deploy.
 
-    python -m workloads.commands.image_digests intermediate -c inference.realtime.instance_type=ml.g5.2xlarge
+    python -m tools.image_digests intermediate -c inference.realtime.instance_type=ml.g5.2xlarge
 
 AWS publishes its Deep Learning Containers by tag only: the release notes and the image data of
 aws/deep-learning-containers list URIs and tags, no digest (workloads/catalog/serving_images.yaml, `digests`). A tag
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..errors import ERROR, INFO, Finding
+from workloads.errors import ERROR, INFO, Finding
 
 # ACCOUNT.dkr.ecr.REGION.amazonaws.com[.cn]/REPOSITORY:TAG (ECR User Guide, "Pulling an image").
 _URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
@@ -61,7 +61,7 @@ def image_digests(images: list[str], ecr, now: datetime) -> list[Finding]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m workloads.commands.image_digests WORKLOAD [-c KEY=VALUE ...]`: each image the workload's deploy
+    """`python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...]`: each image the workload's deploy
     pulls, with the digest its tag names now, from the caller's account (ecr:BatchGetImage). Exit 1 if one is not
     answered."""
     import sys
@@ -71,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from constructs_lib.images import plan_images
 
-    from ..config.loader import load
-    from ..errors import report
-    from ..planning.planner import plan
-    from .. import ConfigError
+    from workloads import ConfigError
+    from workloads.config.loader import load
+    from workloads.errors import report
+    from workloads.planning.planner import plan
 
     args = sys.argv[1:] if argv is None else argv
     overrides = dict(a.split("=", 1) for a in args[2::2] if "=" in a)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         p = plan(load(args[0], overrides))
     except (ConfigError, IndexError) as exc:
         if isinstance(exc, IndexError):
-            print("usage: python -m workloads.commands.image_digests WORKLOAD [-c KEY=VALUE ...]", file=sys.stderr)
+            print("usage: python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...]", file=sys.stderr)
         else:
             report(exc)
         return 2
