@@ -273,3 +273,39 @@ def test_a_container_no_transform_host_runs_is_refused_for_a_non_llm_gpu_batch(m
     with pytest.raises(ConfigError) as e:
         plan(load(VISION, {"inference.batch": '{"instance_type": "ml.g5.xlarge"}'}))
     assert "inference.batch.instance_type" in str(e.value) and "470/535" in str(e.value)
+
+
+def _runtime_model() -> dict:
+    import gzip
+    from pathlib import Path
+
+    import botocore
+    path, = (Path(botocore.__file__).parent / "data" / "sagemaker-runtime").glob("*/service-2.json*")
+    return json.load(gzip.open(path) if path.suffix == ".gz" else path.open())
+
+
+@pytest.mark.parametrize("preset", sorted(DRAINED))
+def test_the_drain_retries_only_errors_the_api_defines_and_gives_requests_the_longest_life(synth, preset):
+    """The second template review (R4): the drain retried a ThrottlingException InvokeEndpointAsync does not define,
+    never its InternalFailure, and left RequestTTLSeconds (6 h) and InvocationTimeoutSeconds (15 min) at their
+    defaults while it queues a whole prefix at once. Each is read against botocore's sagemaker-runtime model."""
+    model = _runtime_model()
+    op = model["operations"]["InvokeEndpointAsync"]
+    defined = {e["shape"] for e in op["errors"]}
+    members = model["shapes"][op["input"]["shape"]]["members"]
+    template = synth(preset).templates["InferenceStack"]
+    seen = 0
+    for r in template["Resources"].values():
+        if r["Type"] != "AWS::StepFunctions::StateMachine":
+            continue
+        definition, _ = _definition(r)
+        for state in definition["States"].values():
+            for inner in state.get("ItemProcessor", {}).get("States", {}).values():
+                if not inner.get("Resource", "").endswith(":invokeEndpointAsync"):
+                    continue
+                seen += 1
+                retried = {e for retry in inner["Retry"] for e in retry["ErrorEquals"]}
+                assert retried == {f"SageMakerRuntime.{e}Exception" for e in defined - {"ValidationError"}}
+                for field in ("RequestTTLSeconds", "InvocationTimeoutSeconds"):
+                    assert inner["Parameters"][field] == model["shapes"][members[field]["shape"]]["max"], field
+    assert seen == 1

@@ -25,6 +25,15 @@ from .batch_transform import TIMEOUT, start_on_schedule
 
 # Requests queued at once: the endpoint's queue takes them all; this bounds the Step Functions child executions.
 MAX_CONCURRENCY = 100
+# InvokeEndpointAsync's limits (botocore's sagemaker-runtime model: RequestTTLSeconds 60-21600, default 6 h;
+# InvocationTimeoutSeconds 1-3600, default 15 min): the drain queues the whole prefix at once, so a request may wait
+# for the whole backlog (the longest TTL the API allows), and an LLM request with a long output may run past 15 min.
+REQUEST_TTL_S = 21600
+INVOCATION_TIMEOUT_S = 3600
+# The errors InvokeEndpointAsync defines that a retry can cure (the model's InternalFailure and ServiceUnavailable;
+# ValidationError is the request's own), as Step Functions names an AWS SDK integration's errors: the service's name
+# and the error's with Exception after it (Step Functions Developer Guide, "Handling errors in AWS SDK integrations").
+RETRIED = ("InternalFailure", "ServiceUnavailable")
 
 
 class ScheduledAsyncDrain(Construct):
@@ -44,10 +53,11 @@ class ScheduledAsyncDrain(Construct):
                 "EndpointName": endpoint_name,
                 "InputLocation": sfn.JsonPath.format("s3://{}/{}", bucket.bucket_name, sfn.JsonPath.string_at("$.Key")),
                 "ContentType": content_type, "Accept": accept,
+                "RequestTTLSeconds": REQUEST_TTL_S, "InvocationTimeoutSeconds": INVOCATION_TIMEOUT_S,
             },
             # Throttling and a cold endpoint's queue are retried; a request the endpoint refuses fails the item.
             result_selector={"OutputLocation.$": "$.OutputLocation", "InferenceId.$": "$.InferenceId"})
-        invoke.add_retry(errors=["SageMakerRuntime.ThrottlingException", "SageMakerRuntime.ServiceUnavailableException"],
+        invoke.add_retry(errors=[f"SageMakerRuntime.{e}Exception" for e in RETRIED],
                          interval=Duration.seconds(5), max_attempts=6, backoff_rate=2)
         drain = sfn.DistributedMap(
             self, "Drain", max_concurrency=MAX_CONCURRENCY,
