@@ -34,7 +34,12 @@ pytestmark = pytest.mark.trainer
 
 LLM_EXAMPLE = "examples/workloads/llm-finetune-realtime.yaml"
 EMITTED = {**VARIANTS, **{p.name: (str(p.relative_to(ROOT)), None)
-                          for p in sorted((ROOT / "examples" / "workloads").glob("*.yaml"))}}
+                          for p in sorted((ROOT / "examples" / "workloads").glob("*.yaml"))},
+           # HSDP is planned only across nodes (never on one: parallelism._hybrid), and no shipped config trains a
+           # model whose state fits one node on several: a 7B pre-train on 2 x p5 is the planner's HSDP case
+           "hsdp-7b-two-nodes": ("intermediate", {"model.parameters_billion": "7", "training.orchestrator": "slurm",
+                                                  "training.instance_type": "p5.48xlarge",
+                                                  "training.instance_count": "2"})}
 
 
 def _layouts() -> dict[tuple, tuple[str, dict]]:
