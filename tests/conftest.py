@@ -267,3 +267,14 @@ def nothing_written_to_fsx():
     existed = fsx.exists()
     yield
     assert existed or not fsx.exists(), f"a test created {fsx} on this machine: give it a temporary directory"
+
+
+@pytest.fixture(scope="session")
+def tokens(tmp_path_factory) -> Path:
+    """A token file with a pattern a model can learn in a few steps (uint16, as train.py's --data reads it): the
+    trainer tests' data."""
+    import numpy as np
+
+    path = tmp_path_factory.mktemp("data") / "tokens.bin"
+    (np.arange(1 << 14) % 17).astype(np.uint16).tofile(path)
+    return path

@@ -29,15 +29,6 @@ def _train(tmp: Path, *args: str, ranks: int = 2, **env: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> Path:
-    import numpy as np
-
-    path = tmp_path_factory.mktemp("data") / "tokens.bin"
-    (np.arange(1 << 14) % 17).astype(np.uint16).tofile(path)
-    return path
-
-
 @pytest.mark.parametrize("sharding", ["full", "none"])
 def test_each_rank_writes_its_shards_and_the_files_load_in_transformers(tmp_path, tokens, sharding):
     """FSDP2 (each rank holds a shard of every tensor) and DDP (replicated tensors, each written once): files of at

@@ -53,16 +53,6 @@ def layouts(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-@pytest.fixture(scope="module")
-def tokens(tmp_path_factory) -> Path:
-    """A token file with a pattern a model can learn in a few steps (uint16, as --data reads it)."""
-    import numpy as np
-
-    path = tmp_path_factory.mktemp("data") / "tokens.bin"
-    (np.arange(1 << 14) % 17).astype(np.uint16).tofile(path)
-    return path
-
-
 @pytest.mark.parametrize("sharding", ["none", "full"])
 def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, tokens, sharding):
     # The plan's layout names its export directory on /fsx: here it goes under the test's own directory.

@@ -110,3 +110,20 @@ def test_slurm_nodes_ship_the_trainers_metrics_to_the_stacks_group_and_the_dashb
             if row and row[0] == "MLEstate/Training"}
     assert {m for m, _ in read} == {k.split(":")[1] for k in FACTS if k.startswith("MLEstate/Training:")}
     assert {v for _, v in read} == {workload}
+
+
+def test_the_node_role_writes_the_trainers_stream_as_cloudwatch_logs_authorizes_it_and_nothing_else(synth):
+    """What the agent calls at run time, evaluated against the role's policies: CreateLogStream and PutLogEvents on a
+    stream of the TrainStack's metrics group allowed, the same calls on another group of the estate refused."""
+    from .contract_policy import Call, evaluate
+    from .test_runtime_contract import world_of
+
+    world = world_of(synth("huge"))
+    role = world.role("TrainStack/TrainingRole/Role/Resource")
+    group = world.arn("TrainingMetricsLogs/Resource", "AWS::Logs::LogGroup").removesuffix(":*")
+    other = world.arn("FlowLogs/Resource", "AWS::Logs::LogGroup").removesuffix(":*")
+    doc = "CloudWatch Logs API Reference, PutLogEvents and CreateLogStream (resource: the log group's streams)"
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+        mine = evaluate(role, Call(action, f"{group}:log-stream:i-0123456789abcdef0", doc), world)
+        assert mine.allowed, (action, mine.reason)
+        assert not evaluate(role, Call(action, f"{other}:log-stream:i-0123456789abcdef0", doc), world).allowed

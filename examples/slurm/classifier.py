@@ -25,6 +25,7 @@ framework archive the serving contract reads), and on a SageMaker job SM_MODEL_D
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -267,7 +268,7 @@ def run(argv: list[str], layout: dict, device: torch.device) -> None:
         total = torch.zeros((), device=device)
         for micro in range(micro_steps):
             ids, mask, y = batch(data, targets, order(step, micro, rank, args, ranks, len(data)), device)
-            sync = ddp.no_sync() if micro < micro_steps - 1 else _nothing()
+            sync = ddp.no_sync() if micro < micro_steps - 1 else contextlib.nullcontext()
             with sync:
                 with autocast:
                     loss = F.cross_entropy(ddp(ids, mask).float(), y)
@@ -298,14 +299,6 @@ def run(argv: list[str], layout: dict, device: torch.device) -> None:
     if rank == 0 and args.export_dir:
         export(model, args, names, info)
     dist.barrier()
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        return False
 
 
 def save(model, optimizer, step: int, args: argparse.Namespace, names: list[str]) -> None:
