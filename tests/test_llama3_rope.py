@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_trainer import _base_loss, _losses, _torchrun, tokens  # noqa: F401 (the module's token fixture)
+from tests.test_trainer import _base_loss, _losses, _torchrun
 
 pytestmark = pytest.mark.trainer
 SLURM = Path(__file__).resolve().parent.parent / "examples" / "slurm"
