@@ -89,8 +89,10 @@ R={region}
 cd /tmp
 {pinned_keyring(key_url="https://aws-pcs-repo-public-keys-$R.s3.$R.amazonaws.com/aws-pcs-public-key.pub",
                 fingerprint=PCS_KEY_FINGERPRINT, keyring=PCS_KEYRING, what="AWS PCS public key")}
-{verified(url=f"{repo}/aws-pcs-agent/{agent}", name=agent, keyring=PCS_KEYRING)}
-{verified(url=f"{repo}/aws-pcs-slurm/{slurm}", name=slurm, keyring=PCS_KEYRING)}
+{verified(url=f"{repo}/aws-pcs-agent/{agent}", name=agent, keyring=PCS_KEYRING,
+          fingerprint=PCS_KEY_FINGERPRINT)}
+{verified(url=f"{repo}/aws-pcs-slurm/{slurm}", name=slurm, keyring=PCS_KEYRING,
+          fingerprint=PCS_KEY_FINGERPRINT)}
 tar zxf {agent} && (cd aws-pcs-agent && ./installer.sh -y)
 tar zxf {slurm} && (cd aws-pcs-slurm-{SLURM_VERSION}-installer && ./installer.sh -y)
 echo "/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}/lib" > /etc/ld.so.conf.d/slurm-{SLURM_VERSION}.conf && ldconfig

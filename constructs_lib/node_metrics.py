@@ -117,7 +117,8 @@ def bake_script(*, accelerator_kind: str | None, apt: str) -> tuple[str, str]:
 cd "$WORK"
 {pinned_keyring(key_url=f"{AGENT_BUCKET}/assets/amazon-cloudwatch-agent.gpg", fingerprint=AGENT_KEY_FINGERPRINT,
                 keyring="$WORK/agent-pinned.gpg", what="CloudWatch agent key")}
-{verified(url=deb, name="amazon-cloudwatch-agent.deb", keyring="$WORK/agent-pinned.gpg")}
+{verified(url=deb, name="amazon-cloudwatch-agent.deb", keyring="$WORK/agent-pinned.gpg",
+          fingerprint=AGENT_KEY_FINGERPRINT)}
 dpkg -i -E ./amazon-cloudwatch-agent.deb"""
     check = f"test -x {AGENT_CTL}"
     if accelerator_kind == "trainium":

@@ -230,6 +230,7 @@ def test_the_bake_installs_the_pinned_agent_once_its_signature_holds(kind, tmp_p
     (("pinned", "extra"), "extra", "not signed by the pinned key"),  # gpg --verify would call this good
     (("extra",), "extra", "the key file holds no key"),
     (("pinned",), "extra", "not signed by the pinned key"),
+    (("impostor",), "impostor", "whose primary key is another's"),  # the pinned key bound as the impostor's subkey
 ])
 def test_the_bake_installs_nothing_unverified(key_file, signer, why, tmp_path, keys, monkeypatch):
     run, seen = _bake(tmp_path, "nvidia-gpu", keys, monkeypatch, key_file=key_file, signer=signer)

@@ -243,6 +243,10 @@ def test_the_installers_run_when_the_pinned_key_signed_them(tmp_path, keys, monk
     (("extra", "pinned"), ("extra", "extra"), "not signed by the pinned key"),
     # the URL serves another key altogether
     (("extra",), ("extra", "extra"), "the key file holds no key"),
+    # a keyblock carrying the pinned key as a SUBKEY: `gpg --export PIN` exports it whole, and its own primary key
+    # signed both tarballs (gpgv alone says "Good signature"), with or without the real key beside it
+    (("impostor",), ("impostor", "impostor"), "whose primary key is another's"),
+    (("pinned", "impostor"), ("pinned", "impostor"), "whose primary key is another's"),
 ])
 def test_the_bake_refuses_a_signature_by_any_other_key(tmp_path, keys, monkeypatch, key_file, signers, why):
     forged = _run_pcs_step(tmp_path, keys, monkeypatch, key_file=key_file, signers=signers)
@@ -304,9 +308,36 @@ def test_the_lustre_repository_is_trusted_for_the_pinned_key_alone(tmp_path, key
     bad = _run_lustre_step(tmp_path / "bad", keys, fingerprint=fpr, key_file=("extra",))
     assert bad.returncode != 0 and "the key file holds no key" in bad.stderr
     assert not (tmp_path / "bad" / "apt.log").exists()
+    # apt's gpgv would accept the impostor's primary key from a keyring holding its keyblock
+    forged = _run_lustre_step(tmp_path / "forged", keys, fingerprint=fpr, key_file=("impostor",))
+    assert forged.returncode != 0 and "whose primary key is another's" in forged.stderr
+    assert not (tmp_path / "forged" / "apt.log").exists()
 
 
 def test_without_a_pinned_lustre_fingerprint_the_bake_adds_no_repository(tmp_path, keys):
     run = _run_lustre_step(tmp_path, keys, fingerprint=None)
     assert run.returncode != 0 and "no pinned fingerprint" in run.stderr
     assert not (tmp_path / "apt.log").exists() and not (tmp_path / "fsxlustreclientrepo.list").exists()
+
+
+@pytest.mark.parametrize("signer, passes", [("pinned", True), ("impostor", False)])
+def test_a_signature_counts_only_when_the_signers_primary_key_is_the_pinned_one(tmp_path, keys, signer, passes):
+    """`verified` on its own (no keyring check before it): a keyring that holds the impostor's keyblock lets gpgv say
+    "Good signature" for the impostor; VALIDSIG's primary key fingerprint must still be the pin."""
+    from constructs_lib.signed_download import verified
+
+    bin_, serve = tmp_path / "bin", tmp_path / "serve"
+    serve.mkdir()
+    curl_on_path(bin_)
+    keyring = tmp_path / "ring.gpg"
+    subprocess.run(["gpg", "--homedir", str(tmp_path), "--batch", "--dearmor", "--output", str(keyring),
+                    str(keys.key_file(tmp_path / "keys.asc", "pinned", "impostor"))], check=True, capture_output=True)
+    (serve / "payload.tar.gz").write_bytes(b"payload")
+    keys.sign(signer, serve / "payload.tar.gz")
+    script = verified(url="https://example.com/payload.tar.gz", name="payload.tar.gz", keyring=str(keyring),
+                      fingerprint=keys.fingerprint("pinned"))
+    run = subprocess.run(["bash", "-c", f"set -euo pipefail\ncd {tmp_path}\n{script}"], capture_output=True, text=True,
+                         timeout=60, env={"PATH": f"{bin_}:/usr/bin:/bin", "SERVE": str(serve),
+                                          "TMPDIR": short_tmpdir()})
+    assert (run.returncode == 0) == passes, run.stderr
+    assert passes or "VALIDSIG names another primary key" in run.stderr
