@@ -177,21 +177,32 @@ class TeamMlUsers(Construct):
             # on an absent key would refuse it.
             deny("OnlyTheTeamsModels", NAMING_A_MODEL, {"Null": {"sagemaker:ModelArn": "false"},
                                                         "ArnNotLike": {"sagemaker:ModelArn": named("model")}}),
+            # A component is always of a named model: one given as a container (InferenceComponentSpecification's
+            # Container) names none, so neither the model deny above nor any model check would apply to it.
+            deny("InferenceComponentsOfAModel", ["sagemaker:CreateInferenceComponent"],
+                 {"Null": {"sagemaker:ModelArn": "true"}}),
             deny("OnlyTheTeamsFileSystems", WITH_FILE_SYSTEM, file_systems),
             deny("OnlyTheTeamsNotebookLifecycles", ["sagemaker:CreateNotebookInstance"], lifecycle),
             # Inside the team's network.
             deny("JobsInAVpc", IN_VPC, {"Null": {"sagemaker:VpcSubnets": "true"}}),
-            deny("OnlyTheTeamsSubnets", [*IN_VPC, "sagemaker:CreateModel"], {
+            deny("OnlyTheTeamsSubnets", [*IN_VPC, "sagemaker:CreateModel", "sagemaker:CreateEndpointConfig"], {
                 "ForAnyValue:StringNotEquals": {"sagemaker:VpcSubnets": subnet_ids}}),
             deny("JobsInTheTeamsSecurityGroup", IN_VPC_JOBS, {
                 "ForAnyValue:StringNotEquals": {"sagemaker:VpcSecurityGroupIds": security_group_ids}}),
             # Notebooks and models in a group of their own, HTTPS out only: not the cluster's all-traffic group,
             # which would put them next to every node and the file systems on every port.
-            deny("NotebooksAndModelsInTheWorkspaceGroup", ["sagemaker:CreateNotebookInstance", "sagemaker:CreateModel"],
+            deny("NotebooksAndModelsInTheWorkspaceGroup", ["sagemaker:CreateNotebookInstance", "sagemaker:CreateModel",
+                                                           "sagemaker:CreateEndpointConfig"],
                  {"ForAnyValue:StringNotEquals": {"sagemaker:VpcSecurityGroupIds": workspace_security_group_ids}}),
             # A model outside a VPC (serverless has none) must be network-isolated.
             deny("ModelsInTheVpcOrIsolated", ["sagemaker:CreateModel"], {
                 "Null": {"sagemaker:VpcSubnets": "true"}, "BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
+            # An endpoint config for inference components (it names no model; its ExecutionRoleArn, VpcConfig and
+            # EnableNetworkIsolation are the components' containers'): in the VPC or isolated, as a model is. A
+            # config of a model names it (sagemaker:ModelArn) and carries neither key: the model's own are checked.
+            deny("ComponentConfigsInTheVpcOrIsolated", ["sagemaker:CreateEndpointConfig"], {
+                "Null": {"sagemaker:ModelArn": "true", "sagemaker:VpcSubnets": "true"},
+                "BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
             deny("JobsNetworkIsolated", ISOLATED, {"BoolIfExists": {"sagemaker:NetworkIsolation": "false"}}),
             # With the team's key: always for outputs; for volumes wherever a key is given (instance types with
             # local NVMe take none: SageMaker encrypts those with a hardware module).

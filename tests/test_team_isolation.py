@@ -265,7 +265,7 @@ def _made(action: str, resources: list[str]) -> str | None:
 
 def _own_value(key: str, action: str, t: dict, team: str) -> object | None:
     """A request's value for `key` that names only the team's own things (None: leave the key out)."""
-    groups = [t["workspace"]] if action in ("CreateNotebookInstance", "CreateModel") else [t["sg"]]
+    groups = [t["workspace"]] if action in ("CreateNotebookInstance", "CreateModel", "CreateEndpointConfig") else [t["sg"]]
     return {"aws:RequestTag/${TagKey}": None, "aws:TagKeys": ["team"], "sagemaker:InstanceTypes": ["ml.m5.xlarge"],
             "sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": groups,
             "sagemaker:OutputKmsKey": t["key"], "sagemaker:VolumeKmsKey": t["key"], "sagemaker:NetworkIsolation": "true",
@@ -486,10 +486,21 @@ def test_a_team_builds_component_endpoints_by_hand_on_its_own_models(world, team
     applies only where a model is named. A component of the team's model on the team's endpoint is allowed; of
     another team's model, or on another team's endpoint, refused."""
     users, t, o = _user(world, team), _team(world, team), _team(world, other)
-    config = Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-components"), DOC,
-                  context={"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
-                           "sagemaker:InstanceTypes": ["ml.g5.12xlarge"], "sagemaker:VolumeKmsKey": t["key"]})
-    assert evaluate(users, config, world).allowed, evaluate(users, config, world).reason
+
+    def config(**network) -> Call:
+        return Call("sagemaker:CreateEndpointConfig", _arn(t, "endpoint-config", f"{team}-components"), DOC,
+                    context={"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
+                             "sagemaker:InstanceTypes": ["ml.g5.12xlarge"], "sagemaker:VolumeKmsKey": t["key"],
+                             **network})
+    in_vpc = config(**{"sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": [t["workspace"]]})
+    assert evaluate(users, in_vpc, world).allowed, evaluate(users, in_vpc, world).reason
+    isolated = config(**{"sagemaker:NetworkIsolation": "true"})
+    assert evaluate(users, isolated, world).allowed, evaluate(users, isolated, world).reason
+    # The outside review (R5 M2): the components' containers would run with the team's model role, on the internet
+    for refused in (config(), config(**{"sagemaker:NetworkIsolation": "false"}),
+                    config(**{"sagemaker:VpcSubnets": [o["subnet"]], "sagemaker:VpcSecurityGroupIds": [t["workspace"]]}),
+                    config(**{"sagemaker:VpcSubnets": [t["subnet"]], "sagemaker:VpcSecurityGroupIds": [t["sg"]]})):
+        assert not evaluate(users, refused, world).allowed, refused.context
 
     def component(model_team: str, endpoint_team: str) -> list[Call]:
         ctx = {"aws:RequestTag/team": team, "aws:TagKeys": ["team"],
@@ -502,6 +513,11 @@ def test_a_team_builds_component_endpoints_by_hand_on_its_own_models(world, team
     assert _allowed(users, component(team, team), world)
     assert not _allowed(users, component(other, team), world)
     assert not _allowed(users, component(team, other), world)
+    # a component given as a container (image and artifact) names no model: refused (R5 M2)
+    container = [Call(c.action, c.resource, DOC, context={k: v for k, v in c.context.items()
+                                                        if k != "sagemaker:ModelArn"})
+                 for c in component(team, team)]
+    assert not _allowed(users, container, world)
 
 
 @pytest.mark.parametrize("team, other", [(A, B), (B, A)])
