@@ -13,7 +13,7 @@ from workloads.catalog import load_catalog
 
 from .conftest import VARIANTS
 from .contract_policy import FAKE_ACCOUNT, Call, Principal, evaluate
-from .test_runtime_contract import world_of
+from .test_runtime_contract import teams_world, world_of
 
 OTHER_ACCOUNT = "999999999999"
 
@@ -75,22 +75,28 @@ def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
     assert not evaluate(scheduler, theirs, world).allowed
 
 
-def test_the_batch_state_machine_role_is_assumed_by_its_own_state_machine_only(synth):
-    """Issue 44: the trust named any state machine of the account (stateMachine:*). Step Functions' confused deputy
-    guidance (Developer Guide, "Creating an IAM role for your state machine") names the state machine itself."""
-    world = world_of(synth(*VARIANTS["small-all-kinds"]))
-    role = world.arn("InferenceStack/Batch/StateMachineRole/Resource", "AWS::IAM::Role")
-    machine = world.arn("InferenceStack/Batch/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
+@pytest.mark.parametrize("variant", ["small-all-kinds", "huge", "teams"])
+def test_every_state_machine_role_is_assumed_by_its_own_state_machine_only(synth, teams_synth, variant):
+    """Issue 44: the trust named any state machine of the account (stateMachine:*), and aws-cdk-lib's own role for the
+    batch drain still did (outside review R5 L2). Step Functions' confused deputy guidance (Developer Guide, "Creating
+    an IAM role for your state machine") names the state machine itself: a rule over every state machine."""
+    world = teams_world(teams_synth) if variant == "teams" else world_of(synth(*VARIANTS[variant]))
     states = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="states.amazonaws.com")
     doc = "Step Functions Developer Guide, Prevent cross-service confused deputy issue"
+    machines = [(st, lid) for st in world.stacks.values() for lid, r in st.template["Resources"].items()
+                if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    assert machines
+    for st, lid in machines:
+        machine = world.get_att(st, lid, "Arn")
+        role = world._resolve(st, st.template["Resources"][lid]["Properties"]["RoleArn"])
 
-    def assume(source_arn: str, account: str = FAKE_ACCOUNT) -> bool:
-        call = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": account, "aws:SourceArn": source_arn})
-        return evaluate(states, call, world).allowed
+        def assume(source_arn: str, account: str = st.account) -> bool:
+            call = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": account, "aws:SourceArn": source_arn})
+            return evaluate(states, call, world).allowed
 
-    assert assume(machine)
-    assert not assume(machine.rsplit(":", 1)[0] + ":another-state-machine")
-    assert not assume(machine.replace(FAKE_ACCOUNT, OTHER_ACCOUNT), OTHER_ACCOUNT)
+        assert assume(machine), (st.name, lid)
+        assert not assume(machine.rsplit(":", 1)[0] + ":another-state-machine"), (st.name, lid)
+        assert not assume(machine.replace(st.account, OTHER_ACCOUNT), OTHER_ACCOUNT), (st.name, lid)
 
 
 def world_models(world) -> set[str]:

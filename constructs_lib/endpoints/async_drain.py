@@ -21,7 +21,7 @@ from constructs import Construct
 from ..logs_key import kept_log_group
 from ..nag import INLINE_POLICY_REASON, acknowledge, acknowledge_wildcards, ignore_cfn_lint
 from ..sagemaker_access import allow_reading
-from .batch_transform import TIMEOUT, start_on_schedule
+from .batch_transform import TIMEOUT, start_on_schedule, state_machine_role
 
 # Requests queued at once: the endpoint's queue takes them all; this bounds the Step Functions child executions.
 MAX_CONCURRENCY = 100
@@ -68,9 +68,11 @@ class ScheduledAsyncDrain(Construct):
             result_path=sfn.JsonPath.DISCARD)
         drain.item_processor(invoke)
         log_group = kept_log_group(self, "Logs", key=logs_key)
+        name, role = state_machine_role(self, description="Drains the batch prefix through the async endpoint")
         self.state_machine = sfn.StateMachine(
             self, "StateMachine", definition_body=sfn.DefinitionBody.from_chainable(drain), timeout=TIMEOUT,
-            tracing_enabled=True, logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL))
+            state_machine_name=name, role=role, tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL))
         ignore_cfn_lint(self.state_machine, "W3005", "aws-cdk-lib adds a DependsOn on the role next to the GetAtt")
         acknowledge_wildcards(self.state_machine.role, resources=["*"], reason=(
             "CloudWatch Logs delivery and X-Ray, which Step Functions needs for logging and tracing and which take no "
@@ -78,7 +80,7 @@ class ScheduledAsyncDrain(Construct):
         # aws-cdk-lib's own policy for the Distributed Map's child executions: this state machine's executions only.
         runs = self.state_machine.node.find_child("DistributedMapPolicy")
         stack = Stack.of(self)
-        name = Fn.select(6, Fn.split(":", self.state_machine.state_machine_arn))
+        name = Fn.select(6, Fn.split(":", self.state_machine.state_machine_arn))  # as aws-cdk-lib writes the policy
         acknowledge_wildcards(runs, resources=[
             stack.format_arn(service="states", resource="execution", resource_name=f"{name}:*",
                              arn_format=ArnFormat.COLON_RESOURCE_NAME),

@@ -105,17 +105,7 @@ class ScheduledBatchTransform(Construct):
         log_group = kept_log_group(self, "Logs", key=logs_key)
         definition, statements = _definition(self, transform, transform_ami_version)
         stack = Stack.of(self)
-        # Named from the stack and construct path (unique in an account and region, as stack names are), so the role's
-        # trust can name its one state machine without a cycle (the state machine takes the role).
-        name = Names.unique_resource_name(self, max_length=80, allowed_special_characters="-_")
-        arn = stack.format_arn(service="states", resource="stateMachine", resource_name=name,
-                               arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        # Only this state machine may assume it (Step Functions Developer Guide, "Creating an IAM role for your state
-        # machine", Prevent cross-service confused deputy issue: aws:SourceArn and aws:SourceAccount in the trust;
-        # https://docs.aws.amazon.com/step-functions/latest/dg/procedure-create-iam-role.html).
-        role = iam.Role(self, "StateMachineRole", description="Runs the batch transform on the estate's model only",
-                        assumed_by=iam.ServicePrincipal("states.amazonaws.com", conditions={
-                            "ArnEquals": {"aws:SourceArn": arn}, "StringEquals": {"aws:SourceAccount": stack.account}}))
+        name, role = state_machine_role(self, description="Runs the batch transform on the estate's model only")
         # CreateTransformJob authorizes on the job's ARN; the model it names is the sagemaker:ModelArn condition key
         # (workloads/catalog/sagemaker_references.yaml): any other model is refused.
         role.add_to_policy(iam.PolicyStatement(
@@ -138,6 +128,22 @@ class ScheduledBatchTransform(Construct):
             self, self.state_machine, schedule=schedule,
             description="Starts the batch transform state machine on its schedule")
 
+
+
+def state_machine_role(scope: Construct, *, description: str) -> tuple[str, iam.Role]:
+    """A name for `scope`'s state machine and a role only that state machine may assume. The name comes from the stack
+    and construct path (unique in an account and region, as stack names are), so the trust names its one state
+    machine without a cycle (the state machine takes the role); aws-cdk-lib's own role trusts `stateMachine:*`.
+    (Step Functions Developer Guide, "Creating an IAM role for your state machine", Prevent cross-service confused
+    deputy issue: aws:SourceArn and aws:SourceAccount in the trust;
+    https://docs.aws.amazon.com/step-functions/latest/dg/procedure-create-iam-role.html)"""
+    stack = Stack.of(scope)
+    name = Names.unique_resource_name(scope, max_length=80, allowed_special_characters="-_")
+    arn = stack.format_arn(service="states", resource="stateMachine", resource_name=name,
+                           arn_format=ArnFormat.COLON_RESOURCE_NAME)
+    return name, iam.Role(scope, "StateMachineRole", description=description,
+                          assumed_by=iam.ServicePrincipal("states.amazonaws.com", conditions={
+                              "ArnEquals": {"aws:SourceArn": arn}, "StringEquals": {"aws:SourceAccount": stack.account}}))
 
 def start_on_schedule(scope: Construct, state_machine: sfn.StateMachine, *,
                       schedule: str, description: str) -> tuple[iam.Role, scheduler.CfnSchedule]:
