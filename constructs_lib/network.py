@@ -10,8 +10,9 @@ NAT gateway would cost an hourly charge for nothing.
 
 from __future__ import annotations
 
-from aws_cdk import Fn, Stack
+from aws_cdk import ArnFormat, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
@@ -32,6 +33,16 @@ class EstateNetwork(Construct):
                  logs_key: kms.IKey, cidr: str = "10.0.0.0/16") -> None:
         super().__init__(scope, construct_id)
         flow_log_group = kept_log_group(self, "FlowLogs", key=logs_key)
+        # The flow logs' role, assumed by the flow-logs service for this account's flow logs only (VPC User Guide,
+        # "IAM role for publishing flow logs to CloudWatch Logs": aws:SourceAccount and aws:SourceArn in the trust
+        # against the confused deputy); aws-cdk-lib's own role trusts the service with no condition.
+        stack = Stack.of(self)
+        flow_log_role = iam.Role(self, "FlowLogsRole", description="VPC flow logs write to their log group",
+                                 assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com", conditions={
+                                     "StringEquals": {"aws:SourceAccount": stack.account},
+                                     "ArnLike": {"aws:SourceArn": stack.format_arn(
+                                         service="ec2", resource="vpc-flow-log", resource_name="*",
+                                         arn_format=ArnFormat.SLASH_RESOURCE_NAME)}}))
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
@@ -49,7 +60,7 @@ class EstateNetwork(Construct):
             restrict_default_security_group=True,
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
             flow_logs={"All": ec2.FlowLogOptions(
-                destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
+                destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group, flow_log_role),
                 traffic_type=ec2.FlowLogTrafficType.ALL,
             )},
         )

@@ -402,6 +402,10 @@ class NodeImage(Construct):
             deletion_settings=imagebuilder.CfnImage.DeletionSettingsProperty(execution_role=cleanup.role_arn),
             infrastructure_configuration_arn=infrastructure.attr_arn,
             image_tests_configuration=imagebuilder.CfnImage.ImageTestsConfigurationProperty(image_tests_enabled=False),
+            # Enhanced metadata (on by default: CreateImage enhancedImageMetadataEnabled) is gathered through SSM
+            # Inventory, which the build role is not granted (ssm:PutInventory and the association calls of
+            # AmazonSSMManagedInstanceCore); the image's packages are the bake's pinned, hash-checked ones anyway.
+            enhanced_image_metadata_enabled=False,
             logging_configuration=imagebuilder.CfnImage.ImageLoggingConfigurationProperty(
                 log_group_name=bake_logs.log_group_name),
         )

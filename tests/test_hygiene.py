@@ -63,6 +63,25 @@ def test_s3_logging_uses_no_key_and_takes_logs_of_this_account_only(synth):
     assert evaluate(s3_logging, ours, world).allowed and not evaluate(s3_logging, theirs, world).allowed
 
 
+def test_the_flow_logs_role_is_assumed_for_this_accounts_flow_logs_only(synth):
+    """Outside review R5 L1: aws-cdk-lib's flow-log role trusted the service with no condition. The VPC User Guide's
+    trust for publishing flow logs names the account and its flow logs (aws:SourceAccount, aws:SourceArn)."""
+    world = world_of(synth(*VARIANTS["small-all-kinds"]))
+    stack, logical = world.find("NetworkStack/Network/FlowLogsRole/Resource", "AWS::IAM::Role")
+    role = world.arn("NetworkStack/Network/FlowLogsRole/Resource", "AWS::IAM::Role")
+    flow = Principal(arn="", account=FAKE_ACCOUNT, identity=[], service="vpc-flow-logs.amazonaws.com")
+    doc = "VPC User Guide, IAM role for publishing flow logs to CloudWatch Logs"
+
+    def assume(account: str) -> bool:
+        source = f"arn:aws:ec2:{stack.region}:{account}:vpc-flow-log/fl-0123456789abcdef0"
+        call = Call("sts:AssumeRole", role, doc, context={"aws:SourceAccount": account, "aws:SourceArn": source})
+        return evaluate(flow, call, world).allowed
+
+    assert assume(FAKE_ACCOUNT) and not assume(OTHER_ACCOUNT)
+    (flow_log,) = [r for r in stack.template["Resources"].values() if r["Type"] == "AWS::EC2::FlowLog"]
+    assert world._resolve(stack, flow_log["Properties"]["DeliverLogsPermissionArn"]) == role
+
+
 def test_the_batch_schedule_role_is_assumed_for_this_account_only(synth):
     """EventBridge Scheduler assumes the role for a schedule of this account, never for another's."""
     world = world_of(synth(*VARIANTS["small-all-kinds"]))

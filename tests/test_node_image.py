@@ -132,3 +132,16 @@ def test_hyperpods_driver_runs_the_cuda_stack_it_installs():
         assert stack.cuda and facts.cuda_runs_on(stack.cuda, driver=driver), (stack.name, driver)
         assert not facts.cuda_runs_on(stack.cuda, driver="570.172.08")  # the rule can say no
         assert "CheckTorchSeesTheGpus" in framework_script(stack)  # and the node proves it at creation
+
+
+def test_the_image_collects_enhanced_metadata_only_if_its_role_may_put_inventory(synth):
+    """Outside review R5 M4: enhanced image metadata is on unless the image says otherwise (botocore's imagebuilder
+    CreateImage: enhancedImageMetadataEnabled, "Enabled by default"), and it is gathered through SSM Inventory: an
+    image that collects it needs a build role that may call ssm:PutInventory."""
+    world = world_of(synth("huge"))
+    stack, logical = world.find("TrainStack/NodeImage/Image", "AWS::ImageBuilder::Image")
+    collects = stack.template["Resources"][logical]["Properties"].get("EnhancedImageMetadataEnabled", True)
+    role = world.role(BUILD_ROLE)
+    instance = f"arn:aws:ec2:{stack.region}:{stack.account}:instance/i-0123456789abcdef0"
+    may_put = evaluate(role, Call("ssm:PutInventory", instance, "SSM Inventory"), world).allowed
+    assert may_put or not collects
