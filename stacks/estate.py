@@ -115,6 +115,7 @@ def build_estate(scope: Construct, plan: Plan, *, account: str | None = None, pr
         second_availability_zone=second, bucket=data.bucket, key=data.key, logs_key=network.logs_key,
         alarm_topic=network.alarm_topic, latency_ms=w.inference.latency_ms, **common, **protect)
     estate = Estate(network, data, train, inference, job_logs)
+    network.alarms.admit(stack_names=[s.stack_name for s in (train, inference) if s is not None])  # their alarms
     for stack in (train, inference):
         if stack is None:
             continue

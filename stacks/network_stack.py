@@ -24,8 +24,8 @@ class NetworkStack(EstateStack):
                                      second_availability_zone=second_availability_zone, logs_key=self.logs_key)
         self.security = ClusterSecurityGroups(self, "Security", vpc=self.network.vpc)
         # The estate's alarms (TrainStack's and InferenceStack's monitors) notify this topic; it comes first too.
-        self.alarm_topic = AlarmTopic(self, "Alarms", emails=alarm_emails,
-                                      description=f"Alarms of {self.stack_name}").topic
+        self.alarms = AlarmTopic(self, "Alarms", emails=alarm_emails, description=f"Alarms of {self.stack_name}")
+        self.alarm_topic = self.alarms.topic
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn,
                       description="Where the estate's alarms go: aws sns subscribe --protocol email to add an address")
         cdk.CfnOutput(self, "PrivateSubnetId", value=self.network.private_subnet.subnet_id,

@@ -201,3 +201,42 @@ def test_a_batch_alarm_points_to_the_logs_of_what_the_run_drives(name, variant_s
             assert "/aws/sagemaker/Endpoints/" in text and "Map Run" in text and "TransformJobs" not in text, text
         else:
             assert "/aws/sagemaker/TransformJobs" in text and "async" not in text, text
+
+
+@pytest.mark.parametrize("variant", ["huge", "teams"])
+def test_every_alarm_may_page_its_own_estate_and_no_other(synth, teams_synth, variant):
+    """Every alarm that notifies a topic is admitted by that topic and its key under the name CloudFormation gives it
+    ("<stack name>-<logical ID>-<suffix>": no alarm sets AlarmName), and no other estate's topic admits it: another
+    team's alarm cannot page this team's addresses (outside review R5 L6)."""
+    from .contract_policy import Call, Principal, evaluate
+    from .test_runtime_contract import teams_world, world_of
+
+    names: dict[str, str] = {}  # the world's stack -> its CloudFormation name, which an alarm's name starts with
+    if variant == "teams":
+        world = teams_world(teams_synth)
+    else:
+        world = world_of(synth("huge"))
+        names = {n: synth("huge").artifact(n)["properties"].get("stackName", n) for n in synth("huge").templates}
+    cloudwatch = Principal(arn="cloudwatch.amazonaws.com", account="", identity=[], service="cloudwatch.amazonaws.com")
+    topics = {world.ref(st, lid): (st, r)
+              for st in world.stacks.values() for lid, r in st.template["Resources"].items()
+              if r["Type"] == "AWS::SNS::Topic"}
+    alarms = [(st, lid, r["Properties"]) for st in world.stacks.values()
+              for lid, r in st.template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert alarms
+    for st, lid, alarm in alarms:
+        source = {"aws:SourceAccount": st.account,
+                  "aws:SourceArn": f"arn:aws:cloudwatch:{st.region}:{st.account}:alarm:"
+                                   f"{names.get(st.name, st.name)}-{lid}-AbCdEf123456"}
+        targets = {world._resolve(st, a) for a in alarm.get("AlarmActions", [])}
+        for topic, (topic_stack, topic_resource) in topics.items():
+            key = world._resolve(topic_stack, topic_resource["Properties"]["KmsMasterKeyId"])
+            # another team's estate in the same account and region (a team's stacks are named TEAM-...)
+            another_estate = (variant == "teams" and st.name.split("-")[0] != topic_stack.name.split("-")[0]
+                              and (topic_stack.account, topic_stack.region) == (st.account, st.region))
+            for action, resource in (("sns:Publish", topic), ("kms:GenerateDataKey", key)):
+                allowed = evaluate(cloudwatch, Call(action, resource, "alarm actions", context=source), world).allowed
+                if topic in targets:
+                    assert allowed, (st.name, lid, action)
+                elif another_estate:
+                    assert not allowed, (st.name, lid, "pages", topic_stack.name, action)

@@ -97,11 +97,13 @@ def test_the_alarm_topic_takes_only_this_accounts_alarms(synth):
     from .test_runtime_contract import world_of
 
     world = world_of(synth("huge"))
+    train = synth("huge").artifact("TrainStack")["properties"].get("stackName", "TrainStack")  # as CloudFormation names it
     topic = world.arn("NetworkStack/Alarms/Topic/Resource", "AWS::SNS::Topic")
     key = world.arn("NetworkStack/Alarms/Key/Resource", "AWS::KMS::Key")
     region, account = topic.split(":")[3], topic.split(":")[4]
     cloudwatch = Principal(arn="cloudwatch.amazonaws.com", account="", identity=[], service="cloudwatch.amazonaws.com")
-    ours = {"aws:SourceAccount": account, "aws:SourceArn": f"arn:aws:cloudwatch:{region}:{account}:alarm:idle"}
+    ours = {"aws:SourceAccount": account,
+            "aws:SourceArn": f"arn:aws:cloudwatch:{region}:{account}:alarm:{train}-MonitorIdle1A2B3C-AbCdEf123456"}
     theirs = {"aws:SourceAccount": "999999999999", "aws:SourceArn": f"arn:aws:cloudwatch:{region}:999999999999:alarm:x"}
     spoofed = {"aws:SourceAccount": account, "aws:SourceArn": theirs["aws:SourceArn"]}
     for action, resource in (("sns:Publish", topic), ("kms:GenerateDataKey", key), ("kms:Decrypt", key)):
