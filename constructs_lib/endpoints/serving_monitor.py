@@ -48,7 +48,8 @@ class ServingMonitor(Construct):
             values = {"EndpointName": e.endpoint_name, "VariantName": VARIANT, "InferenceComponentName": e.component_name}
             components = e.component_name is not None
             calls = {d: values[d] for d in invocation_dimensions(e.kind, components=components)}
-            specs = endpoint_alarms(e.kind, latency_ms=latency_ms, drained=batch_drain == "async")
+            specs = endpoint_alarms(e.kind, latency_ms=latency_ms, drained=batch_drain == "async",
+                                    components=components)
             made = [alarm(self, s, {d: values[d] for d in alarm_dimensions(s, e.kind, components=components)},
                           topic=topic) for s in specs]
             self.alarms += made

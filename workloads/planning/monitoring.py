@@ -46,13 +46,22 @@ class AlarmSpec:
         return PERIOD_S
 
 
-def endpoint_alarms(kind: str, *, latency_ms: int | None, drained: bool = False) -> tuple[AlarmSpec, ...]:
+def container_logs(kind: str, *, components: bool = False) -> str:
+    """The log group a kind's model container writes to, with its name's placeholder (metrics.yaml container_logs)."""
+    return metric_facts()["container_logs"][invocation_kind(kind, components=components)]["group"]
+
+
+def endpoint_alarms(kind: str, *, latency_ms: int | None, drained: bool = False,
+                    components: bool = False) -> tuple[AlarmSpec, ...]:
     """A hosted endpoint's alarms: failed requests, and the plan's latency target where it has one (real-time and
     serverless: an async request's latency includes its time in the queue); an async endpoint's queue outcomes
-    (`drained`: the batch drains through it)."""
+    (`drained`: the batch drains through it). `components`: it hosts an inference component, whose container logs
+    are the component's own group."""
+    logs = container_logs(kind, components=components).replace("{EndpointName}", "<endpoint>") \
+        .replace("{InferenceComponentName}", "<inference component>")
     out = [AlarmSpec(f"{kind}Errors", "AWS/SageMaker:Invocation5XXErrors", "Average", "GreaterThanThreshold",
                      ERROR_RATE, PERIODS, f"More than {ERROR_RATE:.0%} of the {kind} endpoint's requests answered 5xx "
-                     f"for {PERIODS * PERIOD_S // 60} minutes: see /aws/sagemaker/Endpoints/<endpoint> logs")]
+                     f"for {PERIODS * PERIOD_S // 60} minutes: see the container's logs in {logs}")]
     if latency_ms and kind in ("realtime", "serverless"):
         # ModelLatency is in microseconds; the documentation lists Average, not percentiles, so the mean is held to
         # the plan's p95 target: a mean above it means most requests miss it.
