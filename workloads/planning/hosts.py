@@ -152,7 +152,7 @@ def neuron_untested(container: str, ami: str) -> str:
     published = host_facts()["neuron_published_pairs"]
     shown = f"; the published deployments of this image name this AMI [{', '.join(published['sources'])}]" \
         if published["ami"] == ami else ""
-    return (f"the host AMI {ami} has Neuron driver {driver}, older than the {image['sdk_driver']} the image's Neuron SDK "
+    return (f"an untested Neuron host: the host AMI {ami} has Neuron driver {driver}, older than the {image['sdk_driver']} the image's Neuron SDK "
             f"{image['sdk']} ships with its runtime library {image['runtime_lib']}. Neuron keeps the driver backwards "
             f"compatible with older runtimes, and a newer runtime may need a newer driver; no release note states a "
             f"floor above {driver} for runtime {image['runtime_lib']}{shown}. SageMaker offers no newer Neuron host "

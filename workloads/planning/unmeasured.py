@@ -48,7 +48,8 @@ def unmeasured_findings(inference: dict) -> tuple[Finding, ...]:
         itype = load_catalog().get(ip.instance_type)
         if itype is not None and (why := llm_unmeasured(itype)):
             out.append(Finding(WARNING, f"inference.{kind}.instance_type", ip.instance_type,
-                               f"set by the config, but its throughput and latency are extrapolated: "
+                               f"speed extrapolated: set by the config, but its throughput and latency rest on "
+                               f"no measurement: "
                                f"{why.removeprefix('left out: ').split('; name it')[0]}; measure it (plan "
                                "--calibrate) before sizing the fleet on it",
                                source=_rule()["source"]))
