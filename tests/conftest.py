@@ -176,7 +176,7 @@ VARIANTS = {
     # Training only (issue 32): no InferenceStack.
     "huge-training-only": ("huge", {"inference": "none"}),
     # Inference Components scaled to zero (issue 32): an LLM, spiky traffic, no latency target, no minimum set.
-    "intermediate-copies-to-zero": ("intermediate", {"inference.traffic": "spiky", "inference.realtime": "{}",
+    "intermediate-copies-to-zero": ("intermediate", {"inference.traffic": "spiky", "inference.realtime": "{instance_type: ml.g6.xlarge}",
                                                      "inference.async": "null", "inference.batch": "null"}),
     "small-all-kinds": ("small", {"inference.async.max_instances": "2", "inference.realtime.data_capture_percent": "10",
                                   "inference.serverless.provisioned_concurrency": "2"}),

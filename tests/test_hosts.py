@@ -309,3 +309,66 @@ def test_the_drain_retries_only_errors_the_api_defines_and_gives_requests_the_lo
                 for field in ("RequestTTLSeconds", "InvocationTimeoutSeconds"):
                     assert inner["Parameters"][field] == model["shapes"][members[field]["shape"]]["max"], field
     assert seen == 1
+
+
+# --------------------------------------------------------------- Neuron: the host's driver and the image's runtime
+
+def test_neuron_amis_are_the_api_enum_with_their_drivers():
+    """Every Neuron InferenceAmiVersion of the API is recorded with the Neuron driver its documentation gives, and the
+    Neuron serving facts name the same AMI and driver."""
+    from workloads.planning import neuron_hosting
+
+    enum = set(_sagemaker_model()["shapes"]["ProductionVariantInferenceAmiVersion"]["enum"])
+    table = hosts.host_facts()["neuron_inference_amis"]
+    assert set(table) == {a for a in enum if "-neuron-" in a}
+    text = " ".join(_doc("ProductionVariant", "InferenceAmiVersion").split())
+    for ami, fact in table.items():
+        said = re.search(re.escape(ami) + r" Accelerator: Inferentia2 and Trainium Neuron driver version: ([\d.]+)", text)
+        assert said and said[1] == fact["driver"], ami
+    served = neuron_hosting.facts()["sagemaker"]
+    assert hosts.neuron_driver(served["inference_ami"]) == served["neuron_driver"]
+
+
+@pytest.mark.parametrize("case", ["huge"])
+def test_every_neuron_endpoint_config_names_a_host_whose_driver_no_stated_floor_refuses(synth, case):
+    """The pairing walk covers Neuron: every Inferentia2/Trainium variant names a Neuron host AMI recorded with its
+    driver, and the image's runtime library has no floor above it in Neuron's release notes."""
+    template = _template(synth, case)
+    images, seen = _images(template), 0
+    for logical, r in template["Resources"].items():
+        if r["Type"] != "AWS::SageMaker::EndpointConfig":
+            continue
+        for v in r["Properties"]["ProductionVariants"]:
+            if not v.get("InstanceType", "").startswith(("ml.inf", "ml.trn")):
+                continue
+            seen += 1
+            model = v.get("ModelName") or _component_model(template, logical)
+            container = _container(images[model["Fn::GetAtt"][0]])
+            assert container in hosts.host_facts()["neuron_images"], container
+            ami = v.get("InferenceAmiVersion")
+            assert hosts.neuron_driver(ami) and not hosts.neuron_refusal(container, ami), (logical, ami)
+    assert seen, "huge serves on Inferentia2: the walk found none"
+
+
+def test_a_neuron_runtime_above_the_hosts_floor_is_refused(monkeypatch):
+    """Neuron's rule: the driver stays backwards compatible with older runtimes; a newer runtime may need a newer
+    driver. Runtime 2.32 is stated to need a driver above 2.26, so an image with it cannot start on the 2.19 host:
+    refused, naming the floor's source."""
+    facts = hosts.host_facts()
+    newer = {**facts, "neuron_images": {"vllm-neuronx": {**facts["neuron_images"]["vllm-neuronx"],
+                                                         "runtime_lib": "2.32.5"}}}
+    monkeypatch.setattr(hosts, "host_facts", lambda: newer)
+    assert "neuron-runtime-rn" in hosts.neuron_refusal("vllm-neuronx", "al2-ami-sagemaker-inference-neuron-2")
+    with pytest.raises(ConfigError, match="needs a driver newer than 2.26"):
+        plan(load("huge"))
+
+
+def test_the_untested_neuron_pair_is_a_warning_with_its_sources():
+    """The image's Neuron SDK 2.26.1 ships driver 2.24.7; SageMaker's only Neuron host AMI has 2.19. No floor refuses
+    the pair and the published deployments use it, so it is planned, with a WARNING naming both versions."""
+    warned = [f for f in plan(load("huge")).findings
+              if f.level == "WARNING" and f.field == "inference.realtime.instance_type" and "Neuron driver" in f.message]
+    assert len(warned) == 1
+    image = hosts.host_facts()["neuron_images"]["vllm-neuronx"]
+    assert "2.19" in warned[0].message and image["sdk_driver"] in warned[0].message
+    assert "nrt-troubleshoot" in warned[0].source and "runtime.rst" in warned[0].source

@@ -68,15 +68,15 @@ def test_the_fleet_is_sized_in_copies_and_the_plan_says_it():
 
 
 def test_bursty_traffic_without_a_latency_target_scales_copies_to_zero():
-    _, rt = _rt({"inference.traffic": "spiky", "inference.realtime": "{}"})
+    _, rt = _rt({"inference.traffic": "spiky", "inference.realtime": "{instance_type: ml.g6.xlarge}"})
     assert rt.copies_per_instance and rt.min_copies == 0 and rt.min_instances == 0
     assert rt.usd_per_hour_min == 0 and "scales to zero" in rt.reason
 
 
 @pytest.mark.parametrize("overrides", [
-    {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.time_to_first_token_ms": "2000"},
-    {"inference.traffic": "spiky", "inference.realtime": "{min_instances: 1}"},
-    {"inference.traffic": "steady", "inference.realtime": "{}"},
+    {"inference.traffic": "spiky", "inference.realtime": "{instance_type: ml.g6.xlarge}", "inference.time_to_first_token_ms": "2000"},
+    {"inference.traffic": "spiky", "inference.realtime": "{instance_type: ml.g6.xlarge, min_instances: 1}"},
+    {"inference.traffic": "steady", "inference.realtime": "{instance_type: ml.g6.xlarge}"},
 ])
 def test_never_zero_with_a_latency_target_a_set_minimum_or_steady_traffic(overrides):
     _, rt = _rt(overrides)
@@ -98,7 +98,7 @@ def test_serving_speed_of_a_gpu_llm_is_the_instances():
 
 # ---------------------------------------------------------------- the template: the component and its scaling
 
-ZERO = {"inference.traffic": "spiky", "inference.realtime": "{}", "inference.async": "null", "inference.batch": "null"}
+ZERO = {"inference.traffic": "spiky", "inference.realtime": "{instance_type: ml.g6.xlarge}", "inference.async": "null", "inference.batch": "null"}
 
 
 def _of(resources: dict, kind: str) -> list[dict]:

@@ -12,6 +12,7 @@ from cfnlint.data import AdditionalSpecs
 from cfnlint.helpers import load_resource
 
 from tools.emulator import imported
+from workloads.planning.monitoring import metric_facts
 
 from .conftest import VARIANTS
 
@@ -31,7 +32,8 @@ POLICY = {
     "AWS::FSx::FileSystem": DELETED,  # a cache of the kept bucket, in NetworkStack's subnet (lustre.py)
     "AWS::FSx::DataRepositoryAssociation": DELETED,
 }
-ENDPOINT_LOGS = "/aws/sagemaker/Endpoints/"
+# Where endpoint and inference component containers write (metrics.yaml container_logs): the group's name, less it.
+ENDPOINT_LOGS = tuple(sorted({row["group"].rsplit("{", 1)[0] for row in metric_facts()["container_logs"].values()}))
 # Resources a kept resource must not name: a resource placed in them holds network interfaces there, and AWS
 # refuses to delete a subnet, security group or VPC that an interface uses (DependencyViolation).
 NETWORK_PLACES = {"AWS::EC2::Subnet", "AWS::EC2::SecurityGroup", "AWS::EC2::VPC"}
@@ -73,7 +75,8 @@ def expected_policy(template: dict, logical_id: str) -> tuple[str, str]:
     resource = template["Resources"][logical_id]
     kind = resource["Type"]
     assert kind in POLICY, f"{logical_id}: {kind} is stateful (cfn-lint) and has no lifecycle rule: add one"
-    if kind == "AWS::Logs::LogGroup" and ENDPOINT_LOGS in json.dumps(resource["Properties"].get("LogGroupName")):
+    if kind == "AWS::Logs::LogGroup" and any(prefix in json.dumps(resource["Properties"].get("LogGroupName"))
+                                              for prefix in ENDPOINT_LOGS):
         return KEPT_EVEN_IF_CREATE_FAILS  # what a failed endpoint wrote is why it failed
     ensured = [r for r in template["Resources"].values() if r["Type"] == "Custom::AWS" and "CloudWatchLogs" in
                json.dumps(r["Properties"].get("Create"))]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from constructs_lib.job_log_groups import JOB_LOG_GROUPS, KEY_PARAMETER
 from stacks.job_logs_stack import STACK_NAME
 from workloads.planning.teams import load_teams, shared_stack_id
@@ -175,3 +177,40 @@ def test_the_shared_key_lets_cloudwatch_logs_encrypt_every_teams_job_logs(teams_
         for name in JOB_LOG_GROUPS.values():
             context = {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{region}:{account}:log-group:{name}"}
             assert evaluate(logs, Call("kms:GenerateDataKey", key, DOC, context=context), world).allowed, (sid, name)
+
+
+@pytest.mark.parametrize("name", ["intermediate", "intermediate-copies-to-zero"])
+def test_an_inference_components_container_logs_have_their_group_key_retention_and_writer(name, variant_synth_by_name):
+    """An inference component's container writes to its own group (metrics.yaml container_logs; the review R4 F1):
+    the stack makes /aws/sagemaker/InferenceComponents/<component> first, with the retention and key of the endpoint's
+    group, lets the endpoint's execution role write its streams, and the component endpoint's 5xx alarm sends the
+    on-call engineer there. Before: only the endpoint's group existed, the role could write nothing else, and vLLM's
+    start-up errors had nowhere to land."""
+    from workloads.planning.monitoring import container_logs
+
+    res = variant_synth_by_name(name).templates["InferenceStack"]["Resources"]
+    component_lid, = [lid for lid, r in res.items() if r["Type"] == "AWS::SageMaker::InferenceComponent"]
+    component = res[component_lid]
+    prefix = container_logs("realtime", components=True).removesuffix("{InferenceComponentName}")
+    wanted = json.dumps({"Fn::Join": ["", [prefix, component["Properties"]["InferenceComponentName"]]]}, sort_keys=True)
+    groups = {lid: r for lid, r in res.items() if r["Type"] == "AWS::Logs::LogGroup"}
+    mine = [lid for lid, r in groups.items() if json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True) == wanted]
+    assert len(mine) == 1, f"no {prefix}<component> group"
+    group = groups[mine[0]]
+    endpoint_prefix = container_logs("realtime").removesuffix("{EndpointName}")
+    endpoint_groups = [r for r in groups.values() if endpoint_prefix in json.dumps(r["Properties"].get("LogGroupName"))]
+    assert endpoint_groups
+    for field in ("KmsKeyId", "RetentionInDays"):
+        assert all(group["Properties"][field] == r["Properties"][field] for r in endpoint_groups), field
+    assert mine[0] in component.get("DependsOn", [])
+    config = next(r["Properties"] for r in res.values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
+                  and "ExecutionRoleArn" in r["Properties"])
+    role = config["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    statements = [st for r in res.values() if r["Type"] == "AWS::IAM::Policy"
+                  and {"Ref": role} in r["Properties"]["Roles"] for st in r["Properties"]["PolicyDocument"]["Statement"]]
+    writes = [st for st in statements if "logs:PutLogEvents" in st["Action"]]
+    assert any(prefix in json.dumps(st["Resource"]) and "log-stream" in json.dumps(st["Resource"]) for st in writes)
+    errors = [r["Properties"]["AlarmDescription"] for r in res.values() if r["Type"] == "AWS::CloudWatch::Alarm"
+              and r["Properties"].get("MetricName") == "Invocation5XXErrors"
+              and any(d["Name"] == "InferenceComponentName" for d in r["Properties"]["Dimensions"])]
+    assert errors and all(prefix in d and endpoint_prefix not in d for d in errors), errors

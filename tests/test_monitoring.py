@@ -240,3 +240,37 @@ def test_every_alarm_may_page_its_own_estate_and_no_other(synth, teams_synth, va
                     assert allowed, (st.name, lid, action)
                 elif another_estate:
                     assert not allowed, (st.name, lid, "pages", topic_stack.name, action)
+
+
+@pytest.mark.parametrize("name", ["huge", "intermediate", "small-all-kinds"])
+def test_every_async_endpoint_alarms_on_its_queues_failed_and_expired_requests(name, variant_synth_by_name):
+    """InvokeEndpointAsync returns once a request is queued, so a request that fails or outlives its TTL is seen only
+    in the queue's outcome metrics (metrics.yaml async_failure_alarms, from AWS's Monitor Asynchronous Endpoint page):
+    every async endpoint alarms on each, with the dimensions the table records and its variant's name, to the topic;
+    where the nightly batch drains through it, the description says the drain's Succeeded run does not mean answered.
+    Before: only Invocation5XXErrors was alarmed, and a drained night whose requests all expired stayed silent."""
+    s = variant_synth_by_name(name)
+    template = s.templates["InferenceStack"]
+    res = template["Resources"]
+    asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
+    assert asyncs, name
+    workload, overrides = VARIANTS[name]
+    batch = plan(load(workload, overrides)).inference.get("batch")
+    drained = batch is not None and batch.serving is not None and batch.serving.drain == "async"
+    alarms = [r["Properties"] for r in res.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    for endpoint in asyncs:
+        config = res[res[endpoint]["Properties"]["EndpointConfigName"]["Fn::GetAtt"][0]]["Properties"]
+        variant, = [v["VariantName"] for v in config["ProductionVariants"]]
+        for key in metric_facts()["async_failure_alarms"]:
+            namespace, metric = key.split(":")
+            fact = FACTS[key]
+            found = [a for a in alarms if (a["Namespace"], a["MetricName"]) == (namespace, metric)
+                     and endpoint in json.dumps(a["Dimensions"])]
+            assert len(found) == 1, f"{name} {endpoint}: {metric} alarms {len(found)}"
+            a, = found
+            dims = {d["Name"]: d["Value"] for d in a["Dimensions"]}
+            assert sorted(dims) == sorted(fact["dimensions"]) and dims["VariantName"] == variant, dims
+            assert a["Statistic"] in fact["statistics"] and a["Threshold"] == 0
+            assert a["ComparisonOperator"] == "GreaterThanThreshold" and a["EvaluationPeriods"] == 1
+            assert a["AlarmActions"] and a["OKActions"] and a["TreatMissingData"] == "notBreaching"
+            assert ("ended Succeeded" in a["AlarmDescription"]) == drained, a["AlarmDescription"]

@@ -143,3 +143,46 @@ def test_every_shipped_neuron_plan_names_the_neuron_host():
         for kind, ip in p.inference.items():
             if ip.serving and ip.serving.container == "vllm-neuronx" and kind != "batch":
                 assert ip.serving.inference_ami_version == neuron_hosting.inference_ami(), (name, kind)
+
+
+def _largest_published_batch_at_least(parameters_billion: float, instance: str) -> int:
+    """The table read afresh: the nearest published model at least this large (the largest above them all)."""
+    shapes = [s for s in neuron_hosting.facts()["sagemaker"]["published_shapes"] if s["instance"] == instance] or \
+        neuron_hosting.facts()["sagemaker"]["published_shapes"]
+    larger = sorted((s for s in shapes if s["parameters_billion"] >= parameters_billion),
+                    key=lambda s: s["parameters_billion"])
+    return max((larger[0] if larger else max(shapes, key=lambda s: s["parameters_billion"]))["batch_sizes"])
+
+
+@pytest.mark.parametrize("overrides", [None, {"inference.realtime.max_instances": "8",
+                                              "inference.requests_per_second": "6"},
+                                       {"model.parameters_billion": "8", "inference.realtime.max_instances": "8"}])
+def test_a_neuron_batch_is_at_most_the_largest_published_for_its_size(overrides):
+    """NxD Inference compiles the batch: optimum-neuron publishes a 70B on inf2.48xlarge at batch 1, 4 and 8 (its page
+    once listed 16-48 and was corrected), an 8B at up to 48. Every planned Neuron endpoint's SM_ON_BATCH_SIZE is at
+    most the published batch for its size, its throughput is priced at that batch, and the fleet at the peak still
+    covers the stated rate (more instances where the smaller batch serves less). Before: huge compiled batch 32 from
+    a 7B page."""
+    w = load("huge", overrides)
+    p = plan(w)
+    ip = p.inference["realtime"]
+    assert ip.serving.container == "vllm-neuronx"
+    batch = int(ip.serving.environment["SM_ON_BATCH_SIZE"])
+    cap = _largest_published_batch_at_least(w.model.parameters_billion, ip.instance_type.removeprefix("ml."))
+    assert batch == ip.concurrency and 1 <= batch <= cap, (batch, cap)
+    assert f"--batch_size {batch} " in " ".join(ip.serving.notes)
+    assert "largest batch published" in ip.throughput_basis
+    peak = ip.instances_needed_at_peak
+    assert peak * ip.requests_per_second_per_instance >= w.inference.requests_per_second
+    assert (peak - 1) * ip.requests_per_second_per_instance < w.inference.requests_per_second
+    assert ip.max_instances >= peak
+
+
+def test_every_shipped_neuron_endpoint_compiles_a_published_batch():
+    for name, p in _neuron_plans():
+        for kind, ip in p.inference.items():
+            if ip.serving and ip.serving.container == "vllm-neuronx":
+                batch = int(ip.serving.environment["SM_ON_BATCH_SIZE"])
+                cap = _largest_published_batch_at_least(p.workload.model.parameters_billion,
+                                                        ip.instance_type.removeprefix("ml."))
+                assert batch <= cap, (name, kind, batch, cap)

@@ -164,6 +164,7 @@ def test_inference_families_follow_the_seeds():
     huge = plan(load("huge")).inference
     assert huge["realtime"].instance_type.startswith("ml.inf2.")  # Neuron: Inferentia2
     no_neuron = plan(load("huge", {"model.neuron_supported": "false", "training.instance_type": "p5.48xlarge",
+                                   "inference.realtime.instance_type": "null",  # the preset names inf2
                                    "inference.realtime.max_instances": "8"}))  # GPUs need 5 at the peak
     assert CAT.get(no_neuron.inference["realtime"].instance_type).accelerator.kind == "nvidia-gpu"
     assert set(plan(load("small")).inference) == {"realtime", "serverless", "batch"}

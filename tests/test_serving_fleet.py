@@ -178,3 +178,62 @@ def test_unseen_workloads_get_the_cheapest_fleet_in_their_own_table(seed):
             assert c.usd_per_hour_at_peak == pytest.approx(_price(c) * c.instances_at_peak, abs=1e-3), (seed, c)
         # the plan's own $ per million is the chosen fleet's at the stated traffic
         assert ip.usd_per_million == pytest.approx(chosen.usd_per_million, abs=0.02), (seed, ip.usd_per_million)
+
+
+# --------------------------------------------------------------- LLM speed only where a measurement backs it
+
+def _unmeasured_gpus() -> set[str]:
+    """Accelerators below serving.yaml llm_measured_only's compute capability with no decode measurement, read afresh."""
+    from workloads.catalog import _load_yaml, load_serving
+    from workloads.planning.fp8_serving import load_fp8
+
+    floor = float(_load_yaml("serving.yaml")["llm_measured_only"]["below_compute_capability"])
+    measured = {m.accelerator for m in load_serving().decode}
+    return {acc for acc, cc in load_fp8().compute_capability.items() if cc < floor and acc not in measured}
+
+
+@pytest.mark.parametrize("preset", ["intermediate", "huge"])
+def test_no_llm_candidate_is_costed_on_a_gpu_no_measurement_backs(preset):
+    """vLLM on a T4 (Turing) runs the Triton attention backend, not the FlashAttention every recorded measurement ran,
+    and no published vLLM figure on a T4 was found: such candidates are left out of every kind's comparison, each with
+    its reason in the plan's candidate table. Before (the review R2 P8): intermediate served its 3B LLM on
+    ml.g4dn.xlarge at batch 128, priced from the A100/H100 fit."""
+    unmeasured = _unmeasured_gpus()
+    assert "NVIDIA T4" in unmeasured
+    p = plan(load(preset))
+    left = 0
+    for kind, ip in p.inference.items():
+        if ip.serving is None or ip.serving.drain:
+            continue
+        for c in ip.candidates:
+            acc = CAT.get(c.instance_type).accelerator
+            assert acc is None or acc.model not in unmeasured, (kind, c.instance_type)
+        for row in ip.left_out:
+            name, why = row.split(": ", 1)
+            assert CAT.get(name).accelerator.model in unmeasured and "no published vLLM measurement" in why, row
+            left += 1
+    if preset == "intermediate":
+        assert left and not any(CAT.get(ip.instance_type).accelerator.model in unmeasured
+                                for ip in p.inference.values() if ip.instance_type)
+
+
+def test_the_left_out_types_are_printed_in_the_candidate_table():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from workloads.commands.report import _print_serving_candidates
+
+    out = StringIO()
+    _print_serving_candidates(plan(load("intermediate")), Console(file=out, width=400))
+    lines = [line for line in out.getvalue().splitlines() if "ml.g4dn.xlarge" in line]
+    assert lines and all("left out: no published vLLM measurement on the NVIDIA T4" in line for line in lines)
+
+
+def test_a_t4_the_config_names_is_planned_with_a_warning():
+    """A refusal is for the impossible: vLLM runs on a T4, so a type the config names is planned as asked, with a
+    WARNING that its speed is extrapolated."""
+    p = plan(load("intermediate", {**ONLY_REALTIME, "inference.realtime.instance_type": "ml.g4dn.xlarge"}))
+    assert p.inference["realtime"].instance_type == "ml.g4dn.xlarge"
+    warned = [f for f in p.findings if f.field == "inference.realtime.instance_type" and f.level == "WARNING"]
+    assert len(warned) == 1 and "extrapolated" in warned[0].message and warned[0].source == "vllm-turing-triton"

@@ -17,6 +17,11 @@ copy for: `NoCapacityInvocationFailures` (AWS/SageMaker, dimension InferenceComp
 cooldown 60 s (SageMaker Developer Guide, "Scale an endpoint to zero instances",
 https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html). The guide's alarm fires
 above 1 failure a minute; this one fires at the first (a sum above 0.5), so one lone request wakes the endpoint.
+
+A component's container logs go to a log group of its own, /aws/sagemaker/InferenceComponents/<component name>, not
+the endpoint's (catalog/metrics.yaml container_logs, with what was searched: AWS's log table does not list it; real
+accounts' log groups do). The group is made first, with the estate's retention and key, and the model's role, as which
+SageMaker writes them, may write it and no other, as for an endpoint's group (logged_endpoint.py).
 """
 
 from __future__ import annotations
@@ -26,14 +31,26 @@ from dataclasses import dataclass
 from aws_cdk import Duration, Fn, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from workloads.planning.monitoring import container_logs
 from workloads.planning.startup import Startup
 
+from ..lifecycle import KEPT_EVEN_IF_CREATE_FAILS
+from ..logs_key import kept_log_group
 from ..metrics import metric
+from ..sagemaker_access import allow_log_writes
 from .logged_endpoint import MAX_NAME, STACK_ID_BLOCK, stack_id_block
 from .scaling import scaling_role_arn
+
+
+def component_log_prefix() -> str:
+    """The component's log group, less its name (metrics.yaml container_logs)."""
+    group = container_logs("realtime", components=True)
+    assert group.endswith("{InferenceComponentName}"), group
+    return group.removesuffix("{InferenceComponentName}")
 
 
 @dataclass(frozen=True)
@@ -50,12 +67,16 @@ class CopyFleet:
 
 class InferenceComponent(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, endpoint_name: str, variant_name: str,
-                 model_name: str, copies: CopyFleet, startup: Startup) -> None:
+                 model_name: str, copies: CopyFleet, startup: Startup, logs_key: kms.IKey, writer: iam.IRole) -> None:
+        """`writer`: the role SageMaker runs the container as (the endpoint config's ExecutionRoleArn)."""
         super().__init__(scope, construct_id)
         # Named here: the scaling target's resource ID and `invoke` need the name, which the resource does not return.
         stack = Stack.of(self)
         prefix = f"{stack.stack_name}-{construct_id}"[:MAX_NAME - STACK_ID_BLOCK - 1]
         self.component_name = Fn.join("-", [prefix, stack_id_block(stack)])
+        group = Fn.join("", [component_log_prefix(), self.component_name])
+        self.logs = kept_log_group(self, "Logs", key=logs_key, name=group, removal=KEPT_EVEN_IF_CREATE_FAILS)
+        allow_log_writes(writer, group=group)
         self.component = sagemaker.CfnInferenceComponent(
             self, "Resource", endpoint_name=endpoint_name, variant_name=variant_name,
             inference_component_name=self.component_name,
@@ -72,6 +93,7 @@ class InferenceComponent(Construct):
             # At least one copy at deploy, so the stack proves the model starts; scaling takes it to zero after.
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=max(1, copies.min_copies)))
+        self.component.node.add_dependency(self.logs)  # the group is there before the first copy writes
 
         self.scaling = appscaling.ScalableTarget(
             self, "Scaling", service_namespace=appscaling.ServiceNamespace.SAGEMAKER,

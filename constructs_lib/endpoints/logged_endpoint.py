@@ -19,6 +19,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from workloads.planning.monitoring import container_logs
+
 from ..lifecycle import KEPT_EVEN_IF_CREATE_FAILS
 from ..logs_key import kept_log_group
 from ..sagemaker_access import allow_log_writes
@@ -37,7 +39,8 @@ def logged_endpoint(scope: Construct, *, config: sagemaker.CfnEndpointConfig, lo
     stack = Stack.of(scope)
     prefix = f"{stack.stack_name}-{scope.node.id}"[:MAX_NAME - STACK_ID_BLOCK - 1]
     name = Fn.join("-", [prefix, stack_id_block(stack)])
-    group = Fn.join("", ["/aws/sagemaker/Endpoints/", name])
+    # Every kind of endpoint writes there (metrics.yaml container_logs), a component's container excepted.
+    group = Fn.join("", [container_logs("realtime").removesuffix("{EndpointName}"), name])
     logs = kept_log_group(scope, "Logs", key=logs_key, name=group, removal=KEPT_EVEN_IF_CREATE_FAILS)
     allow_log_writes(writer, group=group)
     logs.node.add_dependency(config)

@@ -104,7 +104,8 @@ class RealtimeEndpoint(Construct):
         if copies is not None:
             # Copies scale on their own invocations; managed instance scaling follows them with instances.
             self.component = InferenceComponent(self, "Copies", endpoint_name=self.endpoint_name, variant_name=VARIANT,
-                                                model_name=model_name, copies=copies, startup=startup)
+                                                model_name=model_name, copies=copies, startup=startup,
+                                                logs_key=logs_key, writer=model_role)
             return
         target = variant_instances(self, "Scaling", endpoint_name=self.endpoint_name, min_capacity=min_instances,
                                    max_capacity=max_instances)

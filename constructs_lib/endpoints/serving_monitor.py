@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from workloads.planning.monitoring import batch_alarms, endpoint_alarms, invocation_dimensions
+from workloads.planning.monitoring import alarm_dimensions, batch_alarms, endpoint_alarms, invocation_dimensions
 
 from ..metrics import alarm, metric
 from .scaling import VARIANT
@@ -46,9 +46,12 @@ class ServingMonitor(Construct):
             dims = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}  # the instances' metrics
             # Requests, errors and latency: per component where the endpoint hosts one (catalog/metrics.yaml).
             values = {"EndpointName": e.endpoint_name, "VariantName": VARIANT, "InferenceComponentName": e.component_name}
-            calls = {d: values[d] for d in invocation_dimensions(e.kind, components=e.component_name is not None)}
-            specs = endpoint_alarms(e.kind, latency_ms=latency_ms)
-            made = [alarm(self, s, calls, topic=topic) for s in specs]
+            components = e.component_name is not None
+            calls = {d: values[d] for d in invocation_dimensions(e.kind, components=components)}
+            specs = endpoint_alarms(e.kind, latency_ms=latency_ms, drained=batch_drain == "async",
+                                    components=components)
+            made = [alarm(self, s, {d: values[d] for d in alarm_dimensions(s, e.kind, components=components)},
+                          topic=topic) for s in specs]
             self.alarms += made
             invocations = [] if e.kind == "async" else [  # not published for async endpoints
                 metric("AWS/SageMaker:Invocations", calls, statistic="Sum", label="requests")]
@@ -70,6 +73,15 @@ class ServingMonitor(Construct):
                            label="queued with no instance")], right=[
                     metric("AWS/SageMaker:ApproximateAgeOfOldestRequest", queue, statistic="Maximum",
                            label="oldest request (s)")]))
+                outcomes = {"EndpointName": e.endpoint_name, "VariantName": VARIANT}
+                widgets.append(cloudwatch.GraphWidget(title="async: requests failed or expired in the queue", width=12,
+                                                      left=[metric(f"AWS/SageMaker:{name}", outcomes, statistic="Sum",
+                                                                   label=label) for name, label in (
+                                                          ("InvocationFailures", "failed"),
+                                                          ("ExpiredRequests", "expired (TTL)"),
+                                                          ("RequestDownloadFailures", "request not read from S3"),
+                                                          ("ResponseUploadFailures", "answer not written to S3"),
+                                                          ("NotificationFailures", "notification not sent"))]))
             if e.kind != "serverless":  # a serverless endpoint has no instances of its own
                 use = [metric("/aws/sagemaker/Endpoints:CPUUtilization", dims, statistic="Average", label="CPU %"),
                        metric("/aws/sagemaker/Endpoints:MemoryUtilization", dims, statistic="Average",

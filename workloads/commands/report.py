@@ -323,7 +323,7 @@ SHARDING_WORDS = {"none": "DDP (no sharding)", "full": "FSDP2 full shard",
 def _print_serving_candidates(p: Plan, console: Console) -> None:
     """Per kind the planner chose: the winner and its runners-up, each with why it lost."""
     for ip in p.inference.values():
-        if len(ip.candidates) < 2:
+        if len(ip.candidates) + len(ip.left_out) < 2:
             continue
         fleet = ip.kind != "batch"  # endpoints: the fleet at minimum and at the stated peak; batch: $ per request
         table = Table(title=f"{ip.kind}: serving candidates ({len(ip.candidates)} compared, "
@@ -342,6 +342,9 @@ def _print_serving_candidates(p: Plan, console: Console) -> None:
                           str(c.concurrency), _rate(c.requests_per_second), *cost,
                           ms(c.ttft_ms), ms(c.tpot_ms), ms(c.latency_ms), c.why,
                           style="bold green" if c.chosen else ("dim" if not c.meets else ""))
+        for row in ip.left_out:  # not costed: what no measurement backs is not compared
+            name, why = row.split(": ", 1)
+            table.add_row(name, *["-"] * (len(table.columns) - 2), why, style="dim")
         console.print(table)
 
 

@@ -380,6 +380,10 @@ def plan_serving(kind: str, w: Workload, itype: InstanceType | None, *, degree: 
     batch_host = hosts.transform_host(container.key) if gpu and kind == "batch" else None
     # Neuron endpoint variants name the Neuron host AMI, as the published deployments do (neuron_hosting.py).
     neuron_ami = neuron_hosting.inference_ami() if container.key == "vllm-neuronx" and kind != "batch" else None
+    if neuron_ami and (refusal := hosts.neuron_refusal(container.key, neuron_ami)):
+        # The driver is the host AMI's, and SageMaker documents no other Neuron host: the image cannot start.
+        raise ConfigError(f"inference.{kind}.instance_type", itype and f"ml.{itype.name}",
+                          "a GPU type, until SageMaker offers a Neuron host AMI with a newer driver", reason=refusal)
     common = dict(container=container.key, container_title=container.title, artifact_format=fmt, artifact_key=key,
                   artifact_layout=layout, compressed=fmt != "huggingface", request=container.request,
                   inference_ami_version=host.ami if host else neuron_ami,

@@ -23,6 +23,7 @@ from . import estimates as est
 from . import speed
 from .contracts import VLLM_TOO_OLD, container_for, copy_degrees, tensor_degrees
 from .fp8_serving import formats
+from .unmeasured import llm_unmeasured
 
 # SageMaker Developer Guide, "Best practices for deploying models on SageMaker Hosting Services", section "Deploy
 # Multiple Instances Across Availability Zones": "If an outage occurs or an instance fails, SageMaker automatically
@@ -211,11 +212,17 @@ def container_runs(kind: str, w: Workload, itype: InstanceType) -> bool:
 
 
 def compare(kind: str, w: Workload, cat: Catalog, names: tuple[str, ...], bytes_per_param: float | None,
-            section: object = None) -> list[tuple[ServingCandidate, InstanceType, speed.Speed]]:
+            section: object = None, left_out: list[str] | None = None
+            ) -> list[tuple[ServingCandidate, InstanceType, speed.Speed]]:
+    """Each type costed as the fleet it deploys. `left_out`: where given, an LLM type no measurement backs is left out
+    and its reason appended there (unmeasured.py); where None (the config's own type), it is costed."""
     out = []
     for name in names:
         itype = eligible(kind, name, w, cat, bytes_per_param)
         if itype is None or (llm_served(w) and itype.accelerator is None) or not container_runs(kind, w, itype):
+            continue
+        if left_out is not None and llm_served(w) and (why := llm_unmeasured(itype)):
+            left_out.append(f"{ML_PREFIX}{itype.name}: {why}")
             continue
         out += [(candidate(kind, w, itype, d, s, section), itype, s) for d, s in speeds(kind, w, itype)]
     return out

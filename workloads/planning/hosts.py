@@ -118,12 +118,60 @@ def _drained_run(run, queue):
     return replace(run, hours=round(hours, 3), usd=round(usd, 4), basis=basis)
 
 
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in str(v).split("."))
+
+
+def neuron_driver(ami: str) -> str | None:
+    """The Neuron driver of a Neuron InferenceAmiVersion (None: not one recorded here)."""
+    fact = host_facts()["neuron_inference_amis"].get(ami)
+    return str(fact["driver"]) if fact else None
+
+
+def neuron_refusal(container: str, ami: str | None) -> str:
+    """Why the Neuron image cannot start on this host AMI ('' where no stated floor refuses it): its runtime library
+    needs a newer driver than the AMI's, by a floor a Neuron release note states."""
+    image = host_facts()["neuron_images"][container]
+    driver = neuron_driver(ami) if ami else None
+    if driver is None:
+        return f"InferenceAmiVersion {ami}: no Neuron driver is documented for it"
+    for floor in host_facts()["neuron_runtime_floors"]:
+        if _version(image["runtime_lib"])[:2] >= _version(floor["runtime_lib"]) and \
+                _version(driver)[:2] <= _version(floor["driver_above"]):
+            return (f"Neuron runtime library {image['runtime_lib']} needs a driver newer than {floor['driver_above']}; "
+                    f"{ami} has {driver} [{floor['source']}]")
+    return ""
+
+
+def neuron_untested(container: str, ami: str) -> str:
+    """Why the pair is one Neuron did not test ('' where the host's driver is at least the image SDK's own)."""
+    image = host_facts()["neuron_images"][container]
+    driver = neuron_driver(ami)
+    if driver is None or _version(driver) >= _version(image["sdk_driver"]):
+        return ""
+    published = host_facts()["neuron_published_pairs"]
+    shown = f"; the published deployments of this image name this AMI [{', '.join(published['sources'])}]" \
+        if published["ami"] == ami else ""
+    return (f"an untested Neuron host: the host AMI {ami} has Neuron driver {driver}, older than the {image['sdk_driver']} the image's Neuron SDK "
+            f"{image['sdk']} ships with its runtime library {image['runtime_lib']}. Neuron keeps the driver backwards "
+            f"compatible with older runtimes, and a newer runtime may need a newer driver; no release note states a "
+            f"floor above {driver} for runtime {image['runtime_lib']}{shown}. SageMaker offers no newer Neuron host "
+            "AMI: deploy once and look in the container's log for \"is not compatible with the installed "
+            "aws-neuron-dkms package\"")
+
+
 def host_findings(inference: dict) -> tuple[Finding, ...]:
     """A WARNING for each kind whose container no host here runs (today: an LLM's GPU batch transform on the CUDA 13
     vLLM DLC), saying the route taken: the async endpoint drains the batch prefix where the workload has one (its
     host AMI's driver runs the image), else nothing starts and the plan says how to get one."""
     out = []
     for kind, ip in inference.items():
+        if ip.serving and ip.serving.container in host_facts()["neuron_images"] and ip.serving.inference_ami_version \
+                and (untested := neuron_untested(ip.serving.container, ip.serving.inference_ami_version)):
+            sources = host_facts()["sources"]
+            out.append(Finding(WARNING, f"inference.{kind}.instance_type", ip.instance_type, untested,
+                               source="; ".join(f"{sources[k]['title']} <{sources[k]['url']}>"
+                                                for k in ("neuron-driver-compat", "neuron-runtime-rn"))))
         problem = ip.serving.host_problem if ip.serving else ""
         if not problem:
             continue

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from ..packaged import read_packaged_yaml
+from .layout import ASYNC_FAILURE
 
 # An endpoint's 5xx answers: Invocation5XXErrors is 1 or 0 a request, so its Average is the share that failed.
 ERROR_RATE = 0.01
@@ -45,12 +46,22 @@ class AlarmSpec:
         return PERIOD_S
 
 
-def endpoint_alarms(kind: str, *, latency_ms: int | None) -> tuple[AlarmSpec, ...]:
+def container_logs(kind: str, *, components: bool = False) -> str:
+    """The log group a kind's model container writes to, with its name's placeholder (metrics.yaml container_logs)."""
+    return metric_facts()["container_logs"][invocation_kind(kind, components=components)]["group"]
+
+
+def endpoint_alarms(kind: str, *, latency_ms: int | None, drained: bool = False,
+                    components: bool = False) -> tuple[AlarmSpec, ...]:
     """A hosted endpoint's alarms: failed requests, and the plan's latency target where it has one (real-time and
-    serverless: an async request's latency includes its time in the queue)."""
+    serverless: an async request's latency includes its time in the queue); an async endpoint's queue outcomes
+    (`drained`: the batch drains through it). `components`: it hosts an inference component, whose container logs
+    are the component's own group."""
+    logs = container_logs(kind, components=components).replace("{EndpointName}", "<endpoint>") \
+        .replace("{InferenceComponentName}", "<inference component>")
     out = [AlarmSpec(f"{kind}Errors", "AWS/SageMaker:Invocation5XXErrors", "Average", "GreaterThanThreshold",
                      ERROR_RATE, PERIODS, f"More than {ERROR_RATE:.0%} of the {kind} endpoint's requests answered 5xx "
-                     f"for {PERIODS * PERIOD_S // 60} minutes: see /aws/sagemaker/Endpoints/<endpoint> logs")]
+                     f"for {PERIODS * PERIOD_S // 60} minutes: see the container's logs in {logs}")]
     if latency_ms and kind in ("realtime", "serverless"):
         # ModelLatency is in microseconds; the documentation lists Average, not percentiles, so the mean is held to
         # the plan's p95 target: a mean above it means most requests miss it.
@@ -58,7 +69,38 @@ def endpoint_alarms(kind: str, *, latency_ms: int | None) -> tuple[AlarmSpec, ..
                              latency_ms * 1000.0, PERIODS, f"The {kind} endpoint's mean model latency is above the "
                              f"plan's target of {latency_ms} ms (inference.latency_ms) for "
                              f"{PERIODS * PERIOD_S // 60} minutes: add instances or a larger type"))
+    if kind == "async":
+        out += async_alarms(drained=drained)
     return tuple(out)
+
+
+def async_alarms(*, drained: bool) -> tuple[AlarmSpec, ...]:
+    """An asynchronous endpoint's queue outcomes (metrics.yaml async_failure_alarms): a queued request that failed or
+    expired. InvokeEndpointAsync returns once the request is queued, so neither the caller nor the batch drain (a
+    Distributed Map of InvokeEndpointAsync: its run ends Succeeded when the prefix is queued) learns of it otherwise.
+    `drained`: the scheduled batch drains its prefix through this endpoint."""
+    drain = (" The nightly batch drain's run ended Succeeded once it had queued the prefix: this alarm is the sign that "
+             "records of it were not answered (their input keys are in the failure objects)." if drained else "")
+    why = {
+        "AWS/SageMaker:InvocationFailures":
+            f"A request queued on the async endpoint failed (the container's error, its invocation timeout, or the "
+            f"request or answer in S3): its error is under s3://<DatasetBucketName>/{ASYNC_FAILURE} and on the error "
+            f"topic, its inference ID in /aws/sagemaker/Endpoints/<AsyncEndpointName> (data-log streams).{drain}",
+        "AWS/SageMaker:ExpiredRequests":
+            "A request waited in the async queue past its TTL (RequestTTLSeconds; the batch drain gives each the API's "
+            "longest, 6 h) and was dropped unanswered: the fleet drains the queue too slowly for its backlog; raise "
+            f"inference.async.max_instances or choose a faster type, then resend it.{drain}"}
+    return tuple(AlarmSpec(f"async{key.split(':')[1]}", key, "Sum", "GreaterThanThreshold", 0, 1, why[key])
+                 for key in metric_facts()["async_failure_alarms"])
+
+
+def alarm_dimensions(spec: AlarmSpec, kind: str, *, components: bool) -> tuple[str, ...]:
+    """The dimensions an endpoint alarm's metric is published with for this endpoint: the invocation metrics per its
+    kind's row (invocation_dimensions), the others (the async queue's outcomes) with the metric's own."""
+    fact = metric_facts()["metrics"][spec.metric]
+    wanted = invocation_dimensions(kind, components=components)
+    published = [fact["dimensions"], *fact.get("dimension_sets", ())]
+    return wanted if any(sorted(wanted) == sorted(d) for d in published) else tuple(fact["dimensions"])
 
 
 def invocation_kind(kind: str, *, components: bool) -> str:
@@ -109,9 +151,10 @@ def plan_alarms(training, inference: dict, *, latency_ms: int | None) -> tuple[A
     workload's inference.latency_ms."""
     fsx = training.fsx.storage_capacity_gib if training.fsx else None
     out = list(training_alarms(fsx_capacity_gib=fsx, gpu_nodes=cluster_gpu_nodes(training)))
+    drained = "batch" in inference and _drain(inference["batch"]) == "async"
     for kind in inference:
         out += batch_alarms(drain=_drain(inference[kind])) if kind == "batch" else \
-            endpoint_alarms(kind, latency_ms=latency_ms)
+            endpoint_alarms(kind, latency_ms=latency_ms, drained=drained)
     return tuple(out)
 
 

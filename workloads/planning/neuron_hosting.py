@@ -64,3 +64,18 @@ def neuron_startup(startup, parameters_billion: float, *, timeout_range: tuple[i
              f"deployments' figures in proportion to the weights, at least what every model gets, within the API's "
              f"limits [{sources}]")
     return replace(startup, startup_timeout_s=timeout, volume_gb=volume, basis=basis)
+
+
+def published_batch(parameters_billion: float, instance: str) -> tuple[int, str]:
+    """The most requests a vLLM-on-Neuron endpoint compiles for: the largest batch published for the nearest published
+    model at least this large (the largest published model's above them all), on this instance where one is
+    published; and why. NxD Inference compiles the batch into every graph, so a batch nobody published is a
+    compilation and a memory layout nobody has shown to work."""
+    shapes = facts()["sagemaker"]["published_shapes"]
+    here = [s for s in shapes if s["instance"] == instance] or shapes
+    larger = [s for s in here if s["parameters_billion"] >= parameters_billion]
+    shape = min(larger, key=lambda s: s["parameters_billion"]) if larger else \
+        max(here, key=lambda s: s["parameters_billion"])
+    batch = max(shape["batch_sizes"])
+    return batch, (f"{batch}, the largest batch published for a {shape['parameters_billion']:g}B model on "
+                   f"{shape['instance']} at TP {shape['tensor_parallel']} [{shape['source']}]")

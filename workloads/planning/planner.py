@@ -17,6 +17,7 @@ from .artifacts import exported_key
 from .cluster_nodes import standing_nodes
 from .estimates import Monthly, monthly
 from .fp8_serving import fp8_findings
+from .unmeasured import unmeasured_findings
 from .hosts import host_findings
 from .serving import TRAINING_ONLY, InferencePlan, plan_inference
 from .training import TrainingPlan, plan_training
@@ -78,7 +79,8 @@ def plan(w: Workload, cat: Catalog | None = None, *, allowed_families: list[str]
         calibration=calibration_lines(cat) if training.estimate.flops is not None else (),
         hosting_zones=hosting_zones(w, cat),
         monthly=monthly(w, training, inference, price, standing),
-        findings=(*advice(w, cat), *training.findings, *host_findings(inference), *fp8_findings(inference)),
+        findings=(*advice(w, cat), *training.findings, *host_findings(inference), *fp8_findings(inference),
+                  *unmeasured_findings(inference)),
         path=train_to_serve(training, inference),
         model=model_lines(w),
     )

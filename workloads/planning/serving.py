@@ -83,6 +83,7 @@ class InferencePlan:
     serving: ServingPlan | None = None  # container, artifact and environment
     startup: Startup | None = None  # endpoint variants: download and start-up timeouts, ML volume size
     candidates: tuple[ServingCandidate, ...] = ()  # what was compared, the winner marked
+    left_out: tuple[str, ...] = ()  # "ml.type: why" of the types not compared (no measurement backs them)
     price_kind: str = "SageMaker on-demand"
     batch_run: BatchRun | None = None  # batch: one scheduled run
     price_note: str = ""  # the instance price's kind and region, with the fallback note off the recorded regions
@@ -96,7 +97,7 @@ class InferencePlan:
     memory_mb_per_copy: int | None = None  # host memory each copy reserves (ComputeResourceRequirements)
 
 
-def _serving_type(kind: str, w: Workload, cat: Catalog, section: object
+def _serving_type(kind: str, w: Workload, cat: Catalog, section: object, left: list[str]
                   ) -> tuple[InstanceType, str, speed.Speed, int | None, tuple[ServingCandidate, ...]]:
     """The type (and degree) of least cost that holds the model and meets the targets: at the peak for real-time,
     per request else. The comparison comes back for the plan's table."""
@@ -104,18 +105,18 @@ def _serving_type(kind: str, w: Workload, cat: Catalog, section: object
              "minimum") if kind in AT_THE_PEAK else "the lowest cost per request"
     if w.model.framework in CLASSIC_ML:
         names, why = (CPU_SERVING if kind != "batch" else CPU_SERVING[4:]), "classic ML serves on CPU"
-        cands = compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM, section)
+        cands = compare(kind, w, cat, names, est.CPU_BYTES_PER_PARAM, section, left)
     else:
         llm = llm_served(w)
         names = GPU_SERVING
         # Inferentia2 serves LLMs through vLLM on Neuron; other PyTorch models would need their own Neuron compile.
         if llm and w.model.neuron_supported and kind == "realtime":
             names = INFERENTIA + GPU_SERVING
-        cands = compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM, section)
+        cands = compare(kind, w, cat, names, None if llm else est.SERVE_BYTES_PER_PARAM, section, left)
         why = {"realtime": "GPU or Inferentia2 for throughput and latency", "async": "GPU for large payloads and long "
                "inferences", "batch": "GPU that holds the model, for periodic large datasets"}[kind]
         if not llm:  # a small model may serve on CPU for less (the seeds: CPU for low, steady traffic)
-            cands += compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM, section)
+            cands += compare(kind, w, cat, CPU_MODEL_SERVING, est.CPU_BYTES_PER_PARAM, section, left)
             why = {"realtime": "GPU for throughput and latency, CPU for low traffic", "async": "GPU or CPU for large "
                    "payloads and long inferences", "batch": "GPU or CPU that holds the model, for periodic large "
                    "datasets"}[kind]
@@ -263,6 +264,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
                 provisioned_utilization_target=_provisioned_target(section),
                 price_kind="SageMaker serverless")
             continue
+        left: list[str] = []  # types not compared: no measurement backs them (unmeasured.py)
         if section.instance_type:
             itype = cat.get(section.instance_type)
             assert itype is not None
@@ -280,7 +282,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             _, _, s = best
             degree, reason = best[0].tensor_parallel, "set by the config"
         else:
-            itype, reason, s, degree, table = _serving_type(kind, w, cat, section)
+            itype, reason, s, degree, table = _serving_type(kind, w, cat, section, left)
         serving = plan_serving(kind, w, itype, degree=degree, batch=s.concurrency, quantization=s.quantization)
         price = itype.price(w.region, sagemaker=True)
         hourly = price.usd_per_hour
@@ -330,7 +332,7 @@ def plan_inference(w: Workload, cat: Catalog) -> dict[str, InferencePlan]:
             startup=plan_startup(kind, w.model.parameters_billion, itype, compressed=serving.compressed,
                                  engine_warmup_s=VLLM_ENGINE_WARMUP_S if serving.container == "vllm" else 0)
             if kind in ("realtime", "async") else None,
-            candidates=table, batch_run=run, price_note=price.label, **fleet,
+            candidates=table, left_out=tuple(left), batch_run=run, price_note=price.label, **fleet,
         )
     _one_layout_per_key(out)
     return hosts.drain_route(dict(sorted(out.items(), key=lambda kv: KINDS.index(kv[0]))))

@@ -24,7 +24,7 @@ from ..catalog import (DecodeFit, InstanceType, Measurement, ServingFacts, devic
                       runtime_of)
 from ..config.schema import Workload
 from . import estimates as est
-from . import neuron_memory
+from . import neuron_hosting, neuron_memory
 from .contracts import holds, kv_bytes_per_token, neuron_holds, paged_kv_cache_gib
 from .fp8_serving import CHECKPOINT, WeightFormat
 
@@ -178,7 +178,8 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
 
     if not fits(1):
         return None
-    cap, cap_source = max_batch(itype)
+    # Neuron compiles the batch: at most what is published for a model of this size (neuron_serving.yaml).
+    cap, cap_source = neuron_hosting.published_batch(params, itype.name) if neuron else max_batch(itype)
     most = min(cap, g.max_batch_size or cap, max_concurrency or cap)
     batch, missed = 1, targets.missed(prefill_ms + step_ms(1), tpot_ms(1), latency_ms(1))
     for b in range(most, 0, -1):
@@ -189,6 +190,7 @@ def llm(w: Workload, itype: InstanceType, degree: int, targets: Targets, *,
     fast, slow = spread(runtime)
     rows = [m for m in f.decode if m.runtime == runtime]
     why_batch = "set by inference.generation.max_batch_size" if g.max_batch_size else \
+        f"the most the targets and the KV-cache room allow, up to {cap_source}" if neuron else \
         f"the most the targets and the KV-cache room allow, up to {cap} [{cap_source}]"
     basis = (f"{tokens_in} tokens in, {tokens_out} out, {batch} at a time at tensor parallel {degree} ({why_batch}); "
              f"decode streams {degree} x {weight_bytes / degree / 1e9:.1f} GB of {fmt.name.upper() + ' ' if fmt.name else ''}weights at "
