@@ -192,7 +192,8 @@ def optimizer_for(model: nn.Module, args: argparse.Namespace, device: torch.devi
     step (foreach AdamW: 4 B/param more)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     keep = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": keep, "weight_decay": 0.0}],
+    weight_decay = getattr(args, "weight_decay", WEIGHT_DECAY)  # a fine-tune's recipe (finetune.py) sets its own
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}],
                              lr=args.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
                              fused=True if device.type == "cuda" else None)
 

@@ -151,7 +151,7 @@ def parse() -> argparse.Namespace:
             setattr(args, field, layout.get(key, default) or default)
     args.told = told
     if args.init_from:  # the base model's shape and the fine-tuning recipe, before the layout's shape fills the rest
-        finetune.apply(args, told, p.error)
+        finetune.apply(args, told, p.error, layout)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads

@@ -9,7 +9,7 @@ from ..catalog import InstanceType, devices, load_utilisation
 from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
 from ..config.schema import Workload
 from ..errors import WARNING, ConfigError, Finding
-from . import communication, encoder
+from . import communication, encoder, finetune_recipe
 from . import estimates as est
 from . import nxd, parallelism
 from .parallelism import Parallelism
@@ -60,7 +60,7 @@ def choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism |
         return encoder.layout(w, itype, count)
     shape = dict(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                  sequence=w.training.sequence_length or parallelism.SEQUENCE,
-                 global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
+                 global_batch_tokens=finetune_recipe.global_batch_tokens(w))
     spread = parallelism.choose(**shape)
     if (spread is not None and spread.sharding == "none") or not nxd.trains_on(itype):
         return spread
