@@ -110,3 +110,16 @@ def test_a_planned_fine_tunes_batch_steps_and_warmup_stand_in_the_trainer():
     finetune.batch_and_steps(args, 8, set())
     assert args.global_batch * args.seq == load_finetune_recipe().global_batch_tokens
     assert args.steps == 100 * 1024 // 64 and args.warmup == math.ceil(0.03 * args.steps)
+
+
+def test_the_shipped_fine_tune_example_starts_from_base_weights_and_says_so():
+    """Review R2, P3: the example called itself a fine-tune but set no init_from, so it pre-trained an 8B model on
+    2B tokens from random weights with Llama 2's pre-training recipe."""
+    from workloads.commands.report import summary
+
+    p = plan(load("examples/workloads/llm-finetune-realtime.yaml"))
+    base = p.workload.training.init_from
+    assert base and base.startswith("datasets/")
+    assert f"fine-tuning from the base weights in {base}" in summary(p)[0]
+    assert p.training.parallelism.lr == load_finetune_recipe().learning_rate
+    assert p.training.parallelism.finetune is not None

@@ -256,7 +256,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         if t.precision and e.utilisation and e.usd_total is not None else ""
     bought = "" if t.purchase is None else \
         f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
-    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
+    base = p.workload.training.init_from
+    start = f", fine-tuning from the base weights in {base}" if base else ""
+    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}{start}: {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch" and ip.serving is not None and ip.serving.drain == "async":
             what = "drained through the async endpoint" + (f", {ip.schedule}" if ip.schedule else "")
