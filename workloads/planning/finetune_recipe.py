@@ -9,7 +9,10 @@ import math
 from dataclasses import replace
 
 from ..catalog.finetune import FinetuneRecipe, load_finetune_recipe
+from ..catalog.model_families import TRAINER_MODEL_TYPE
+from ..config.model import family
 from ..config.schema import Workload
+from ..errors import WARNING, Finding
 from . import encoder, parallelism
 from .parallelism import Parallelism
 
@@ -68,3 +71,20 @@ def run_length(w: Workload, spread: Parallelism, tokens_billion: float | None,
         f"rate: {r.sources['learning_rate']}; batch, weight decay and epochs: {r.sources['global_batch_sequences']}; "
         f"warmup: {r.sources['warmup_ratio']} (read {r.as_of})")
     return replace(spread, steps=steps, warmup_steps=warmup, lr=r.learning_rate, finetune=carried)
+
+
+def base_findings(w: Workload) -> list[Finding]:
+    """A WARNING where model.family names a base the shipped trainer refuses to fine-tune (finetune.base_shape): not
+    a Llama (model_type), or tied embeddings."""
+    known = family(w.model)
+    if not is_finetune(w) or known is None:
+        return []
+    why = [f"model_type {known.model_type}"] if known.model_type != TRAINER_MODEL_TYPE else []
+    why += ["tied embeddings (tie_word_embeddings true)"] if known.tie_word_embeddings else []
+    if not why:
+        return []
+    return [Finding(WARNING, "model.family", known.name,
+                    f"a {known.name} base has {' and '.join(why)}, which examples/slurm/finetune.py refuses at run "
+                    f"time (it builds Llama decoders with untied embeddings): fine-tune it with your own script "
+                    f"(training.init_from stays the base's place), or start from a base the trainer builds",
+                    known.source)]

@@ -182,6 +182,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         findings.append(borrowed)
     if spread is not None and (mismatch := shape_mismatch(w)):
         findings.append(mismatch)
+    findings.extend(finetune_recipe.base_findings(w))
     if chosen.purchase is None:
         findings.extend(capacity.capacity_at_scale(w, cat, itype, count, orchestrator, estimate.hours))
     min_nodes = capacity.compute_scaling(w, orchestrator, count, decisions)
