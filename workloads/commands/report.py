@@ -17,6 +17,7 @@ from ..planning.capacity import article
 from ..planning.planner import Plan
 from ..planning.precision import trainer_flags
 from ..planning.training import TrainingPlan
+from ..planning.vision import is_vision
 from .jobs import TRAINING_IMAGES
 
 
@@ -169,8 +170,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
         if t.precision:
             how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
-            console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
-                          f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
+            flags = ' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'
+            by = "your training script" if is_vision(p.workload) else f"train.py {flags}"
+            console.print(f"  trained in {how} ({by}): priced at the published {t.precision} runs' MFU until "
+                          "`plan --calibrate` measures it")
             if e.trainer_mfu is not None and e.trainer_mfu < e.utilisation:  # said, not only inside the range
                 slow = _hours(e.hours_range[1]) + (f", {money(e.usd_total_range[1])}" if e.usd_total_range else "")
                 console.print(f"  [yellow]this toolkit's trainer measured {e.trainer_mfu:.1%} MFU in {t.precision} (one "

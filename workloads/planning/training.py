@@ -19,7 +19,7 @@ from ..config.schema import CLASSIC_ML, Workload
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import capacity
 from . import classic as classic_types
-from . import encoder, finetune_recipe
+from . import encoder, finetune_recipe, vision
 from . import estimates as est
 from . import nxd
 from .candidates import TRAINING_CANDIDATES, Candidate, choose_candidate, costed_candidates
@@ -162,6 +162,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
             spread = encoder.run_length(w, spread, tokens, decisions)
         elif finetune_recipe.is_finetune(w):
             spread = finetune_recipe.run_length(w, spread, tokens, decisions)
+        elif vision.is_vision(w):
+            spread = vision.run_length(w, spread, tokens, decisions)
         else:
             spread = plan_run_length(w, spread, tokens, decisions)
         # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
@@ -183,6 +185,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     if spread is not None and (mismatch := shape_mismatch(w)):
         findings.append(mismatch)
     findings.extend(finetune_recipe.base_findings(w))
+    if vision.is_vision(w):
+        findings.append(vision.finding(w, orchestrator))
     if chosen.purchase is None:
         findings.extend(capacity.capacity_at_scale(w, cat, itype, count, orchestrator, estimate.hours))
     min_nodes = capacity.compute_scaling(w, orchestrator, count, decisions)
