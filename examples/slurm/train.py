@@ -139,10 +139,10 @@ def parse() -> argparse.Namespace:
     told = {a[2:].split("=")[0].replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
-    # model.family's rotary embedding and context where the plan names one (a fine-tune's base replaces them).
+    # model.family's rotary embedding where the plan names one (a fine-tune's base replaces it, and its context).
     family = layout.get("family") or {}
     args.rope_theta, args.norm_eps = family.get("rope_theta", ROPE_THETA), NORM_EPS
-    args.rope_scaling, args.max_positions = family.get("rope_scaling"), family.get("max_positions")
+    args.rope_scaling, args.max_positions = family.get("rope_scaling"), None
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
                            ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
                            ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),

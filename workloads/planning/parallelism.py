@@ -125,8 +125,8 @@ class Parallelism:
     # A decoder fine-tuned from base weights (finetune_recipe.py): the recipe's learning rate, weight decay, warmup
     # share and global batch tokens, which examples/slurm/finetune.py runs (None: pre-training's recipe).
     finetune: dict | None = None
-    # model.family's rotary embedding and context (catalog/model_families.yaml: rope_theta, rope_scaling,
-    # max_positions), which a from-scratch run builds and exports (None: the trainer's Llama 3 defaults).
+    # model.family's rotary embedding (catalog/model_families.yaml: rope_theta, rope_scaling), which a from-scratch run
+    # builds and exports (None: the trainer's Llama 3 defaults).
     family: dict | None = None
 
     def as_json(self) -> str:

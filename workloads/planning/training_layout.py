@@ -70,9 +70,9 @@ def choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism |
     known = family(w.model)
     if spread is None or known is None:
         return spread
+    # Its rotary embedding; not its context: a run from scratch exports the length it trained at.
     return replace(spread, family={"name": known.name, "rope_theta": known.rope_theta,
-                                   "rope_scaling": known.rope_scaling,
-                                   "max_positions": known.max_position_embeddings})
+                                   "rope_scaling": known.rope_scaling})
 
 
 def planned_layout(w: Workload, itype: InstanceType, count: int, decisions: list[str],
