@@ -35,5 +35,6 @@ def test_a_vision_plan_prints_no_language_model_recipe():
         assert main(["plan", EXAMPLE, "--full"]) == 0
     printed = out.getvalue()
     assert "(your training script)" in printed and "train.py --compile" not in printed
+    assert "entry vocabulary" not in printed  # no language model's vocabulary in its layout line
     # A language model keeps its recipe.
     assert any("Llama 2's recipe" in d for d in plan(load("intermediate")).training.decisions)

@@ -141,8 +141,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
                       f"ranks, {SHARDING_WORDS[lay.sharding].format(lay=lay)}; about "
                       f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{', fp8 linears (torchao Float8)' if t.precision == 'fp8' else ''}, fp32 weights + AdamW, "
-                      f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
-                      f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
+                      + (f"sized as a transformer on {lay.sequence}-token sequences (your script's model), "
+                         if is_vision(p.workload) else
+                         f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, ")
+                      + f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.orchestrator in ("slurm", "hyperpod") and t.accelerator_kind:
         from ..planning.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
         from ..catalog import load_catalog
