@@ -33,7 +33,25 @@ def write_corpus(directory: Path) -> Path:
     return directory
 
 
-def train_tokenizer(corpus: Path, directory: Path, *, vocab: int = 512) -> Path:
+def save_base_model(directory: Path, *, vocab: int = 256) -> Path:
+    """A tiny LlamaForCausalLM saved by transformers (safetensors), as a base model a workload fine-tunes: Llama 2's
+    rotary base and norm epsilon (not the trainer's defaults), GQA, SCALED_DOWN's width (2 layers, hidden 64, 4 heads,
+    2 KV heads)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(11)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0,
+                         rms_norm_eps=1e-6, tie_word_embeddings=False)
+    LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
+    return directory
+
+
+TOKENIZER_VOCAB = 512  # what train_tokenizer trains
+
+
+def train_tokenizer(corpus: Path, directory: Path, *, vocab: int = TOKENIZER_VOCAB) -> Path:
     """A byte-level BPE tokenizer trained on the corpus, saved as Hugging Face files transformers loads."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

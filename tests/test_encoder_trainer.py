@@ -200,3 +200,31 @@ def test_our_encoder_is_transformers_bert_for_sequence_classification():
     mask[1, 6:] = 0
     with torch.no_grad():
         assert torch.allclose(ours(ids, mask), theirs(input_ids=ids, attention_mask=mask).logits, atol=1e-5)
+
+
+def test_a_nonfinite_step_is_skipped_by_the_same_guard_as_train_py_and_the_run_recovers(trained, tmp_path):
+    """Issue 42 / review: classifier.py counted skipped steps on its own; now safety.StepGuard (train.py's) decides:
+    an injected inf loss skips the step (said, counted), the weights stay finite and the run goes on."""
+    tmp, _ = trained
+    out = _run(tmp_path, "--layout", str(tmp / "layout.json"), "--data", str(tmp / "tokens"), "--tokenizer",
+               str(tmp / "tokenizer"), "--checkpoint-dir", str(tmp_path / "ckpt"), "--steps", "5",
+               "--inject-nonfinite", "3")
+    assert "step 3 skipped: gradient norm" in out and "(1 in a row, 1 skipped in this run)" in out, out
+    assert re.search(r"^step 5 loss [0-9.]+ .*1 skipped", out, re.M), out
+
+
+def test_too_many_nonfinite_steps_in_a_row_stop_the_classifier_with_the_guards_message(trained, tmp_path):
+    tmp, _ = trained
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("LAYOUT_JSON", None)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(TRAINER), "--device", "cpu", "--log-every", "1", "--layout", str(tmp / "layout.json"),
+                           "--data", str(tmp / "tokens"), "--tokenizer", str(tmp / "tokenizer"), "--checkpoint-dir",
+                           str(tmp_path / "ckpt"), "--steps", "8", "--checkpoint-every", "2",
+                           "--max-nonfinite-steps", "2", "--inject-nonfinite", "3,4,5,6"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "stopping at step 5: 3 steps in a row had a non-finite gradient norm or loss" in said, said[-3000:]
+    assert "--max-nonfinite-steps" in said and "`latest` names step-00000002.pt" in said
+    assert (tmp_path / "ckpt" / "latest").read_text().strip() == "step-00000002.pt"

@@ -27,8 +27,8 @@ from workloads.planning.parallelism import trainer_refusal
 from workloads.planning.train_commands import EXAMPLES_ON_NODE, sbatch_script
 
 from .conftest import ROOT, VARIANTS
-from .golden import (EXAMPLES, SCALED_DOWN, generates, record_training_jobs, run, torchrun, train_tokenizer,
-                     write_corpus)
+from .golden import (EXAMPLES, SCALED_DOWN, generates, record_training_jobs, run, save_base_model, torchrun,
+                     TOKENIZER_VOCAB, train_tokenizer, write_corpus)
 
 pytestmark = pytest.mark.trainer
 
@@ -174,7 +174,10 @@ def test_the_llm_example_from_plan_to_an_invoked_endpoint(tmp_path, monkeypatch,
             s3 = emu.client("s3")
             bucket = next(o["OutputValue"] for o in emu.client("cloudformation").describe_stacks(
                 StackName=f"{w.name}-DataStack")["Stacks"][0]["Outputs"] if o["OutputKey"] == "DatasetBucketName")
-            for prefix, folder in ((keys.TEXT, corpus), (keys.TOKENIZER, tokenizer)):
+            # The example fine-tunes: its base model (a tiny Llama the test saved, the tokenizer's vocabulary) where
+            # training.init_from names it, under datasets/ (the job's train channel).
+            base = save_base_model(tmp_path / "base", vocab=TOKENIZER_VOCAB)
+            for prefix, folder in ((keys.TEXT, corpus), (keys.TOKENIZER, tokenizer), (w.training.init_from, base)):
                 for f in sorted(folder.iterdir()):
                     s3.upload_file(str(f), bucket, prefix + f.name)
 
@@ -186,6 +189,7 @@ def test_the_llm_example_from_plan_to_an_invoked_endpoint(tmp_path, monkeypatch,
             assert request["OutputDataConfig"]["CompressionType"] == "NONE"
             hyper = {k: json.loads(v) if v.startswith('"') else v for k, v in request["HyperParameters"].items()}
             assert hyper["steps"] == str(t.parallelism.steps)
+            assert hyper["init-from"] == keys.in_job(w.training.init_from)
 
             # SageMaker's part, here: the channel (datasets/) on the node, the script with the job's arguments
             # (the SDK's driver passes hyperparameters as --name value), then SM_MODEL_DIR to the output path.

@@ -76,3 +76,13 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="vocab_size 50,257.*larger than the model's vocab_size 32,000"):
         nxdt_data.main(["--data", str(data), "--output", str(tmp_path / "o"), "--sequence", "4", "--vocab", "32000"])
     assert not (tmp_path / ".o.tmp").exists()
+
+
+def test_loss_masks_the_copy_drops_are_said(tmp_path, capsys):
+    """prepare.py's loss masks (prompt/response data) have no column here: NxD Training trains on every token, and
+    the conversion says so rather than dropping them silently."""
+    data, out = _shards(tmp_path), tmp_path / "tokens-nxdt"
+    np.ones(10, dtype="uint8").tofile(data / "shard-000.mask")
+    nxdt_data.main(["--data", str(data), "--output", str(out), "--sequence", "4", "--vocab", "32000", "--parts", "1"])
+    said = capsys.readouterr().out
+    assert "WARNING" in said and "loss masks" in said and "prompts' tokens" in said

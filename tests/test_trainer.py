@@ -16,6 +16,8 @@ import pytest
 
 from workloads import load, plan
 
+from .golden import save_base_model
+
 pytestmark = pytest.mark.trainer  # make test-trainer (about 40 s), run by CI beside make test
 
 TRAINER = Path(__file__).resolve().parent.parent / "examples" / "slurm" / "train.py"
@@ -417,16 +419,7 @@ def test_every_node_prunes_its_own_checkpoint_directory_and_rank_0_alone_a_share
 
 
 def _base_model(directory: Path) -> None:
-    """A tiny LlamaForCausalLM saved by transformers (safetensors), as a base model a workload fine-tunes: Llama 2's
-    rotary base and norm epsilon (not the trainer's defaults), GQA, the SMALL shape's width."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(11)
-    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0,
-                         rms_norm_eps=1e-6, tie_word_embeddings=False)
-    LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
+    save_base_model(directory)
 
 
 def _base_loss(directory: Path, tokens: Path, seq: int, first: int, count: int) -> float:

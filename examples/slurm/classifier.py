@@ -11,7 +11,8 @@ prepare step's labelled examples (classify_data.py; --text tokenizes them first 
 layout's (BERT's: batch 32, AdamW at 2e-5 with weight decay 0.01 off biases and LayerNorm, a linear warmup over a tenth
 of the steps then linear decay to zero, gradient norm clipped at 1.0 (google-research/bert optimization.py), three
 epochs); the steps are the epochs over the examples the data holds. Data parallel (DDP) on every rank: the model is
-small enough that each rank holds it whole (the plan checked). A step whose gradient norm is not finite is skipped.
+small enough that each rank holds it whole (the plan checked). A step whose gradient norm or loss is not finite is
+skipped and too many in a row stop the run, as in train.py (safety.StepGuard).
 
 Checkpoints: the writer ranks (startup.prunes_here: rank 0, and each node's local rank 0 where the directory is the
 node's own) save model, optimizer and step to CHECKPOINT_DIR/step-NNNNNNNN.pt every --checkpoint-every steps and at
@@ -40,6 +41,7 @@ import torch.nn.functional as F
 
 import classify_data
 import encoder_model
+import safety
 from hf_export import TOKENIZER_FILES
 from recipe import publish
 
@@ -93,6 +95,9 @@ def parse(argv: list[str], layout: dict) -> argparse.Namespace:
     p.add_argument("--export-dir", type=Path, help="a directory, or FILE.tar.gz for the framework archive")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--eval-every", type=int, help="held-out loss and accuracy every N steps (default: checkpoints)")
+    # Safe steps as train.py takes them (safety.StepGuard): a non-finite step is skipped, too many in a row stop.
+    p.add_argument("--max-nonfinite-steps", type=int, default=safety.MAX_NONFINITE_IN_A_ROW)
+    p.add_argument("--inject-nonfinite", metavar="STEP[,STEP]", help="fault injection: these steps' loss infinite")
     args, _ = p.parse_known_args(argv)  # the decoder's own flags (--compile, --vocab, ...) mean nothing here
     for field, key, default in (("epochs", "epochs", EPOCHS), ("batch", "micro_batch", 1),
                                 ("global_batch", "global_batch", BATCH), ("lr", "lr", LR), ("seq", "sequence", SEQ),
@@ -258,7 +263,10 @@ def run(argv: list[str], layout: dict, device: torch.device) -> None:
     dtype = torch.float16 if args.precision == "fp16" else torch.bfloat16
     autocast = torch.autocast("cuda", dtype=dtype, enabled=device.type == "cuda" and args.precision != "fp32")
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and args.precision == "fp16")
-    skipped, since = 0, (time.time(), step)
+    guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=scaler.is_enabled(), rank=rank,
+                             checkpoints=args.checkpoint_dir)
+    faults = safety.injected(args.inject_nonfinite)
+    since = (time.time(), step)
     ddp.train()
     while step < args.steps:
         step += 1
@@ -272,29 +280,36 @@ def run(argv: list[str], layout: dict, device: torch.device) -> None:
             with sync:
                 with autocast:
                     loss = F.cross_entropy(ddp(ids, mask).float(), y)
+                if step in faults:  # --inject-nonfinite: an overflow, as a diverging step makes one
+                    loss = loss * float("inf")
                 scaler.scale(loss / micro_steps).backward()
             total += loss.detach()
         scaler.unscale_(optimizer)
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
-        if torch.isfinite(norm) or scaler.is_enabled():
-            scaler.step(optimizer)  # fp16: GradScaler skips a non-finite step itself
-        else:
-            skipped += 1  # the weights stay the last good step's
-        scaler.update()
         dist.all_reduce(total)
         step_loss = total.item() / micro_steps / world
+        # The global norm (DDP's gradients are all-reduced) and the all-reduced loss: every rank decides alike.
+        good = guard.allows(step, norm.item(), step_loss)
+        if scaler.is_enabled():
+            scaler.step(optimizer)  # fp16: GradScaler skips a non-finite step itself
+        elif good:
+            optimizer.step()  # else the weights stay the last good step's
+        scaler.update()
+        if guard.diverged:
+            dist.barrier()
+            raise guard.stop(step, writer is not None)
         if rank == 0 and (step % args.log_every == 0 or step == args.steps):
             now = time.time()
             rate = (step - since[1]) * args.global_batch / (now - since[0])
             since = (now, step)
             print(f"step {step} loss {step_loss:.6f} lr {learning_rate(step, args):.3e} grad norm {norm.item():.4f} "
-                  f"{rate:,.1f} examples/s{f', {skipped} skipped' if skipped else ''}", flush=True)
+                  f"{rate:,.1f} examples/s{f', {guard.skipped} skipped' if guard.skipped else ''}", flush=True)
         if held and args.eval_every and (step % args.eval_every == 0 or step == args.steps):
             loss, accuracy = evaluate(ddp, held, held_targets, args, rank, ranks, device, autocast)
             if rank == 0:
                 print(f"eval step {step} held-out loss {loss:.6f} accuracy {accuracy:.4f}", flush=True)
-        if writer and (step % args.checkpoint_every == 0 or step == args.steps):
-            save(model, optimizer, step, args, names)
+        if writer and good and (step % args.checkpoint_every == 0 or step == args.steps):
+            save(model, optimizer, step, args, names)  # never at a skipped step: each checkpoint's loss is finite
     dist.barrier()
     if rank == 0 and args.export_dir:
         export(model, args, names, info)

@@ -37,7 +37,8 @@ def heldout(data: Path | None, seq: int):
 
 def evaluate(model, args: argparse.Namespace, tokens, data_rank: int, data_ranks: int, device, forward_loss,
              autocast) -> float:
-    """The mean next-token loss over EVAL_SEQUENCES x data ranks held-out windows, in order from the first."""
+    """The mean next-token loss over EVAL_SEQUENCES x data ranks held-out windows, in order from the first (with the
+    held-out loss mask where prepare.py wrote one: the responses' loss)."""
     import contextlib
 
     from torch.distributed.tensor.parallel import loss_parallel
@@ -49,7 +50,8 @@ def evaluate(model, args: argparse.Namespace, tokens, data_rank: int, data_ranks
         for k in range(EVAL_SEQUENCES):
             index = (k * data_ranks + data_rank) % tokens.windows
             batch = tokens.window(index * args.seq, args.seq)[None].to(device)
-            loss = forward_loss(model, batch, args, autocast)
+            mask = tokens.mask_window(index * args.seq, args.seq)[None].to(device) if tokens.masked else None
+            loss = forward_loss(model, batch, args, autocast, mask)
             total += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
     model.train()
     dist.all_reduce(total)

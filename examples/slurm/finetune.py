@@ -11,17 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from pathlib import Path
 
 from torch import nn
 
-# Llama 2's supervised fine-tuning (https://arxiv.org/abs/2307.09288, section 3.1 "Supervised Fine-Tuning"): cosine
-# schedule from a peak learning rate of 2e-5, weight decay 0.1, a batch of 64 sequences of 4,096 tokens.
-FINETUNE_LR = 2e-5
-FINETUNE_BATCH_TOKENS = 64 * 4096
-# Warmup over the first 3% of the steps: Stanford Alpaca's fine-tuning command (github.com/tatsu-lab/stanford_alpaca
-# README.md, "--warmup_ratio 0.03"), with the same 2e-5 peak.
-FINETUNE_WARMUP_RATIO = 0.03
+# The fine-tuning recipe (learning rate, weight decay, warmup share, global batch in tokens) is data with its sources:
+# workloads/catalog/finetune.yaml. A planned layout carries it (`finetune`, the plan's figures); without one this file
+# reads that YAML itself (FINETUNE_RECIPE names another copy), never the planner's package.
+RECIPE_FILE = Path(__file__).resolve().parents[2] / "workloads" / "catalog" / "finetune.yaml"
+RECIPE_KEYS = ("learning_rate", "weight_decay", "warmup_ratio", "global_batch_tokens")
 LLAMA3_ROPE = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
 SHAPE = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
          "kv_heads": "num_key_value_heads", "intermediate": "intermediate_size", "vocab": "vocab_size"}
@@ -70,37 +69,62 @@ def rope(config: dict, directory: Path) -> tuple[float, dict | None]:
     return theta, {"rope_type": "llama3", **{k: scaling[k] for k in LLAMA3_ROPE}}
 
 
-def apply(args: argparse.Namespace, told: set[str], error) -> None:
+def recipe(layout: dict) -> dict:
+    """The fine-tuning recipe: the layout's `finetune` (the plan's, from workloads/catalog/finetune.yaml), else that
+    file read here. ValueError (one line) where neither is to be had."""
+    if layout.get("finetune"):
+        return {key: layout["finetune"][key] for key in RECIPE_KEYS}
+    path = Path(os.environ.get("FINETUNE_RECIPE") or RECIPE_FILE)
+    try:
+        import yaml
+
+        figures = {name: fact["value"] for name, fact in yaml.safe_load(path.read_text())["recipe"].items()}
+    except (ImportError, OSError) as e:
+        raise ValueError(f"--init-from: no fine-tuning recipe: the layout is not a fine-tune's (plan the workload with "
+                         f"training.init_from) and {path} cannot be read ({e}); set FINETUNE_RECIPE to a copy of "
+                         "workloads/catalog/finetune.yaml") from None
+    figures["global_batch_tokens"] = figures.pop("global_batch_sequences") * figures.pop("global_batch_sequence_length")
+    return {key: figures[key] for key in RECIPE_KEYS}
+
+
+def apply(args: argparse.Namespace, told: set[str], error, layout: dict) -> None:
     """The base's shape replaces the layout's; a shape flag given on the command line must agree with it. The
-    fine-tuning recipe fills what the command line does not say (the layout's lr and warmup are pre-training's)."""
+    fine-tuning recipe fills what the command line does not say: a fine-tune's layout already holds it, a
+    pre-training layout's lr and warmup are pre-training's and are replaced."""
     try:
         shape = base_shape(args.init_from)
+        args.finetune = recipe(layout)
     except ValueError as e:
         error(str(e))
+    args.finetune_planned = bool(layout.get("finetune"))
     for name, value in shape.items():
         if name in told and getattr(args, name) != value:
             error(f"--{name.replace('_', '-')} {getattr(args, name)} differs from the base model's {value} "
                   f"({args.init_from}/config.json)")
         setattr(args, name, value)
     args.vocab_given = True  # the base's embedding decides the vocabulary, not the tokenizer's meta.json
-    if "lr" not in told:
-        args.lr = FINETUNE_LR
+    if "lr" not in told and not args.finetune_planned:
+        args.lr = args.finetune["learning_rate"]
+    args.weight_decay = args.finetune["weight_decay"]
     if args.tensor > 1 and args.vocab % args.tensor:
         error(f"--init-from: the base's vocabulary of {args.vocab} is not divisible by tensor parallel {args.tensor} "
               "(the trainer would pad it); choose a tensor degree that divides it")
 
 
 def batch_and_steps(args: argparse.Namespace, data_ranks: int, told: set[str]) -> None:
-    """Fine-tuning's global batch (about FINETUNE_BATCH_TOKENS, a whole number of micro-steps) unless told, the steps
-    that train the tokens the layout's steps did at its batch, and warmup over 3% of them unless told."""
+    """Without a fine-tune's layout: the recipe's global batch (about its tokens, a whole number of micro-steps) unless
+    told, the steps that train the tokens the layout's steps did at its batch, and warmup over the recipe's share of
+    them unless told. A fine-tune's layout holds the plan's batch, steps and warmup: they stand."""
+    if args.finetune_planned:
+        return
     if "global_batch" not in told:
         tokens = args.steps * (args.global_batch or data_ranks * args.batch) * args.seq
         unit = data_ranks * args.batch
-        args.global_batch = max(1, round(FINETUNE_BATCH_TOKENS / args.seq / unit)) * unit
+        args.global_batch = max(1, round(args.finetune["global_batch_tokens"] / args.seq / unit)) * unit
         if "steps" not in told:
             args.steps = max(1, math.ceil(tokens / (args.global_batch * args.seq)))
     if "warmup" not in told:
-        args.warmup = math.ceil(FINETUNE_WARMUP_RATIO * args.steps)
+        args.warmup = math.ceil(args.finetune["warmup_ratio"] * args.steps)
 
 
 def load(model: nn.Module, directory: Path) -> None:

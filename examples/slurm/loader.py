@@ -22,11 +22,14 @@ class Prefetcher:
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
         self.pending: dict[tuple, Future] = {}
 
-    def _load(self, key: tuple) -> torch.Tensor:
+    def _load(self, key: tuple):
+        """The batch (a tensor, or a tuple of tensors and None: tokens and their loss mask), pinned on CUDA."""
         batch = self.read(*key)
+        if isinstance(batch, tuple):
+            return tuple(b.pin_memory() if self.pin and b is not None else b for b in batch)
         return batch.pin_memory() if self.pin else batch
 
-    def get(self, key: tuple, ahead: list[tuple]) -> torch.Tensor:
+    def get(self, key: tuple, ahead: list[tuple]):
         future = self.pending.pop(key, None) or self.pool.submit(self._load, key)
         for k in ahead[:DEPTH]:
             if k not in self.pending:

@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     if not list(args.data.glob("done-*")):
         raise SystemExit(f"nxdt_data: {args.data} holds no finished prepare step (done-* markers)")
     check_vocab(meta(args.data), args.vocab)
+    if any(args.data.glob("*.mask")) and (args.finish or int(os.environ.get("SLURM_PROCID", "0")) == 0):
+        print(f"nxdt_data: WARNING: {args.data} carries loss masks (prompt/response data, prepare.py), which this copy "
+              "drops: NxD Training's labels are its inputs, so it trains on the prompts' tokens too; train.py (Trn2, "
+              "GPUs) counts only the responses", flush=True)
     if (args.output / "dataset_info.json").exists():
         print(f"nxdt_data: {args.output} is already converted")
         return

@@ -3,7 +3,11 @@
     python prepare.py --input /fsx/datasets/text --tokenizer /fsx/datasets/tokenizer --output /fsx/tokens/NAME
 
 Input: every *.txt file (one document each) and *.jsonl file (one document per line, its "text" field) under
---input. The tokenizer: a directory with the tokenizer's Hugging Face tokenizer.json and tokenizer_config.json,
+--input. Supervised fine-tuning data: a *.jsonl line with "prompt" and "response" fields instead (the prompt holds
+whatever template the model is tuned to, the response what it should answer); its tokens are the prompt's (with the
+tokenizer's special tokens) then the response's and EOS, and the shard gets a loss mask beside it (X.mask, uint8, one
+entry a token: 0 on the prompt's tokens, 1 on the response's and EOS), so the trainer's loss counts only the
+responses (Llama 2's SFT, section 3.1: "we zero-out the loss on tokens from the user prompt"). The tokenizer: a directory with the tokenizer's Hugging Face tokenizer.json and tokenizer_config.json,
 whose eos_token ends each document. Output: one shard per input file, its token ids as uint16 (uint32 for
 vocabularies over 65,536), and meta.json: the dtype, the vocabulary (which the model takes), the tokenizer's hash
 and how many tasks wrote the shards. Each task leaves done-P-of-N when its files are whole; the trainer reads the
@@ -24,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 SUFFIXES = (".txt", ".jsonl")
+MASK_SUFFIX = ".mask"  # X.bin's loss mask is X.mask (recipe.MASK_SUFFIX reads it)
 META = "meta.json"
 BATCH = 256  # documents per encode_batch call (the tokenizer's own threads work across them)
 # The held-out slice the trainer's evaluation reads: one document in HOLDOUT_EVERY (0.5%), chosen by a hash of its
@@ -81,13 +86,23 @@ def meta(tokenizer_dir: Path, parts: int) -> dict:
 
 
 def documents(path: Path):
+    """(prompt, text) for each document: prompt None for plain text (trained on whole), else a prompt/response
+    line's prompt and its response."""
     if path.suffix == ".txt":
-        yield path.read_text(encoding="utf-8", errors="replace")
+        yield None, path.read_text(encoding="utf-8", errors="replace")
         return
     with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)["text"]
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            if isinstance(doc, dict) and isinstance(doc.get("prompt"), str) and isinstance(doc.get("response"), str):
+                yield doc["prompt"], doc["response"]
+            elif isinstance(doc, dict) and isinstance(doc.get("text"), str):
+                yield None, doc["text"]
+            else:
+                raise SystemExit(f"prepare: {path} line {number}: a JSONL line holds a \"text\" string, or a "
+                                 "\"prompt\" and a \"response\" string (supervised fine-tuning)")
 
 
 def _batches(items, size: int):
@@ -101,8 +116,27 @@ def _batches(items, size: int):
         yield batch
 
 
+def _encoded(tokenizer, batch: list, eos: int):
+    """Each (prompt, text) document's tokens and loss mask (1: trained on): a prompt's tokens (the tokenizer's special
+    tokens included) masked out, then the response's (no special tokens: it continues the prompt) and EOS."""
+    prompts = [prompt or "" for prompt, _ in batch]
+    texts = tokenizer.encode_batch([text for _, text in batch], add_special_tokens=False) if any(
+        p is not None for p, _ in batch) else None
+    if texts is None:  # plain text only: one encoding each, as before loss masks
+        for (_, text), encoding in zip(batch, tokenizer.encode_batch([t for _, t in batch])):
+            yield text, [*encoding.ids, eos], None
+        return
+    for (prompt, text), asked, answer in zip(batch, tokenizer.encode_batch(prompts), texts):
+        if prompt is None:
+            whole = tokenizer.encode(text)
+            yield text, [*whole.ids, eos], None
+        else:
+            yield prompt + text, [*asked.ids, *answer.ids, eos], [0] * len(asked.ids) + [1] * (len(answer.ids) + 1)
+
+
 def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict, part: int) -> int:
-    """One input file into one shard, streaming: each batch of documents is encoded and appended."""
+    """One input file into one shard, streaming: each batch of documents is encoded and appended, and where a
+    document is a prompt and response, the shard's loss mask beside it (MASK_SUFFIX)."""
     import numpy as np
     from tokenizers import Tokenizer
 
@@ -110,15 +144,33 @@ def tokenize(path: Path, target: Path, tokenizer_dir: Path, info: dict, part: in
     tmp = target.with_name(f"{target.name}.tmp-{part}")  # this task's own: two tasks never write one file
     (target.parent / HELDOUT).mkdir(exist_ok=True)
     held = target.parent / HELDOUT / tmp.name
-    count = 0
-    with tmp.open("wb") as out, held.open("wb") as aside:
+    masks = {f: f.with_name(f.name + ".mask") for f in (tmp, held)}
+    count, aside_count, masked = 0, 0, False
+    with tmp.open("wb") as out, held.open("wb") as aside, masks[tmp].open("wb") as out_mask, \
+            masks[held].open("wb") as aside_mask:
         for batch in _batches(documents(path), BATCH):
-            kept, apart = [], []
-            for text, encoding in zip(batch, tokenizer.encode_batch(batch)):
-                (apart if held_out(text) else kept).extend((*encoding.ids, info["eos_id"]))
+            kept, apart, kept_mask, apart_mask, any_mask = [], [], [], [], False
+            for text, ids, mask in _encoded(tokenizer, batch, info["eos_id"]):  # mask None: every token
+                away = held_out(text)
+                (apart if away else kept).extend(ids)
+                (apart_mask if away else kept_mask).extend(mask or [1] * len(ids))
+                any_mask = any_mask or mask is not None
+            if any_mask and not masked:  # the first prompt: every token before it was trained on (a 1 each)
+                np.ones(count, dtype="uint8").tofile(out_mask)
+                np.ones(aside_count, dtype="uint8").tofile(aside_mask)
+                masked = True
             np.asarray(kept, dtype=info["dtype"]).tofile(out)
             np.asarray(apart, dtype=info["dtype"]).tofile(aside)
+            if masked:  # plain text alone writes no mask
+                np.asarray(kept_mask, dtype="uint8").tofile(out_mask)
+                np.asarray(apart_mask, dtype="uint8").tofile(aside_mask)
             count += len(kept)
+            aside_count += len(apart)
+    for shard, final in ((held, target.parent / HELDOUT / target.name), (tmp, target)):
+        if masked:  # the mask before its shard: a shard's presence means its mask is whole too
+            masks[shard].replace(final.with_suffix(MASK_SUFFIX))
+        else:
+            masks[shard].unlink()
     held.replace(target.parent / HELDOUT / target.name)  # first: the training shard's presence means both are whole
     tmp.replace(target)  # whole or absent: a rerun redoes only what is missing
     return count

@@ -16,10 +16,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.nn import functional as F
 
 # Llama 2's pretraining recipe (https://arxiv.org/abs/2307.09288, section 2.2 "Training Details").
 ADAM_BETAS, ADAM_EPS, WEIGHT_DECAY, CLIP_NORM, MIN_LR_RATIO = (0.9, 0.95), 1e-5, 0.1, 1.0, 0.1
 RECIPE_WARMUP = 2000  # its warmup steps; a run shorter than ten times that warms up over its first tenth
+# The target id the loss skips (torch.nn.functional.cross_entropy's default ignore_index) where a shard's loss mask
+# (prepare.py MASK_SUFFIX: prompt/response documents) says so.
+IGNORE_INDEX = -100
 # Dynamic loss scaling for fp16 (torch.amp.GradScaler's defaults: init_scale 2**16, growth_interval 2000).
 LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL = 2.0 ** 16, 2000
 
@@ -192,7 +196,8 @@ def optimizer_for(model: nn.Module, args: argparse.Namespace, device: torch.devi
     step (foreach AdamW: 4 B/param more)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     keep = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": keep, "weight_decay": 0.0}],
+    weight_decay = getattr(args, "weight_decay", WEIGHT_DECAY)  # a fine-tune's recipe (finetune.py) sets its own
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}],
                              lr=args.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
                              fused=True if device.type == "cuda" else None)
 
@@ -217,11 +222,15 @@ def permuted(index: int, size: int, key: str) -> int:
 
 class Tokens:
     """The prepare step's shards as one stream of tokens (documents end with EOS, so a window may span two files):
-    every shard is read lazily, and a window is found by its start's shard (binary search)."""
+    every shard is read lazily, and a window is found by its start's shard (binary search). A shard's loss mask
+    (prepare.py's X.mask beside X.bin: 1 where a token is trained on, 0 on a prompt's tokens) is read the same way;
+    a shard without one trains on every token."""
 
     def __init__(self, path: Path, seq: int, info: dict | None = None) -> None:
         """`info`: the parent's meta.json, for the held-out slice (its shards under the prepared directory)."""
         import numpy as np
+
+        from prepare import MASK_SUFFIX  # beside this file: the loss mask's name beside a shard
 
         meta = path / "meta.json" if path.is_dir() and info is None else None
         if meta is not None and not meta.exists():
@@ -234,6 +243,13 @@ class Tokens:
             raise SystemExit(f"{path}: the prepare step's task(s) {undone} of {parts} did not finish; run it again")
         files = sorted(f for f in path.glob("*.bin") if f.stat().st_size) if path.is_dir() else [path]
         self.shards = [np.memmap(f, dtype=self.info["dtype"], mode="r") for f in files]  # datasets outgrow memory
+        masks = [f.with_suffix(MASK_SUFFIX) for f in files]
+        self.masks = [np.memmap(m, dtype="uint8", mode="r") if m.exists() else None for m in masks]
+        self.masked = any(m is not None for m in self.masks)
+        for f, tokens, mask in zip(files, self.shards, self.masks):
+            if mask is not None and len(mask) != len(tokens):
+                raise SystemExit(f"{f}: its loss mask holds {len(mask)} entries for {len(tokens)} tokens; prepare "
+                                 "it again")
         self.ends = np.cumsum([len(t) for t in self.shards])
         total = int(self.ends[-1]) if len(self.ends) else 0
         if total < seq + 1:
@@ -242,26 +258,44 @@ class Tokens:
         # last target of one being the first input of the next), each once.
         self.windows = (total - 1) // seq
 
-    def window(self, start: int, seq: int) -> torch.Tensor:
+    def _span(self, arrays: list, start: int, seq: int, dtype: str):
         import numpy as np
 
         pieces, shard = [], int(np.searchsorted(self.ends, start, side="right"))
         offset = start - (int(self.ends[shard - 1]) if shard else 0)
         while sum(len(p) for p in pieces) < seq + 1:
             need = seq + 1 - sum(len(p) for p in pieces)
-            pieces.append(self.shards[shard][offset:offset + need].astype("int64"))
+            part = arrays[shard]
+            length = min(need, len(self.shards[shard]) - offset)
+            pieces.append(np.ones(length, dtype) if part is None else part[offset:offset + length].astype(dtype))
             shard, offset = shard + 1, 0
         return torch.from_numpy(np.concatenate(pieces))
 
+    def window(self, start: int, seq: int) -> torch.Tensor:
+        return self._span(self.shards, start, seq, "int64")
+
+    def mask_window(self, start: int, seq: int) -> torch.Tensor:
+        """The window's loss mask (bool, seq + 1): True where the token is a target the loss counts."""
+        return self._span(self.masks, start, seq, "bool")
+
+
+def _start(index: int, args: argparse.Namespace, tokens: "Tokens") -> int:
+    """The `index`-th sequence's first token: epoch index // windows, its position in that epoch's order."""
+    epoch, position = divmod(index, tokens.windows)
+    return permuted(position, tokens.windows, f"epoch-{epoch}") * args.seq
+
 
 def sample(index: int, args: argparse.Namespace, tokens: "Tokens | None") -> torch.Tensor:
-    """The `index`-th sequence of the run (seq + 1 tokens): epoch index // windows, its position in that epoch's
-    order. Synthetic tokens (no --data) are drawn from the index's own seed."""
+    """The `index`-th sequence of the run (seq + 1 tokens). Synthetic tokens (no --data) are drawn from the index's
+    own seed."""
     if tokens is None:
         generator = torch.Generator().manual_seed(1_000_003 + index)
         return torch.randint(0, args.vocab, (args.seq + 1,), generator=generator)
-    epoch, position = divmod(index, tokens.windows)
-    return tokens.window(permuted(position, tokens.windows, f"epoch-{epoch}") * args.seq, args.seq)
+    return tokens.window(_start(index, args, tokens), args.seq)
+
+
+def _first(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int) -> int:
+    return (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
 
 
 def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int,
@@ -269,8 +303,31 @@ def batch_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: i
     """This data rank's sequences for one micro-step: the step's global batch is args.global_batch consecutive
     samples, micro-step m of rank r takes its --batch of them. The same samples make up a step whatever the ranks,
     micro-steps and tensor degree (tensor-parallel ranks of one data rank take the same ones)."""
-    first = (step - 1) * args.global_batch + (micro * data_ranks + data_rank) * args.batch
+    first = _first(args, data_rank, data_ranks, step, micro)
     return torch.stack([sample(first + k, args, tokens) for k in range(args.batch)])
+
+
+def mask_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: int, micro: int,
+             tokens: "Tokens | None") -> torch.Tensor | None:
+    """The loss mask of batch_for's sequences (bool, True where the loss counts the token), None where the data has
+    no masks (every token counts)."""
+    if tokens is None or not tokens.masked:
+        return None
+    first = _first(args, data_rank, data_ranks, step, micro)
+    return torch.stack([tokens.mask_window(_start(first + k, args, tokens), args.seq) for k in range(args.batch)])
+
+
+def masked_cross_entropy(logits: torch.Tensor, batch: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Next-token cross-entropy of `logits` (batch x seq x vocab) against batch[:, 1:]: the mean over every target,
+    or with `mask` over those the mask keeps (a prompt's tokens give no loss and no gradient; a micro-batch with
+    none kept gives 0, not 0/0)."""
+    targets = batch[:, 1:].reshape(-1)
+    if mask is None:
+        return F.cross_entropy(logits.float().flatten(0, 1), targets)
+    keep = mask[:, 1:].reshape(-1)
+    total = F.cross_entropy(logits.float().flatten(0, 1), targets.masked_fill(~keep, IGNORE_INDEX),
+                            ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / keep.sum().clamp(min=1)
 
 
 def publish(path: Path, text: str) -> None:

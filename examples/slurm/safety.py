@@ -73,7 +73,10 @@ def finite(checkpoint: Path) -> bool:
 
 
 def last_finite(directory: Path, newest: Path | None) -> Path | None:
-    done = sorted(d for d in directory.glob("step-*") if d.is_dir() and newest and d.name <= newest.name)
+    """The newest checkpoint up to `newest` saved at a finite loss: train.py's DCP folders, or classifier.py's
+    step-N.pt files (written only between good steps: a skipped step leaves the weights as they were)."""
+    done = sorted(d for d in directory.glob("step-*") if (d.is_dir() or d.suffix == ".pt") and newest
+                  and d.name <= newest.name)
     good = [d for d in done if finite(d)]
     return good[-1] if good else None
 

@@ -48,7 +48,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-import torch.nn.functional as F
 from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
@@ -58,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # recipe.py and prepar
 from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from model import Attention, Llama, MLP, RMSNorm, llama_intermediate, rotary, rotate_half  # noqa: E402,F401
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
-                    Calibration, device_meshes, init_weights, learning_rate, optimizer_for, padded_vocab, publish,
-                    tensor_parallel)
+                    Calibration, device_meshes, init_weights, learning_rate, mask_for, masked_cross_entropy,
+                    optimizer_for, padded_vocab, publish, tensor_parallel)
 import classifier  # noqa: E402
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
@@ -138,9 +137,12 @@ def parse() -> argparse.Namespace:
     p.add_argument("--peak-tflops", type=float, help="dense bf16 TFLOPS of one rank's device, for the MFU")
     args = p.parse_args()
     told = {a[2:].split("=")[0].replace("-", "_") for a in sys.argv[1:] if a.startswith("--")}
-    args.rope_theta, args.norm_eps, args.rope_scaling, args.max_positions = ROPE_THETA, NORM_EPS, None, None
     # On a cluster the layout file; on a SageMaker training job `python -m workloads submit` passes it in LAYOUT_JSON.
     layout = json.loads(args.layout.read_text() if args.layout else os.environ.get("LAYOUT_JSON", "{}"))
+    # model.family's rotary embedding where the plan names one (a fine-tune's base replaces it, and its context).
+    family = layout.get("family") or {}
+    args.rope_theta, args.norm_eps = family.get("rope_theta", ROPE_THETA), NORM_EPS
+    args.rope_scaling, args.max_positions = family.get("rope_scaling"), None
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
                            ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
                            ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),
@@ -151,7 +153,7 @@ def parse() -> argparse.Namespace:
             setattr(args, field, layout.get(key, default) or default)
     args.told = told
     if args.init_from:  # the base model's shape and the fine-tuning recipe, before the layout's shape fills the rest
-        finetune.apply(args, told, p.error)
+        finetune.apply(args, told, p.error, layout)
     if args.kv_heads is None:  # the layout's only when its shape is the one trained (no --heads given here)
         args.kv_heads = layout.get("kv_heads") if layout.get("heads") == args.heads else None
         args.kv_heads = args.kv_heads or args.heads
@@ -439,8 +441,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
                              checkpoints=args.checkpoint_dir)
     faults = safety.injected(args.inject_nonfinite)
-    batches = loader.Prefetcher(lambda step, micro: batch_for(args, data_rank, data_ranks, step, micro, tokens),
+    batches = loader.Prefetcher(lambda step, micro: (batch_for(args, data_rank, data_ranks, step, micro, tokens),
+                                                     mask_for(args, data_rank, data_ranks, step, micro, tokens)),
                                 pin=device.type == "cuda")
+    if rank == 0 and tokens is not None and tokens.masked:
+        print("loss mask: the prepared data marks prompt tokens; the loss counts only response tokens", flush=True)
     model.train()
     timed = Calibration(args, world, model) if args.calibrate_output else None
     while state.step < args.steps:
@@ -451,9 +456,11 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         loss_sum = torch.zeros((), device=device)
         for micro in range(micro_steps):
             ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
-            batch = batches.get((state.step, micro), ahead).to(device, non_blocking=True)
+            batch, mask = batches.get((state.step, micro), ahead)
+            batch = batch.to(device, non_blocking=True)
+            mask = None if mask is None else mask.to(device, non_blocking=True)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
-                              last=micro == micro_steps - 1, fault=state.step in faults)
+                              last=micro == micro_steps - 1, fault=state.step in faults, mask=mask)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
         if state.scaler.enabled:
@@ -521,7 +528,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
-               last: bool, fault: bool = False) -> torch.Tensor:
+               last: bool, fault: bool = False, mask: torch.Tensor | None = None) -> torch.Tensor:
     """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
     once, after the last micro-step (its ranks hold whole gradients anyway), and so do HSDP's replicas. FSDP2
     reduce-scatters every micro-step,
@@ -534,18 +541,20 @@ def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, 
     # computes its shard's part of the softmax, never gathering the logits.
     split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
     with sync, split:
-        loss = forward_loss(model, batch, args, autocast)
+        loss = forward_loss(model, batch, args, autocast, mask)
         if fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
             loss = loss * float("inf")
         (loss * scale).backward()
     return loss
 
 
-def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast) -> torch.Tensor:
-    """The mean next-token cross-entropy of the batch."""
+def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast,
+                 mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The mean next-token cross-entropy of the batch; with a loss mask, of the tokens it keeps (a fine-tune's
+    responses, never its prompts: recipe.masked_cross_entropy)."""
     with autocast:
         logits = model(batch[:, :-1])
-    return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].reshape(-1))
+    return masked_cross_entropy(logits, batch, mask)
 
 
 if __name__ == "__main__":

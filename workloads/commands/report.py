@@ -17,6 +17,7 @@ from ..planning.capacity import article
 from ..planning.planner import Plan
 from ..planning.precision import trainer_flags
 from ..planning.training import TrainingPlan
+from ..planning.vision import is_vision
 from .jobs import TRAINING_IMAGES
 
 
@@ -140,8 +141,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
         console.print(f"  layout: data {lay.data} x tensor {lay.tensor} x pipeline {lay.pipeline} = {lay.ranks} "
                       f"ranks, {SHARDING_WORDS[lay.sharding].format(lay=lay)}; about "
                       f"{lay.gib_per_rank:g} of {lay.rank_memory_gib:g} GiB per rank ({_compute(lay.precision)}{', fp8 linears (torchao Float8)' if t.precision == 'fp8' else ''}, fp32 weights + AdamW, "
-                      f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, "
-                      f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
+                      + (f"sized as a transformer on {lay.sequence}-token sequences (your script's model), "
+                         if is_vision(p.workload) else
+                         f"{lay.sequence}-token sequences, {lay.vocab:,}-entry vocabulary, ")
+                      + f"{'activation checkpointing' if lay.recompute else 'no activation checkpointing'})")
     if t.orchestrator in ("slurm", "hyperpod") and t.accelerator_kind:
         from ..planning.acceptance import MIN_FRACTION, acceptance_script, expected_busbw_gbs
         from ..catalog import load_catalog
@@ -169,8 +172,10 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"likely ({e.utilisation_range[0]:.1%} to {e.utilisation_range[1]:.1%})[/dim]")
         if t.precision:
             how = f"{t.precision}" + (", torch.compile" if t.compiled else "")
-            console.print(f"  trained in {how} (train.py {' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'})"
-                          f": priced at the published {t.precision} runs' MFU until `plan --calibrate` measures it")
+            flags = ' '.join(trainer_flags(t.precision, t.compiled)) or 'defaults'
+            by = "your training script" if is_vision(p.workload) else f"train.py {flags}"
+            console.print(f"  trained in {how} ({by}): priced at the published {t.precision} runs' MFU until "
+                          "`plan --calibrate` measures it")
             if e.trainer_mfu is not None and e.trainer_mfu < e.utilisation:  # said, not only inside the range
                 slow = _hours(e.hours_range[1]) + (f", {money(e.usd_total_range[1])}" if e.usd_total_range else "")
                 console.print(f"  [yellow]this toolkit's trainer measured {e.trainer_mfu:.1%} MFU in {t.precision} (one "
@@ -256,7 +261,9 @@ def summary(p: Plan, budget: dict | None = None) -> list[str]:
         if t.precision and e.utilisation and e.usd_total is not None else ""
     bought = "" if t.purchase is None else \
         f" on {article(t.purchase.kind)} to buy first ({t.purchase.days} days of {t.purchase.count})"
-    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}: {run}"]
+    base = p.workload.training.init_from
+    start = f", fine-tuning from the base weights in {base}" if base else ""
+    lines = [f"summary: train on {t.instance_count} x {t.instance_type} ({t.orchestrator}){bought}{start}: {run}"]
     for ip in p.inference.values():
         if ip.kind == "batch" and ip.serving is not None and ip.serving.drain == "async":
             what = "drained through the async endpoint" + (f", {ip.schedule}" if ip.schedule else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..catalog.model_families import Family, load_families
 from .schema import Workload
 
 
@@ -41,6 +42,17 @@ SHAPE_TOLERANCE = 0.10
 DEFAULT_VOCAB = 32000
 
 
+def family(m) -> Family | None:
+    """model.family's published facts (catalog/model_families.yaml), or None."""
+    return load_families()[m.family] if m.family else None
+
+
+def vocab(m) -> int:
+    """The decoder's vocabulary: model.vocab_size, else model.family's, else Llama 2's (DEFAULT_VOCAB)."""
+    known = family(m)
+    return m.vocab_size or (known.vocab_size if known else DEFAULT_VOCAB)
+
+
 def architecture(w: Workload) -> tuple[str, str]:
     """(kind, why): the config's model.architecture, or inferred from the artifact format, the framework and size."""
     m = w.model
@@ -75,17 +87,21 @@ def model_shape(w: Workload) -> tuple[int, int, int, int]:
 
 @cache  # the serving comparison asks it for every candidate's KV cache (thousands of calls a plan); the section is frozen
 def _model_shape(m) -> tuple[int, int, int, int]:
-    layers, heads, kv_heads, hidden, _ = _typical(m.parameters_billion)
+    layers, heads, kv_heads, hidden, _ = _typical_of(m)
     heads = m.attention_heads or heads
     # The usual decoder's KV heads cannot exceed the heads the config names (multi-head attention then).
     kv_heads = m.kv_heads or min(kv_heads, heads)
     hidden = m.hidden_size or hidden
     if m.layers:
         return m.layers, heads, kv_heads, hidden
+    if (known := family(m)) and known.published(m.parameters_billion, SHAPE_TOLERANCE):
+        return layers, heads, kv_heads, hidden  # a published size: its depth (its own count, tied embeddings or not)
     # The usual depth where it holds parameters_billion within SHAPE_TOLERANCE; else the depth at which this width does.
-    vocab, width = m.vocab_size or DEFAULT_VOCAB, _ffn_width(m)
-    one = decoder_parameters(layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
-    rest = decoder_parameters(layers=0, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width, vocab=vocab)
+    width = _ffn_width(m)
+    one = decoder_parameters(layers=1, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width,
+                             vocab=vocab(m))
+    rest = decoder_parameters(layers=0, hidden=hidden, heads=heads, kv_heads=kv_heads, intermediate=width,
+                              vocab=vocab(m))
     wanted = m.parameters_billion * 1e9
     if abs(rest + layers * (one - rest) - wanted) <= SHAPE_TOLERANCE * wanted:
         return layers, heads, kv_heads, hidden
@@ -105,6 +121,12 @@ def _typical(parameters_billion: float) -> tuple[int, int, int, int, int]:
     return next(tuple(shape) for limit, *shape in _TYPICAL_SHAPES if parameters_billion <= limit)
 
 
+def _typical_of(m) -> tuple[int, int, int, int, int]:
+    """model.family's published size nearest parameters_billion, else the usual decoder at this size."""
+    known = family(m)
+    return known.nearest(m.parameters_billion) if known else _typical(m.parameters_billion)
+
+
 def ffn_width(w: Workload) -> int:
     """The SwiGLU width (config.json's intermediate_size): model.intermediate_size, else the usual decoder's at this
     size, in proportion where the config sets its own hidden_size (a multiple of 8)."""
@@ -113,7 +135,7 @@ def ffn_width(w: Workload) -> int:
 
 @cache
 def _ffn_width(m) -> int:
-    *_, hidden, width = _typical(m.parameters_billion)
+    *_, hidden, width = _typical_of(m)
     if m.intermediate_size:
         return m.intermediate_size
     if m.hidden_size and m.hidden_size != hidden:
@@ -128,14 +150,17 @@ def shape_line(w: Workload) -> str:
     assumed = [f for f, v in (("layers", m.layers), ("attention_heads", m.attention_heads), ("kv_heads", m.kv_heads),
                               ("hidden_size", m.hidden_size), ("intermediate_size", m.intermediate_size),
                               ("vocab_size", m.vocab_size)) if v is None]
-    vocab = m.vocab_size or DEFAULT_VOCAB
+    known = family(m)
     line = (f"{layers} layers, {heads} attention heads, {kv_heads} KV heads, hidden {hidden}, FFN width "
-            f"{ffn_width(w)}, vocabulary {vocab:,}")
+            f"{ffn_width(w)}, vocabulary {vocab(m):,}")
     if assumed:
-        line += (f" ({', '.join('model.' + f for f in assumed)} assumed: the usual decoder at "
-                 f"{m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's vocabulary"
+        basis = (f"model.family {known.name}'s published shape nearest {m.parameters_billion:g}B and its vocabulary "
+                 f"({known.source})") if known else \
+            (f"the usual decoder at {m.parameters_billion:g}B, from Llama-family config.json files, and Llama 2's "
+             "vocabulary (set model.family or model.vocab_size for another)")
+        line += (f" ({', '.join('model.' + f for f in assumed)} assumed: {basis}"
                  + ("; the depth fitted to model.parameters_billion"
-                    if m.layers is None and layers != _typical(m.parameters_billion)[0] else "") + ")")
+                    if m.layers is None and layers != _typical_of(m)[0] else "") + ")")
     return line
 
 
@@ -145,6 +170,10 @@ def model_lines(w: Workload) -> tuple[str, ...]:
     lines = [f"architecture {kind} ({why})"]
     if kind == "decoder":
         lines.append(f"decoder shape: {shape_line(w)}")
+        if w.training.init_from:
+            lines.append(f"fine-tuned from {w.training.init_from}: the trainer builds the base's own config.json "
+                         "shape at run time (examples/slurm/finetune.py); the plan's memory and time are sized for "
+                         "the shape above")
     return tuple(lines)
 
 

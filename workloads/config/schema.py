@@ -41,13 +41,26 @@ class Model(_Frozen):
     architecture: Architecture | None = None
     # A decoder's shape (config.json's num_hidden_layers, hidden_size, num_key_value_heads, vocab_size), read by the
     # serving sizing (weights, KV cache) and by training's layout. Absent: the usual decoder at this size
-    # (config/model.py model_shape) and a 32,000-entry vocabulary (Llama 2's); the plan says which are assumed.
+    # (config/model.py model_shape), or model.family's, and a 32,000-entry vocabulary (Llama 2's) or the family's;
+    # the plan says which are assumed.
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden_size: int | None = Field(default=None, ge=1, le=1_000_000)
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
     # The SwiGLU width (config.json's intermediate_size): what the trainer builds and the plan counts parameters from.
     intermediate_size: int | None = Field(default=None, ge=1, le=10_000_000)
     vocab_size: int | None = Field(default=None, ge=1, le=10_000_000)
+    # The decoder's family (catalog/model_families.yaml: llama2, llama3, llama3.1, llama3.2, mistral): its vocabulary,
+    # rotary embedding and the published shape nearest parameters_billion, for whatever the fields above leave out.
+    family: str | None = None
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str | None) -> str | None:
+        from ..catalog.model_families import load_families
+        if value is not None and value not in load_families():
+            raise ValueError(f"not a decoder family the catalog records (catalog/model_families.yaml); allowed: "
+                             f"{', '.join(load_families())}")
+        return value
 
 
 class Data(_Frozen):

@@ -428,7 +428,8 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
             "sequence at most)")
     where = (f"{degree} NeuronCore(s) of {per_device:g} GiB each ({neuron_memory.basis(w, degree, batch)})" if neuron
              else f"{degree} device(s)")
-    notes = [f"KV cache {kv:.1f} GiB at {held}, the usual decoder shape at {w.model.parameters_billion:g}B; weights "
+    shape = f"model.family {w.model.family}'s shape" if w.model.family else "the usual decoder shape"
+    notes = [f"KV cache {kv:.1f} GiB at {held}, {shape} at {w.model.parameters_billion:g}B; weights "
              f"and cache within {SERVING_MEMORY_FRACTION:.0%} of the memory of {where}"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "

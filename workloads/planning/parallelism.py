@@ -122,13 +122,20 @@ class Parallelism:
     nxdt: dict | None = None
     task: str = "causal-lm"  # what is trained: a decoder language model, or an encoder's sequence classification
     epochs: float = 0.0  # sequence classification: passes over the labelled examples (the trainer's steps follow)
+    # A decoder fine-tuned from base weights (finetune_recipe.py): the recipe's learning rate, weight decay, warmup
+    # share and global batch tokens, which examples/slurm/finetune.py runs (None: pre-training's recipe).
+    finetune: dict | None = None
+    # model.family's rotary embedding (catalog/model_families.yaml: rope_theta, rope_scaling), which a from-scratch run
+    # builds and exports (None: the trainer's Llama 3 defaults).
+    family: dict | None = None
 
     def as_json(self) -> str:
         """The layout as train.py reads it: the nodes' layout.json, or a training job's LAYOUT_JSON (`nxdt` only where
         NxD Training runs it)."""
         fields = asdict(self)
-        if fields["nxdt"] is None:
-            del fields["nxdt"]
+        for optional in ("nxdt", "finetune", "family"):
+            if fields[optional] is None:
+                del fields[optional]
         return json.dumps(fields, sort_keys=True)
 
 

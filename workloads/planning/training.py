@@ -19,7 +19,7 @@ from ..config.schema import CLASSIC_ML, Workload
 from ..errors import WARNING, ConfigError, Finding, raise_all
 from . import capacity
 from . import classic as classic_types
-from . import encoder
+from . import encoder, finetune_recipe, vision
 from . import estimates as est
 from . import nxd
 from .candidates import TRAINING_CANDIDATES, Candidate, choose_candidate, costed_candidates
@@ -112,7 +112,7 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     orchestrator, sold_as = (w.training.orchestrator, "") if w.training.orchestrator else \
         capacity.default_orchestrator(w, cat, _default_orchestrator(tier))
     classic = tier in CLASSIC_ML
-    epochs = encoder.epochs(w) if encoder.is_classifier(w) else w.training.epochs
+    epochs = encoder.epochs(w) if encoder.is_classifier(w) else finetune_recipe.epochs(w)
     tokens = None if classic else est.tokens_billion(w.data.dataset_size_gib, w.data.tokens_billion, epochs)
     flops = None if tokens is None else est.training_flops(trained_billion(w), tokens)
 
@@ -151,15 +151,21 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     if storage == "fsx-lustre":  # after the layout: NxD Training's copy of the tokens is on /fsx too
         nxdt = spread is not None and spread.nxdt is not None
         token_gib = 0.0 if spread is None or tokens is None else tokens_gib(
-            tokens_billion=tokens / w.training.epochs, vocab=spread.vocab, nxdt=nxdt)
+            tokens_billion=tokens / epochs, vocab=spread.vocab, nxdt=nxdt)
         fsx = size_fsx(dataset_gib=w.data.dataset_size_gib, parameters_billion=w.model.parameters_billion,
-                       epochs=w.training.epochs, training_hours=estimate.hours, token_gib=token_gib,
+                       epochs=epochs, training_hours=estimate.hours, token_gib=token_gib,
                        token_what="token shards (/fsx/tokens" + (" and NxD Training's copy)" if nxdt else ")"))
         decisions.insert(fsx_at, f"FSx for Lustre PERSISTENT_2: {fsx.why}")
     if spread is not None:
         spread = fault_budget(w, spread, fsx, decisions, orchestrator)
-        spread = encoder.run_length(w, spread, tokens, decisions) if encoder.is_classifier(w) else \
-            plan_run_length(w, spread, tokens, decisions)
+        if encoder.is_classifier(w):
+            spread = encoder.run_length(w, spread, tokens, decisions)
+        elif finetune_recipe.is_finetune(w):
+            spread = finetune_recipe.run_length(w, spread, tokens, decisions)
+        elif vision.is_vision(w):
+            spread = vision.run_length(w, spread, tokens, decisions)
+        else:
+            spread = plan_run_length(w, spread, tokens, decisions)
         # A SageMaker job's trainer checkpoints to each node's /opt/ml/checkpoints (jobs.job_environment), FSx or not.
         spread = checkpoint_cadence(w, spread, None if orchestrator == "sagemaker-jobs" else fsx, estimate,
                                     decisions, count)
@@ -178,6 +184,9 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
         findings.append(borrowed)
     if spread is not None and (mismatch := shape_mismatch(w)):
         findings.append(mismatch)
+    findings.extend(finetune_recipe.base_findings(w))
+    if vision.is_vision(w):
+        findings.append(vision.finding(w, orchestrator))
     if chosen.purchase is None:
         findings.extend(capacity.capacity_at_scale(w, cat, itype, count, orchestrator, estimate.hours))
     min_nodes = capacity.compute_scaling(w, orchestrator, count, decisions)

@@ -5,11 +5,14 @@ timed with it, the chosen run's estimate (training_estimate.py) too."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..catalog import InstanceType, devices, load_utilisation
-from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, ffn_width, model_shape, shape_line
+from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, family, ffn_width, model_shape, \
+    shape_line, vocab
 from ..config.schema import Workload
 from ..errors import WARNING, ConfigError, Finding
-from . import communication, encoder
+from . import communication, encoder, finetune_recipe
 from . import estimates as est
 from . import nxd, parallelism
 from .parallelism import Parallelism
@@ -22,7 +25,7 @@ def _decoder(w: Workload) -> dict:
     layers, _, kv, hidden = model_shape(w)
     heads, _ = attention_heads(w)
     return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv if heads % kv == 0 else heads,
-                intermediate=ffn_width(w), vocab=w.model.vocab_size or parallelism.VOCAB)
+                intermediate=ffn_width(w), vocab=vocab(w.model))
 
 
 def trained_billion(w: Workload) -> float:
@@ -60,11 +63,16 @@ def choose_layout(w: Workload, itype: InstanceType, count: int) -> Parallelism |
         return encoder.layout(w, itype, count)
     shape = dict(parameters_billion=trained_billion(w), **_decoder(w), itype=itype, nodes=count,
                  sequence=w.training.sequence_length or parallelism.SEQUENCE,
-                 global_batch_tokens=w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS)
+                 global_batch_tokens=finetune_recipe.global_batch_tokens(w))
     spread = parallelism.choose(**shape)
-    if (spread is not None and spread.sharding == "none") or not nxd.trains_on(itype):
+    if (spread is None or spread.sharding != "none") and nxd.trains_on(itype):
+        spread = nxd.choose(**shape)
+    known = family(w.model)
+    if spread is None or known is None:
         return spread
-    return nxd.choose(**shape)
+    # Its rotary embedding; not its context: a run from scratch exports the length it trained at.
+    return replace(spread, family={"name": known.name, "rope_theta": known.rope_theta,
+                                   "rope_scaling": known.rope_scaling})
 
 
 def planned_layout(w: Workload, itype: InstanceType, count: int, decisions: list[str],
