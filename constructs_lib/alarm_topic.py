@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from .lifecycle import KEPT
+from .kept_key import kept_key
 
 
 class AlarmTopic(Construct):
@@ -25,7 +24,7 @@ class AlarmTopic(Construct):
         stack = Stack.of(self)
         alarms = stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
                                   arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
+        self.key = kept_key(self, "Key", description=description)
         # Only alarms of this account use it (the service acts on their behalf: the confused-deputy conditions).
         self.key.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchAlarmsOfThisAccount", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
