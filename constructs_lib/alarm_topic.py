@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from .lifecycle import KEPT
+from .kept_key import kept_key
 
 
 class AlarmTopic(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, emails: tuple[str, ...], description: str) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
+        self.key = kept_key(self, "Key", description=description)
         self.topic = sns.Topic(self, "Topic", master_key=self.key, enforce_ssl=True, display_name=description[:100])
         # Each address confirms its subscription from the email SNS sends (SNS Developer Guide, email subscriptions).
         for address in emails:

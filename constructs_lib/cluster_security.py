@@ -3,7 +3,10 @@
 - cluster: EFA needs all-protocol ingress AND egress to the group itself (EFA user guide,
   "Prepare an EFA-enabled security group"); Slurm (PCS controller <-> nodes) rides on the same
   self-rule. Out: HTTPS (SSM, S3, ECR, PCS) and HTTP (OS package mirrors) through the NAT.
-- lustre: TCP 988 and 1018-1023 from the cluster and from the file servers themselves.
+- lustre: TCP 988 and 1018-1023 from the cluster and from the file servers themselves, and out to the same two
+  groups only, as the FSx for Lustre User Guide lists them ("File system access control with Amazon VPC":
+  awsdocs/amazon-fsx-lustre-user-guide doc_source/limit-access-security-groups.md at 4150cddc, "outbound rules ...
+  between Amazon FSx for Lustre file servers and Lustre clients, and between Lustre file servers").
 - nfs: TCP 2049 from the cluster (EFS shared home).
 - bake: the node image's build instance (node_image.py): HTTPS out (PCS, CloudWatch agent, PyPI, SSM, S3) and HTTP
   to the OS package mirrors (Ubuntu's are HTTP; apt checks their signed InRelease), nothing in. Not the cluster's
@@ -40,11 +43,16 @@ class ClusterSecurityGroups(Construct):
 
         self.lustre = ec2.SecurityGroup(self, "Lustre", vpc=vpc, allow_all_outbound=False,
                                         description="FSx for Lustre: Lustre traffic from the cluster only")
+        # The rules to the clients are written in the group itself (its SecurityGroupEgress, by the cluster group's
+        # ID): CloudFormation gives a group all outbound traffic unless its own SecurityGroupEgress names a rule
+        # (AWS::EC2::SecurityGroup: "if you do not add egress rules, we add egress rules that allow all outbound"),
+        # and separate SecurityGroupEgress resources, which a rule to the group itself must be, do not count.
+        clients = ec2.Peer.security_group_id(self.cluster.security_group_id)
         for port in LUSTRE_PORTS:
             self.lustre.add_ingress_rule(self.cluster, port, "Lustre from the cluster")
             self.lustre.add_ingress_rule(self.lustre, port, "Lustre between file servers")
             self.lustre.add_egress_rule(self.lustre, port, "Lustre between file servers")
-            self.lustre.add_egress_rule(self.cluster, port, "Lustre to the clients")
+            self.lustre.add_egress_rule(clients, port, "Lustre to the clients")
             self.cluster.add_egress_rule(self.lustre, port, "Lustre to FSx")
             self.cluster.add_ingress_rule(self.lustre, port, "Lustre from FSx")
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from .lifecycle import KEPT
+from .kept_key import kept_key
 
 
 class DataKey(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, description: str) -> None:
         super().__init__(scope, construct_id)
         # Kept: data encrypted with it outlives any stack that is destroyed (lifecycle.py).
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
+        self.key = kept_key(self, "Key", description=description)

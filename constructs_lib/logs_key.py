@@ -15,6 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .kept_key import kept_key
 from .lifecycle import KEPT
 
 RETENTION = logs.RetentionDays.ONE_YEAR
@@ -26,7 +27,7 @@ class LogsKey(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         # Kept, like the log groups it encrypts: destroying a stack never makes its logs unreadable (lifecycle.py).
-        self.key = kms.Key(self, "Key", description=description, enable_key_rotation=True, removal_policy=KEPT)
+        self.key = kept_key(self, "Key", description=description)
         self.key.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchLogsOfThisAccount",
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],

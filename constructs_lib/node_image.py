@@ -34,6 +34,7 @@ from .node_bootstrap import OFI_NCCL_DIRS
 from .node_metrics import bake_script as metrics_bake_script
 from .parent_image import ParentImage
 from .signed_download import pinned_keyring, verified
+from .ssm_access import agent_statements
 
 SLURM_VERSION = "25.11"
 ML_VENV = "/opt/ml-venv"
@@ -420,12 +421,7 @@ def build_statements(*, region: str, account: str, partition: str) -> list[iam.P
     ssmmessages and ec2messages actions); AWSTOE reads this image's components (imagebuilder:GetComponent) and
     downloads itself from Image Builder's buckets, as the managed EC2InstanceProfileForImageBuilder allows."""
     return [
-        iam.PolicyStatement(sid="SsmAgentRegisters", actions=["ssm:UpdateInstanceInformation"],
-                            resources=[f"arn:{partition}:ec2:{region}:{account}:instance/*"]),
-        iam.PolicyStatement(sid="SsmAgentChannels", resources=["*"], actions=[
-            "ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
-            "ssmmessages:OpenDataChannel", "ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage",
-            "ec2messages:FailMessage", "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply"]),
+        *agent_statements(partition=partition, region=region, account=account),
         iam.PolicyStatement(sid="ReadComponents", actions=["imagebuilder:GetComponent"],
                             resources=[f"arn:{partition}:imagebuilder:{region}:{account}:component/*"]),
         iam.PolicyStatement(sid="DownloadAwstoe", actions=["s3:GetObject"],

@@ -20,6 +20,7 @@ from constructs_lib.endpoints.realtime import RealtimeEndpoint
 from constructs_lib.endpoints.serverless import ServerlessEndpoint
 from constructs_lib.endpoints.serving_monitor import ServingMonitor, WatchedEndpoint
 from constructs_lib.images import serving_image
+from workloads.commands.image_pins import pinned
 from workloads.planning import layout
 from workloads.planning.artifacts import ArtifactCheck as Check
 from workloads.planning.serving import InferencePlan
@@ -72,8 +73,10 @@ class InferenceStack(EstateStack):
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None
-        image = serving_image(container=plan.serving.container, region=self.region, instance_type=plan.instance_type)
-        model = ServingModel(self, construct_id, image_uri=image, serving=plan.serving, bucket=self._bucket,
+        # By digest where one is recorded (workloads/catalog/image_digests.yaml), the tag it was read for kept beside it.
+        image, tag = pinned(serving_image(container=plan.serving.container, region=self.region,
+                                          instance_type=plan.instance_type))
+        model = ServingModel(self, construct_id, image_uri=image, image_tag=tag, serving=plan.serving, bucket=self._bucket,
                              vpc=self._vpc if in_vpc else None, subnets=self._subnets, role_path=self.model_role_path,
                              security_group=self._security_group)
         model.model.node.add_dependency(self.artifact_check.resource)

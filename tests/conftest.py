@@ -39,6 +39,23 @@ def cdk_json_context() -> dict:
     return json.loads((ROOT / "cdk.json").read_text())["context"]
 
 
+@pytest.fixture
+def pin_images(tmp_path, monkeypatch):
+    """pin_images(plan, ...): every image those plans pull recorded by digest (a made-up one) in a record of the
+    test's own, in place of workloads/catalog/image_digests.yaml: a test counting a plan's other warnings is not
+    given the one about images deployed by tag only (tests/test_image_pins.py tests that one)."""
+    from workloads.commands import image_pins
+    from workloads.commands.images import plan_images
+
+    path = tmp_path / "image_digests.yaml"
+    monkeypatch.setattr(image_pins, "RECORD", path)
+
+    def pin(*plans) -> None:
+        image_pins.record([image_pins.Pin(*image_pins.split(uri), "sha256:" + "d" * 64, "2026-11-28T00:00:00Z", "test")
+                           for p in plans for uri in plan_images(p)], path)
+    return pin
+
+
 @dataclass(frozen=True)
 class Synth:
     """One synthesized app: its templates by stack name, and its assembly directory."""

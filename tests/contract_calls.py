@@ -732,10 +732,16 @@ def hyperpod_nodes(e: Estate) -> Contract | None:
 def pcs_nodes(e: Estate) -> Contract | None:
     if not e.has("TrainStack/Slurm/Cluster", "AWS::PCS::Cluster"):
         return None
-    allowed = [Call("ssm:UpdateInstanceInformation", "*", SSM_DOC), Call("ssmmessages:CreateControlChannel", "*", SSM_DOC),
+    # The SSM Agent registers as the EC2 instance it runs on (ssm:UpdateInstanceInformation's `instance` resource
+    # type, Service Authorization Reference for AWS Systems Manager), never as a hybrid managed instance.
+    where = f"arn:{PARTITION}:{{}}:{e.region}:{e.account}"
+    registers = Call("ssm:UpdateInstanceInformation", where.format("ec2") + ":instance/i-0123456789abcdef0", SSM_DOC)
+    hybrid = Call("ssm:UpdateInstanceInformation", where.format("ssm") + ":managed-instance/mi-0123456789abcdef0",
+                  SSM_DOC, why="an EC2 node registers as its own instance, not as a hybrid managed instance")
+    allowed = [registers, Call("ssmmessages:CreateControlChannel", "*", SSM_DOC),
                Call("ec2messages:GetMessages", "*", SSM_DOC), *_data_calls(e)]
     return Contract("PCS nodes (our software)", e.world.role(e.scope + "TrainStack/TrainingRole/Role/Resource"),
-                    allowed + _metric_calls(e), _no_rewrite_calls(e) + _metric_calls(e, elsewhere=True))
+                    allowed + _metric_calls(e), [hybrid] + _no_rewrite_calls(e) + _metric_calls(e, elsewhere=True))
 
 
 def _metric_calls(e: Estate, *, elsewhere: bool = False) -> list[Call]:

@@ -89,3 +89,18 @@ def test_the_build_role_reads_no_parameter_and_writes_no_other_log_group(build):
                       SOURCE),
                  Call("s3:GetObject", f"arn:{PARTITION}:s3:::some-bucket/key", SOURCE)):
         assert not evaluate(role, call, world).allowed, call.action
+
+
+@pytest.mark.parametrize("role_path", ["TrainStack/NodeImage/BuildRole/Resource", "TrainStack/TrainingRole/Role/Resource"])
+def test_the_ssm_agent_registers_as_one_of_this_accounts_instances_only(huge, role_path):
+    """The bake's and the Slurm nodes' SSM Agent: ssm:UpdateInstanceInformation takes the `instance` resource type
+    (Service Authorization Reference, AWS Systems Manager), so the roles name this account's EC2 instances
+    (constructs_lib/ssm_access.agent_statements) where AmazonSSMManagedInstanceCore says `*`."""
+    world = world_of(huge)
+    role = world.role(role_path)
+    region, account = next(iter(world.stacks.values())).region, role.account
+    own = Call("ssm:UpdateInstanceInformation", f"arn:{PARTITION}:ec2:{region}:{account}:instance/i-0abc", SOURCE)
+    assert evaluate(role, own, world).allowed
+    for resource in (f"arn:{PARTITION}:ssm:{region}:{account}:managed-instance/mi-0abc",
+                     f"arn:{PARTITION}:ec2:{region}:999999999999:instance/i-0abc"):
+        assert not evaluate(role, Call("ssm:UpdateInstanceInformation", resource, SOURCE), world).allowed, resource

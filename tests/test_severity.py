@@ -31,7 +31,8 @@ T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_
       "-c", "data.tokens_billion=null"]  # the preset's token count, which classic ML does not read (a warning too)
 
 
-def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys):
+def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys, pin_images):
+    pin_images(plan(load("huge", ONE_WARNING)))
     assert main(["plan", *TRN1]) == 0  # one screen: a line a warning
     out = capsys.readouterr().out
     assert "2 warnings" in out and "  - training.instance_type: Trn1/Trn1n train on Neuron 2.28" in out
@@ -40,7 +41,8 @@ def test_a_warning_is_shown_in_the_plan_and_the_build_goes_on(capsys):
     assert "Warnings and notes" in out and "WARNING" in out and "Neuron 2.28" in out
 
 
-def test_the_plan_json_lists_warnings_with_field_message_and_source(capsys):
+def test_the_plan_json_lists_warnings_with_field_message_and_source(capsys, pin_images):
+    pin_images(plan(load("huge", ONE_WARNING)))
     assert main(["plan", *TRN1, "--json"]) == 0
     # Trn1's legacy stack, and its node packages not hash-locked (test_node_locks.py)
     warnings = json.loads(capsys.readouterr().out)["warnings"]
@@ -51,15 +53,19 @@ def test_the_plan_json_lists_warnings_with_field_message_and_source(capsys):
 
 
 @pytest.mark.parametrize("argv", [TRN1, T3], ids=["planner", "validator"])
-def test_strict_refuses_warnings_with_exit_2_and_one_line_each(capsys, argv):
+def test_strict_refuses_warnings_with_exit_2_and_one_line_each(capsys, argv, pin_images):
+    pin_images(plan(load(argv[0], dict(kv.split("=", 1) for kv in argv[2::2]))))
     assert main(["plan", *argv, "--strict"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == (2 if argv is TRN1 else 1) and "Traceback" not in "".join(err)
     assert all(line.startswith("error: training.instance_type = ") for line in err)
 
 
-def test_strict_passes_a_plan_without_warnings(capsys):
+def test_strict_passes_a_plan_without_warnings(capsys, pin_images):
     assert not plan(load("intermediate", {"inference.batch": "null"})).warnings
+    assert main(["plan", "intermediate", "-c", "inference.batch=null", "--strict", "--json"]) == 2  # images by tag
+    capsys.readouterr()
+    pin_images(plan(load("intermediate", {"inference.batch": "null"})))
     assert main(["plan", "intermediate", "-c", "inference.batch=null", "--strict", "--json"]) == 0
 
 
@@ -123,12 +129,13 @@ def test_cdk_context_strict_refuses_warnings_and_false_lets_them_through():
         read_context({**context, "strict": "maybe"})
 
 
-def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys):
+def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys, pin_images):
     """app.py reports the warnings (the stacks never read context) before building; the building is stubbed here:
     the stacks' own tests synthesize. Run as `python app.py` with -c overrides added to the app's context (the CDK
     CLI hands them over in CDK_CONTEXT_JSON, which jsii's already running kernel would not see here)."""
     import app
 
+    pin_images(plan(load("huge", ONE_WARNING)))
     built, real_app = [], app.cdk.App
     monkeypatch.setattr(app, "build", lambda cdk_app, target: built.append(target))
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)

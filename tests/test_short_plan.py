@@ -52,10 +52,11 @@ def test_the_next_commands_paste_and_name_the_workload_as_given(capsys):
     assert "Training candidates" in capsys.readouterr().out
 
 
-def test_json_is_unchanged_by_the_short_default(capsys):
+def test_json_is_unchanged_by_the_short_default(capsys, pin_images):
+    p = plan(load("huge", {}))
+    pin_images(p)
     assert main(["plan", "huge", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    p = plan(load("huge", {}))
     assert [w["message"] for w in data["warnings"]] == [f.message for f in p.findings if f.level == "WARNING"]
     assert data["warnings"] and len(data["warnings"][0]["message"]) > HEADLINE_CHARS  # whole, not the headline
 

@@ -99,7 +99,9 @@ def test_training_role_is_confined_to_its_prefixes(synth):
     s = synth("huge")
     policies = s.resources("TrainStack", "AWS::IAM::Policy")
     policy = next(p for k, p in policies.items() if k.startswith("TrainingRole"))["Properties"]["PolicyDocument"]["Statement"]
-    s3_resources = [r for st in policy for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])
+    s3 = [st for st in policy if all(a.startswith("s3:") for a in ([st["Action"]] if isinstance(st["Action"], str)
+                                                                   else st["Action"]))]
+    s3_resources = [r for st in s3 for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])
                     if "Fn::Join" in r]
     suffixes = {r["Fn::Join"][1][-1] for r in s3_resources}
     assert suffixes == {"/datasets/*", "/checkpoints/*", "/output/*"}

@@ -238,6 +238,23 @@ def test_off_a_cluster_the_trainer_refuses_to_create_fsx(tmp_path, monkeypatch, 
     assert str(parse().export_dir) == spread.export_dir
 
 
+def test_on_a_sagemaker_job_the_trainer_exports_to_sm_model_dir(tmp_path, monkeypatch):
+    """Issue 44's mutation audit: a trainer that ignored SM_MODEL_DIR was caught only by the trainer-marked golden path.
+    A job's layout names no export directory (no /fsx on a job); train.py then exports to SM_MODEL_DIR, the only
+    directory SageMaker uploads, and without it exports nothing rather than guessing."""
+    train = _train()
+    spread = plan(load("intermediate")).training.parallelism
+    assert plan(load("intermediate")).training.orchestrator == "sagemaker-jobs" and spread.export_dir == ""
+    path = tmp_path / "layout.json"
+    path.write_text(spread.as_json())
+    monkeypatch.setenv("CHECKPOINT_DIR", str(tmp_path / "checkpoints"))  # what a job's command sets
+    monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "model"))
+    monkeypatch.setattr(sys, "argv", ["train.py", "--device", "cpu", "--layout", str(path)])
+    assert train.parse().export_dir == tmp_path / "model"
+    monkeypatch.delenv("SM_MODEL_DIR")
+    assert train.parse().export_dir is None
+
+
 def _one_process(tmp_path: Path, *extra: str, ok: bool = True) -> subprocess.CompletedProcess:
     """train.py as one gloo rank with a tiny Llama (a few seconds)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "RANK": "0", "LOCAL_RANK": "0",

@@ -1,14 +1,16 @@
-"""The digest behind each container image tag a deploy of the plan pulls, read from ECR before the deploy.
+"""The digest behind each container image tag a deploy of the plan pulls, read from ECR and recorded.
 
     python -m tools.image_digests intermediate -c inference.realtime.instance_type=ml.g5.2xlarge
+    python -m tools.image_digests -c teams=config/teams.yaml -c team=vision
 
 AWS publishes its Deep Learning Containers by tag only: the release notes and the image data of
 aws/deep-learning-containers list URIs and tags, no digest (workloads/catalog/serving_images.yaml, `digests`). A tag
-can be moved to a rebuilt image (the DLCs are patched in place), so what a tag means is read where it lives, when the
-deploy is about to pull it: ECR's BatchGetImage, the call a pull makes, answers the manifest's digest for the tag in
-the plan's region. Each image is reported as `URI is sha256:... (read DATE)`, the URI to pin it by digest, so the
-deployed image can be compared with what was read (an endpoint's DeployedImages[].ResolvedImage gives the digest
-SageMaker pulled); a tag the registry does not answer is an ERROR. The templates keep the tag.
+can be moved to a rebuilt image (the DLCs are patched in place), so what a tag means is read where it lives: ECR's
+BatchGetImage, the call a pull makes, answers the manifest's digest for the tag in the plan's region. Each image is
+reported as `URI is sha256:... (read DATE)` and recorded in workloads/catalog/image_digests.yaml with the date and the
+caller that read it (sts:GetCallerIdentity); synthesis then deploys it as IMAGE@DIGEST, the tag kept beside it
+(workloads/commands/image_pins.py). A tag the registry does not answer is an ERROR and records nothing. SageMaker
+reports what an endpoint pulled (DescribeEndpoint DeployedImages[].ResolvedImage), to compare with what was read.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ def parse(uri: str) -> dict[str, str] | None:
     return found.groupdict() if found else None
 
 
-def image_digests(images: list[str], ecr, now: datetime) -> list[Finding]:
-    """One finding per distinct image; `ecr` is a client in the plan's region, where its images' registries are."""
+def image_digests(images: list[str], ecr, now: datetime, *, pins: list | None = None) -> list[Finding]:
+    """One finding per distinct image; `ecr` is a client in the plan's region, where its images' registries are.
+    `pins`: where given, each digest read is appended to it as an image_pins.Pin (read_by left empty)."""
+    from workloads.commands.image_pins import Pin
+
     findings = []
     for uri in dict.fromkeys(images):
         parts = parse(uri)
@@ -52,6 +57,8 @@ def image_digests(images: list[str], ecr, now: datetime) -> list[Finding]:
             findings.append(Finding(INFO, "image_digest", f"{parts['repository']}:{parts['tag']}",
                                     f"{uri} is {digest} (read {now:%Y-%m-%d %H:%M} UTC); pin it as "
                                     f"{uri.rsplit(':', 1)[0]}@{digest} to deploy exactly this image"))
+            if pins is not None:
+                pins.append(Pin(uri.rsplit(":", 1)[0], parts["tag"], digest, f"{now:%Y-%m-%dT%H:%M:%SZ}", ""))
             continue
         why = "; ".join(f"{f.get('failureCode')}: {f.get('failureReason')}" for f in answer.get("failures", [])) \
             or f"{len(digests)} digests answered"
@@ -60,11 +67,12 @@ def image_digests(images: list[str], ecr, now: datetime) -> list[Finding]:
     return findings
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...]`: each image the workload's deploy
-    pulls, with the digest its tag names now, from the caller's account (ecr:BatchGetImage). Exit 1 if one is not
-    answered."""
+def main(argv: list[str] | None = None, *, session=None) -> int:
+    """`python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...]` (or `-c teams=FILE -c team=NAME`): each image the
+    deploy pulls, with the digest its tag names now, from the caller's account (ecr:BatchGetImage), recorded in
+    workloads/catalog/image_digests.yaml. Exit 1 if one is not answered. `session`: a boto3 session (tests)."""
     import sys
+    from dataclasses import replace
     from datetime import timezone
 
     import boto3
@@ -72,24 +80,41 @@ def main(argv: list[str] | None = None) -> int:
     from constructs_lib.images import plan_images
 
     from workloads import ConfigError
+    from workloads.commands import image_pins
     from workloads.config.loader import load
     from workloads.errors import report
     from workloads.planning.planner import plan
+    from workloads.planning.teams import load_teams
 
     args = sys.argv[1:] if argv is None else argv
-    overrides = dict(a.split("=", 1) for a in args[2::2] if "=" in a)
+    workload = args[0] if args and not args[0].startswith("-") else None
+    rest = args[1:] if workload else args
+    overrides = dict(a.split("=", 1) for a in rest[1::2] if "=" in a)
     try:
-        p = plan(load(args[0], overrides))
+        if workload is None and {"teams", "team"} <= set(overrides):
+            p = load_teams(overrides["teams"], only=overrides["team"])[0].plan
+        elif workload is None:
+            raise IndexError
+        else:
+            p = plan(load(workload, overrides))
     except (ConfigError, IndexError) as exc:
         if isinstance(exc, IndexError):
-            print("usage: python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...]", file=sys.stderr)
+            print("usage: python -m tools.image_digests WORKLOAD [-c KEY=VALUE ...] | -c teams=FILE -c team=NAME",
+                  file=sys.stderr)
         else:
             report(exc)
         return 2
-    found = image_digests(plan_images(p), boto3.client("ecr", region_name=p.workload.region),
-                          datetime.now(timezone.utc))
+    session = session or boto3.session.Session()
+    read: list = []
+    found = image_digests(plan_images(p), session.client("ecr", region_name=p.workload.region),
+                          datetime.now(timezone.utc), pins=read)
     for f in found:
         print(f"{f.level} {f.value}: {f.message}")
+    if read:
+        caller = session.client("sts", region_name=p.workload.region).get_caller_identity()["Arn"]
+        image_pins.record([replace(pin, read_by=caller) for pin in read])
+        print(f"recorded {len(read)} digest(s) in {image_pins.RECORD.relative_to(image_pins.RECORD.parents[2])}: "
+              "synthesis deploys those images by digest")
     return 1 if any(f.level == ERROR for f in found) else 0
 
 

@@ -7,6 +7,7 @@ S3 prefix to /opt/ml/model (ModelDataSource, S3Prefix, CompressionType None).
 
 from __future__ import annotations
 
+from aws_cdk import Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -26,10 +27,11 @@ class ServingModel(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, image_uri: str, serving: ServingPlan,
                  bucket: s3.IBucket, vpc: ec2.IVpc | None, subnets: list[ec2.ISubnet], role_path: str,
-                 security_group: ec2.ISecurityGroup) -> None:
+                 security_group: ec2.ISecurityGroup, image_tag: str | None = None) -> None:
         """`security_group`: the containers' group (HTTPS out only), made by NetworkStack: SageMaker's network
         interfaces outlive an endpoint by minutes, and a group in this stack would fail its deletion
-        (DependencyViolation); NetworkStack is deleted last, after every interface is gone."""
+        (DependencyViolation); NetworkStack is deleted last, after every interface is gone. `image_tag`: the tag an
+        `image_uri` by digest was read for (workloads/commands/image_pins.py), kept as the model's `image-tag` tag."""
         super().__init__(scope, construct_id)
         # `role_path`: the stack's own IAM path, known at synthesis, so a team's ML users' policy can name its model
         # roles (iam:PassRole on role/PATH*) without waiting for the InferenceStack to exist.
@@ -62,6 +64,8 @@ class ServingModel(Construct):
                     s3_uri=bucket.s3_url_for_object(key), s3_data_type="S3Prefix", compression_type="None")))
         self.model = C(self, "Model", execution_role_arn=self.role.role_arn, enable_network_isolation=vpc is not None,
                        primary_container=container, vpc_config=vpc_config)
+        if image_tag:
+            Tags.of(self.model).add("image-tag", image_tag)
         if vpc is None:
             reason = "Serverless Inference supports neither VPC configuration nor network isolation (SageMaker " \
                      "serverless feature exclusions); this model serves only the serverless endpoint."

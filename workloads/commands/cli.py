@@ -15,11 +15,12 @@ import math
 import sys
 
 from ..catalog import PRICED_REGIONS, load_catalog
-from ..config.loader import DEFAULT_WORKLOAD, load
+from ..config.loader import DEFAULT_WORKLOAD, command_args, load
 from ..errors import ConfigError, raise_all, repeated_keys, report, strict
 from ..planning import layout
 from ..planning.planner import Plan, plan
 from .estate_commands import against_aws, invoke_endpoint, promote, run_job
+from .image_pins import with_pin_finding
 
 EXIT_BAD_INPUT = 2
 
@@ -170,11 +171,14 @@ def main(argv: list[str] | None = None) -> int:
             return _cost(args, overrides)
         if args.command == "plan" and ({"teams", "team"} & set(overrides)):
             result, budget = _team_plan(overrides)
+            result = with_pin_finding(result, workload_args=" ".join(f"-c {k}={overrides[k]}" for k in ("teams", "team")))
             if getattr(args, "strict", False):
                 strict(result.findings)
             _show(result, args, budget=budget)
             return 0
         result = plan(load(args.workload, overrides))
+        if args.command == "plan":  # the images a deploy of it would pull by tag only (image_pins)
+            result = with_pin_finding(result, workload_args=command_args(args.workload, overrides))
         if getattr(args, "strict", False):
             strict(result.findings)
         calibrated = None

@@ -14,6 +14,7 @@ from ..errors import ConfigError, Finding, raise_all, repeated_keys, strict  # n
 from ..planning.capacity import bought_first
 from ..planning.planner import Plan, plan
 from ..planning.teams import StampedTeam, load_teams
+from .image_pins import with_pin_finding
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
             ignored.append(ConfigError("account", context["account"], f"account in each team's entry of "
                                        f"{context['teams']}", reason="-c account does not apply to a teams file"))
         raise_all(ignored)
-        teams = tuple(load_teams(str(context["teams"]), only=context.get("team")))
+        teams = tuple(replace(s, plan=with_pin_finding(s.plan, workload_args=s.workload_args))
+                      for s in load_teams(str(context["teams"]), only=context.get("team")))
         for stamped in teams:
             bought_first(stamped.plan.training.purchase, stamped.team.name)
         return Target(teams=teams)
@@ -107,6 +109,7 @@ def _target(context: Mapping[str, Any], *, cdk_keys: Iterable[str]) -> Target:
     if context.get("team") is not None:
         raise ConfigError("team", context["team"], "-c teams=config/teams.yaml -c team=NAME",
                           reason="picks a team of a teams file, and no teams file was given")
-    planned = plan(load(workload, overrides))
+    args = command_args(workload, overrides)
+    planned = with_pin_finding(plan(load(workload, overrides)), workload_args=args)
     bought_first(planned.training.purchase)  # a deployment needs the capacity `plan` says to buy
-    return Target(plan=planned, workload_args=command_args(workload, overrides), account=context.get("account"))
+    return Target(plan=planned, workload_args=args, account=context.get("account"))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,19 @@ from ..packaged import write_atomically
 _FOLDER = Path(__file__).parent / "__pycache__"
 _DISTRIBUTION = "sagemaker-core"  # the distribution that ships sagemaker.core.image_uris and its JSON tables
 _known: dict[str, str] | None = None  # this process's answers, loaded on first use
+_offline = False  # within offline(): answers written down only, never the SDK
+
+
+@contextmanager
+def offline() -> Iterator[None]:
+    """Within: a question not answered before raises LookupError instead of importing the SDK (`python -m workloads
+    plan` never loads it)."""
+    global _offline
+    before, _offline = _offline, True
+    try:
+        yield
+    finally:
+        _offline = before
 
 
 def _path() -> Path:
@@ -44,6 +59,8 @@ def retrieve(**args: Any) -> str:
     known = _load()
     key = json.dumps(args, sort_keys=True)
     if key not in known:
+        if _offline:
+            raise LookupError(f"no image URI written down for {key}")
         from sagemaker.core import image_uris  # the slow import, only for a question not answered before
 
         known[key] = image_uris.retrieve(**args)

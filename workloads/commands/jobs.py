@@ -18,6 +18,7 @@ from ..planning import layout
 from ..planning.contracts import CONTAINERS
 from ..planning.planner import Plan
 from . import image_cache
+from .image_pins import pinned
 
 # Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
 # PyTorch 2.10 is the newest training image its table holds (pytorch.json, training versions).
@@ -139,12 +140,18 @@ def processing_image(region: str) -> str:
                                 PUBLISHED_TAGS["scikit-learn"])
 
 
-def job_images(plan: Plan) -> tuple[str, ...]:
-    """Every image a SageMaker job of this plan runs (`submit`, then `process`): what the training role may pull, no
-    more. None for plans whose role no SageMaker job runs as (Slurm nodes, HyperPod nodes)."""
+def job_tags(plan: Plan) -> tuple[str, ...]:
+    """The images of job_images by their tags."""
     if plan.training.orchestrator != "sagemaker-jobs":
         return ()
     return training_image(plan), processing_image(plan.workload.region)
+
+
+def job_images(plan: Plan) -> tuple[str, ...]:
+    """Every image a SageMaker job of this plan runs (`submit`, then `process`): what the training role may pull, no
+    more. None for plans whose role no SageMaker job runs as (Slurm nodes, HyperPod nodes). By digest where one is
+    recorded (catalog/image_digests.yaml, image_pins.py), else by tag."""
+    return tuple(pinned(uri)[0] for uri in job_tags(plan))
 
 
 def check_sagemaker_jobs(plan: Plan, *, command: str) -> None:
