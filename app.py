@@ -64,6 +64,10 @@ CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 
 def main() -> int:
     without_jsii_type_checks()
+    # Nor during the build: a synthesis is one short process whose objects mostly live until it ends, and the
+    # collector found next to nothing to free (50 teams: the same peak memory, 860 MB, with it off) for 15% of the
+    # app's own CPU time.
+    gc.disable()
     cdk_context = json.loads(CDK_JSON.read_text())["context"]
     if "CDK_CONTEXT_JSON" in os.environ:  # run by the CDK CLI
         app = cdk.App()
