@@ -54,13 +54,15 @@ class EnsuredLogGroup(Construct):
             f"NAME:* is how CloudWatch Logs names one log group ({name}) for the calls it authorizes on it; no "
             "other group matches."))
         previous = None
+        # Asked of jsii once, not per call: each question is a round trip to its node process (issue 43).
+        key_arn, physical_id = key.key_arn, cr.PhysicalResourceId.of(name)
         for step, action, parameters, ignore in (
-                ("Create", "CreateLogGroup", {"logGroupName": name, "kmsKeyId": key.key_arn},
+                ("Create", "CreateLogGroup", {"logGroupName": name, "kmsKeyId": key_arn},
                  "ResourceAlreadyExistsException"),
-                ("Encrypt", "AssociateKmsKey", {"logGroupName": name, "kmsKeyId": key.key_arn}, None),
+                ("Encrypt", "AssociateKmsKey", {"logGroupName": name, "kmsKeyId": key_arn}, None),
                 ("Retain", "PutRetentionPolicy", {"logGroupName": name, "retentionInDays": RETENTION_DAYS}, None)):
             call = cr.AwsSdkCall(service="CloudWatchLogs", action=action, parameters=parameters,
-                                 physical_resource_id=cr.PhysicalResourceId.of(name),
+                                 physical_resource_id=physical_id,
                                  ignore_error_codes_matching=ignore)
             resource = cr.AwsCustomResource(self, step, on_create=call, on_update=call, role=role,
                                             install_latest_aws_sdk=False, log_group=handler_logs)

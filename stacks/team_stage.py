@@ -30,13 +30,14 @@ class TeamStage(cdk.Stage):
                                      description=f"What team {team.name}'s ML users may do in SageMaker")
         tags = {"team": team.name, "cost-center": team.cost_center, "workload": plan.workload.name,
                 "stage": team.stage}
-        # The team's own stacks (the account's shared one is outside the stage: stacks/build.py).
-        for stack in (self.guardrails, *self.estate.stacks, self.ml_users):
-            # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary.
-            iam.PermissionsBoundary.of(stack).apply(self.guardrails.guardrails.boundary)
-            for key, value in tags.items():
-                cdk.Tags.of(stack).add(key, value)
-            _tag_raw_resources(stack, tags)
+        # Every role the toolkit creates for the team, CDK's own included, stays inside the boundary; every resource
+        # carries the team's cost tags. Applied once to the stage, whose aspects reach all of the team's own stacks
+        # and nothing else (the account's shared stack is outside it: stacks/build.py): one aspect each, not one per
+        # stack, as each is a round trip to jsii's node process (issue 43).
+        iam.PermissionsBoundary.of(self).apply(self.guardrails.guardrails.boundary)
+        for key, value in tags.items():
+            cdk.Tags.of(self).add(key, value)
+        _tag_raw_resources(self, tags)
 
 
 def _tag_raw_resources(scope: Construct, tags: dict[str, str]) -> None:

@@ -1,5 +1,5 @@
 """app.py's start-up work (docs/performance.md): the objects its imports make (the CDK's classes, about 250,000) are
-never scanned by the garbage collector, and the collector is on again for the build."""
+never scanned by the garbage collector, which main() then leaves off for the build."""
 
 from __future__ import annotations
 
@@ -20,3 +20,24 @@ def test_app_imports_are_left_out_of_garbage_collection():
     # Python's own start-up collects a little before app.py runs; a full collection only happens over the CDK's imports.
     assert state["collections"][2] == 0, f"the collector scanned everything while app.py imported: {state}"
     assert state["frozen"] > 100_000, state["frozen"]
+
+
+def test_the_app_runs_without_jsii_type_checks_and_the_tests_keep_them():
+    """app.py's main turns the garbage collector off for the build, and jsii's per-argument type checks as `python -O`
+    would (docs/performance.md); the tests, which synthesize through stacks.build, keep the checks, so a construct
+    given the wrong type still fails here."""
+    from jsii._type_checking import check_type
+
+    code = ("import app\nfrom jsii._type_checking import check_type\n"
+            "def stop(*args, **kwargs):\n    raise LookupError('stop before synthesis')\n"
+            "app.read_context = stop\n"
+            "try:\n    app.main()\nexcept LookupError:\n    pass\n"
+            "import gc\nassert not gc.isenabled(), 'the collector runs during the build'\n"
+            "check_type(argname='argument x', value=1, expected_type=str)\nprint('unchecked')")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.splitlines()[-1] == "unchecked", run.stderr[-2000:]
+    try:
+        check_type(argname="argument x", value=1, expected_type=str)
+    except TypeError:
+        return
+    raise AssertionError("jsii's type checks are off in the test process")
