@@ -123,11 +123,12 @@ def init_weights(model: nn.Module, device: torch.device) -> None:
                 param.copy_(full)
 
 
-def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
+def clip_gradients(model: nn.Module, max_norm: float, stages: int = 1) -> torch.Tensor:
     """Scale the gradients so their global L2 norm is at most `max_norm` and return the norm before clipping
     (inf or nan where a gradient overflowed). DTensor gradients (FSDP2, tensor parallel) live on meshes of different
-    shapes, so each rank sums its shards' squares, divided by how many ranks hold the same shard, and one all-reduce
-    adds them up; DDP's gradients are whole and equal on every rank."""
+    shapes, so each rank sums its shards' squares, divided by how many ranks of the mesh hold the same shard, and one
+    all-reduce adds them up; DDP's gradients are whole and equal on every rank. Pipeline `stages`: each stage's ranks
+    hold its own parameters only, and the all-reduce over every rank adds the stages up."""
     from torch.distributed.tensor import DTensor
 
     grads = [p.grad for p in model.parameters() if p.grad is not None]
@@ -138,10 +139,10 @@ def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
         if isinstance(g, DTensor):
             # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.
             shards = math.prod(g.device_mesh.size(i) for i, pl in enumerate(g.placements) if not pl.is_replicate())
-            total += g.to_local().float().pow(2).sum() * shards / dist.get_world_size()
+            total += g.to_local().float().pow(2).sum() * shards / g.device_mesh.size()
         else:
-            total += g.float().pow(2).sum()
-    if sharded:
+            total += g.float().pow(2).sum() / (dist.get_world_size() // stages if stages > 1 else 1)
+    if sharded or stages > 1:
         dist.all_reduce(total)
     norm = total.sqrt()
     scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
@@ -288,9 +289,8 @@ class Calibration:
     """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
     token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
 
-    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
-        self.args, self.world = args, world
-        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
+    def __init__(self, args: argparse.Namespace, world: int, parameters: int) -> None:
+        self.args, self.world, self.parameters = args, world, parameters  # the whole model's, however spread
         self.warmup = max(1, args.steps // 5)
         self.start = self.last = (time.time(), 0)
 
