@@ -79,6 +79,10 @@ def pipelined(tmp_path_factory, data) -> Path:
 
 @pytest.mark.parametrize("layout, ranks, said", [
     (["--pipeline", "2", "--sharding", "none", "--batch", "1"], 2, "DDP, pipeline 2 stages (1F1B)"),
+    # The planner's pipelined layouts: tensor parallel inside a node, stages across (the head split over the
+    # vocabulary on the last stage, its loss computed on the shards).
+    (["--pipeline", "2", "--tensor", "2", "--sharding", "full", "--batch", "1"], 4,
+     "FSDP2, tensor parallel 2, pipeline 2 stages (1F1B)"),
     # Two micro-batches of two sequences for four stages: fewer than the stages, so GPipe.
     (["--pipeline", "4", "--sharding", "full", "--batch", "2"], 4, "FSDP2, pipeline 4 stages (GPipe)"),
 ])

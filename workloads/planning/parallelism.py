@@ -11,8 +11,10 @@ and communication:
    then HSDP where the state fits a shard group inside a node (or a group of nodes) and the EFA traffic per step
    drops (communication.py): FSDP2 over a (replicate, shard) mesh, gradients all-reduced across the replicas once a
    step instead of every weight gathered over the network every micro-step;
-3. pipeline parallel across nodes on top: splits the layers' stored activations (the shipped trainer refuses it, so
-   the planner refuses such a candidate: trainer_refusal).
+3. pipeline parallel across nodes on top: splits the layers (their state and stored activations) into stages of
+   contiguous blocks, the trainer's pipeline.py (torch.distributed.pipelining: 1F1B over the step's micro-steps, GPipe
+   where a step has fewer micro-steps than stages), with tensor parallel inside a node and FSDP2 over each stage's
+   data ranks.
 A layout that still does not fit is refused, naming the fields that would change it.
 
 The global batch is fixed in tokens (training.global_batch_tokens, Llama 2's 4M by default): each data rank takes one
@@ -133,7 +135,7 @@ class Parallelism:
 
 
 # What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP,
-# FSDP2 (`fully_shard`) and tensor parallel (DTensor) with FSDP2 across, never pipeline parallel. On Trn1 (device xla:
+# FSDP2 (`fully_shard`), tensor parallel (DTensor) with FSDP2 across and pipeline stages (pipeline.py). On Trn1 (device xla:
 # Neuron 2.28's PyTorch/XLA stack) DDP only: FSDP2 and DTensor are native PyTorch, which TorchNeuron brings to Trn2
 # and not to Trn1, and PyTorch/XLA's own sharding (NxD's ZeRO-1, tensor parallel) is not in the example.
 TRAINER_SHARDING = {"cuda": ("none", "full", "hybrid"), "neuron": ("none", "full", "hybrid"), "xla": ("none",)}
@@ -144,9 +146,10 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     cluster in words, for the message. A ZeRO-1 layout is NxD Training's on Trn1 (nxd.py), not the shipped trainer's."""
     if spread.sharding == "zero1" and device == "xla":
         return None
-    if spread.pipeline > 1:
-        return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
-                "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")
+    if spread.pipeline > 1 and device == "xla":
+        return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}), which the shipped trainer runs "
+                "on native PyTorch (CUDA, TorchNeuron: torch.distributed.pipelining), not on the Neuron 2.28 "
+                "PyTorch/XLA stack")
     if spread.tensor > 1 and (spread.sharding == "none" or device == "xla"):
         return (f"{what} needs tensor parallel {spread.tensor} ({spread.reason}), which the shipped trainer runs with "
                 "FSDP2 across nodes on native PyTorch (CUDA, TorchNeuron), not on the Neuron 2.28 PyTorch/XLA stack")
