@@ -24,9 +24,17 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions
 from torch.utils.checkpoint import checkpoint as recompute
 
 from model import Llama, rotary  # beside this script
+
+
+def check(args: argparse.Namespace, error) -> None:
+    """train.py's parse: a pipeline degree this trainer cannot run is refused with the reason (`error`: argparse's)."""
+    if args.pipeline > 1 and (args.device == "xla" or args.sharding == "hybrid" or args.pipeline > args.layers):
+        error(f"pipeline {args.pipeline} runs with DDP or FSDP2 (sharding none or full) on cuda, neuron or cpu, at "
+              f"least one block per stage: not sharding {args.sharding} on {args.device} with {args.layers} layers")
 
 
 def spans(layers: int, stages: int) -> list[range]:
@@ -80,6 +88,28 @@ class Stage(nn.Module):
         return logits if self.vocab_mask is None else logits + self.vocab_mask
 
 
+def _stage_class() -> type:
+    from torch.distributed.fsdp import FSDPModule
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining._backward import stage_backward
+
+    class ShardedStage(PipelineStage):
+        """FSDP2 under the schedule as train.py runs it without stages: each micro-batch's backward reduce-scatters
+        its gradients into the sharded ones and reshards the weights (what the plan's memory per rank counts: sharded
+        fp32 gradients, one block gathered at a time). PipelineStage itself turns both off until the last micro-batch,
+        holding the whole stage's unsharded weights and gradients meanwhile (stage.py backward_maybe_with_nosync)."""
+
+        def backward_maybe_with_nosync(self, backward_type, bwd_kwargs: dict, last_backward: bool = False):
+            if not isinstance(self.submod, FSDPModule) or backward_type != "full":
+                return super().backward_maybe_with_nosync(backward_type, bwd_kwargs, last_backward)
+            self.submod.set_requires_gradient_sync(True)
+            self.submod.set_reshard_after_backward(True)
+            grads = stage_backward(bwd_kwargs["stage_output"], bwd_kwargs["output_grads"], bwd_kwargs["input_values"])
+            return grads, None
+
+    return ShardedStage
+
+
 class Pipeline:
     """This rank's stage, its mesh and its schedule. `step` runs one optimizer step's forward and backward over the
     step's micro-batches and returns the sum of their losses (on the last stage; zero on the others)."""
@@ -105,19 +135,28 @@ class Pipeline:
         self.per_stage = world // args.pipeline  # ranks of one stage: stage s holds ranks s x per_stage onwards
         self.device, self.args, self.module, self.schedule = device, args, None, None
         self.scale, self.fault = 1.0, False
+        # Checkpoints: the optimizer's param groups keyed by parameter name (each stage has its own), not one list
+        # that DCP would keep once for every stage (torchtitan saves pipelined runs so).
+        self.options = StateDictOptions(flatten_optimizer_state_dict=True)
 
     def cut(self, model: Llama) -> Stage:
         return Stage(model, self.index, self.stages)
 
-    def wrap(self, module: nn.Module, micro_steps: int) -> None:
-        """The stage (DDP- or FSDP2-wrapped) and the schedule of `micro_steps` micro-batches per step."""
-        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    def wrap(self, module: nn.Module, micro_steps: int) -> int:
+        """The stage (DDP- or FSDP2-wrapped) and the schedule of `micro_steps` micro-batches per step; returns the
+        whole model's parameter count. DDP on GPUs computes in the layout's dtype under autocast, inside the stage
+        (the schedule calls it), as train.py's forward does."""
+        from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
-        self.module, self.micro_steps = module, micro_steps
-        stage = PipelineStage(module, self.index, self.stages, self.device, group=self.mesh["pipeline"].get_group())
+        self.module, self.micro_steps, args = module, micro_steps, self.args
+        compute = torch.float16 if args.precision == "fp16" else torch.bfloat16
+        self.stage_module.autocast = torch.autocast("cuda", dtype=compute, enabled=self.device.type == "cuda"
+                                                    and args.sharding == "none" and args.precision != "fp32")
+        stage = _stage_class()(module, self.index, self.stages, self.device, group=self.mesh["pipeline"].get_group())
         kind = Schedule1F1B if micro_steps >= self.stages else ScheduleGPipe
         self.schedule = kind(stage, n_microbatches=micro_steps, loss_fn=self._loss, scale_grads=True)
         self.kind = "1F1B" if kind is Schedule1F1B else "GPipe"
+        return self.parameters(module)
 
     def _loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """The schedule's loss function (last stage): the micro-batch's mean next-token cross-entropy, scaled by

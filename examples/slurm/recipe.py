@@ -137,7 +137,8 @@ def clip_gradients(model: nn.Module, max_norm: float, stages: int = 1) -> torch.
     sharded = bool(grads) and isinstance(grads[0], DTensor)
     device = (grads[0].to_local() if sharded else grads[0]).device if grads else torch.device("cpu")
     total = torch.zeros((), device=device, dtype=torch.float32)
-    copies = dist.get_world_size() // stages  # the ranks of one stage (all of them without pipeline stages)
+    # The ranks of one stage (every rank without pipeline stages); one process without a group (DDP's whole gradients)
+    copies = dist.get_world_size() // stages if sharded or stages > 1 else 1
     for g in grads:
         if isinstance(g, DTensor):
             # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.

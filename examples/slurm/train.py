@@ -50,7 +50,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import torch.nn.functional as F
 from torch import nn
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.checkpoint.stateful import Stateful
 from torch.distributed.tensor.parallel import loss_parallel
 
@@ -101,8 +101,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--reduce-dtype", choices=("bf16", "fp32"), help="FSDP2's gradient reduction under bf16 compute "
                    "(default: the layout's, else bf16)")
     p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
-    p.add_argument("--pipeline", type=int, help="pipeline stages, ranks numbered stage by stage (default: the "
-                   "layout's, else 1): pipeline.py")
+    p.add_argument("--pipeline", type=int, help="pipeline stages (default: the layout's, else 1): pipeline.py")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
     p.add_argument("--hidden", type=int)
@@ -192,9 +191,7 @@ def parse() -> argparse.Namespace:
     if missing:  # fail at the start, not after the last step
         p.error(f"this run needs {', '.join(missing)} (examples/slurm/train.py's packages: numpy, tokenizers, "
                 "safetensors), which this Python does not have")
-    if args.pipeline > 1 and (args.device == "xla" or args.sharding == "hybrid" or args.pipeline > args.layers):
-        p.error(f"pipeline {args.pipeline} runs with DDP or FSDP2 (sharding none or full) on cuda, neuron or cpu, at "
-                f"least one block per stage: not sharding {args.sharding} on {args.device} with {args.layers} layers")
+    pipeline.check(args, p.error)
     if args.tensor > 1:
         if args.sharding == "none" or args.device == "xla":
             p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full or hybrid) on cuda, "
@@ -221,12 +218,8 @@ class Training(Stateful):
     """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
     learning rate and the data order are functions of the step."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale",
-                 flat: bool = False) -> None:
-        self.model, self.optimizer, self.scaler, self.step = model, optimizer, scaler, 0
-        # Pipeline stages: the optimizer's param groups keyed by parameter name (each stage has its own), not one
-        # list that DCP would keep once for every stage.
-        self.options = StateDictOptions(flatten_optimizer_state_dict=True) if flat else None
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale", options=None) -> None:
+        self.model, self.optimizer, self.scaler, self.step, self.options = model, optimizer, scaler, 0, options
 
     def state_dict(self) -> dict:
         model, optim = get_state_dict(self.model, self.optimizer, options=self.options)
@@ -258,8 +251,7 @@ def setup(kind: str) -> torch.device:
     return device
 
 
-def build(args: argparse.Namespace, device: torch.device, pipe: "pipeline.Pipeline | None" = None) -> nn.Module:
-    """The model as the layout spreads it; with `pipe`, this rank's pipeline stage of it."""
+def build(args: argparse.Namespace, device: torch.device, pipe=None) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
                  norm_eps=args.norm_eps, rope_scaling=args.rope_scaling)
@@ -267,7 +259,7 @@ def build(args: argparse.Namespace, device: torch.device, pipe: "pipeline.Pipeli
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
-        with torch.device("meta" if pipe else device):  # a stage: only its own weights ever exist
+        with torch.device("meta" if pipe else device):
             model = Llama(**shape) if pipe is None else pipe.cut(Llama(**shape))
         model.to_empty(device=device)
         if fp8:
@@ -394,8 +386,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     tokens = Tokens(args.data, args.seq) if args.data else None
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
-    # Tensor ranks are neighbours (the inner mesh dimension), pipeline stages the outer one (pipeline.py).
-    data_ranks = world // (args.tensor * args.pipeline)
+    data_ranks = world // (args.tensor * args.pipeline)  # tensor ranks neighbours, stages outermost (pipeline.py)
     data_rank = rank // args.tensor % data_ranks
     if args.init_from:  # fine-tuning's batch, steps and warmup (its learning rate: parse)
         finetune.batch_and_steps(args, data_ranks, args.told)
@@ -406,12 +397,10 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
                          f"{data_ranks} data ranks x {args.batch} (--global-batch, --batch)")
     pipe = pipeline.Pipeline(args, device) if args.pipeline > 1 else None
     model = build(args, device, pipe)
-    if pipe:
-        pipe.wrap(model, micro_steps)
-    parameters = pipe.parameters(model) if pipe else sum(p.numel() for p in model.parameters())  # global numel
+    parameters = pipe.wrap(model, micro_steps) if pipe else sum(p.numel() for p in model.parameters())  # global numel
     optimizer = optimizer_for(model, args, device)
     fp16 = args.precision == "fp16" and device.type != "cpu"
-    state = Training(model, optimizer, LossScale(fp16), flat=pipe is not None)
+    state = Training(model, optimizer, LossScale(fp16), pipe and pipe.options)
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     same_run(args, tokens, rank)
     dist.barrier()  # run.json is written before any rank checkpoints
@@ -448,8 +437,6 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     compute = torch.float16 if args.precision == "fp16" else torch.bfloat16
     autocast = torch.autocast("cuda", dtype=compute, enabled=device.type == "cuda" and args.sharding == "none"
                               and args.precision != "fp32")
-    if pipe:
-        pipe.stage_module.autocast = autocast  # inside the stage: the schedule calls it
     since = (time.time(), state.step)
     first = state.step + 1  # this run's first step (a resumed run's too)
     held = evaluation.heldout(args.data, args.seq) if args.eval_every else None
@@ -464,7 +451,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     model.train()
     timed = Calibration(args, world, parameters) if args.calibrate_output else None
 
-    def fetch(micro: int) -> torch.Tensor:  # micro-step `micro`'s batch, the next ones read ahead
+    def fetch(micro: int) -> torch.Tensor:
         ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
         return batches.get((state.step, micro), ahead).to(device, non_blocking=True)
     while state.step < args.steps:
@@ -473,14 +460,13 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             group["lr"] = learning_rate(state.step, args)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
-        if pipe:  # the step's micro-steps are the schedule's micro-batches; the loss is the last stage's
+        if pipe:
             loss_sum += pipe.step(fetch, scale=state.scaler.scale, fault=state.step in faults)
         for micro in range(0 if pipe else micro_steps):
             loss = micro_step(model, fetch(micro), args, autocast, scale=state.scaler.scale / micro_steps,
                               last=micro == micro_steps - 1, fault=state.step in faults)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
-        # On the scaled gradients (1.0 once unscaled); the norm over every stage's gradients.
-        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale, stages=args.pipeline)
+        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale, args.pipeline)  # scaled: 1.0 once unscaled
         if state.scaler.enabled:
             for p in model.parameters():
                 if p.grad is not None:
@@ -489,7 +475,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
                                                                     device=device)])
         dist.all_reduce(reduced)
-        step_loss, grad_norm = reduced[0].item() / (world // args.pipeline), norm.item()  # the last stage's
+        step_loss, grad_norm = reduced[0].item() / (world // args.pipeline), norm.item()
         # A non-finite norm or loss (an overflow, a bad batch) skips the step: the weights stay the last good
         # step's. fp16's loss scale halves there too (its own skip, as torch.amp.GradScaler).
         good = guard.allows(state.step, grad_norm, step_loss)
@@ -519,7 +505,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             metrics.emit(state.step, Loss=step_loss, TokensPerSecond=rate, SkippedSteps=guard.skipped)
         if held is not None and not timed and (state.step % args.eval_every == 0 or state.step == args.steps):
             eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device,
-                                            pipe.forward_loss if pipe else forward_loss, autocast, args.pipeline)
+                                            pipe.forward_loss if pipe else forward_loss, autocast)
             if rank == 0:
                 print(f"eval step {state.step} held-out loss {eval_loss:.6f}", flush=True)
             metrics.emit(state.step, EvalLoss=eval_loss)
