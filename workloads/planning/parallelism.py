@@ -34,7 +34,10 @@ tests/test_parallelism.py). The peak is the larger of the forward/backward and t
   ACTIVATION_*, 16 x hidden + 8.5 x hidden + 8 x SwiGLU width bytes per token, fused attention storing no scores);
   with activation checkpointing each layer's input (2 x sequence x hidden per layer) plus one layer's activations
   while it recomputes. Tensor parallel (no sequence parallel) divides only what attention and the MLP keep inside;
-  pipeline parallel divides the layers each rank keeps;
+  pipeline parallel divides the layers each rank keeps, but under 1F1B the first stage runs `pipeline` micro-batches'
+  forwards before its first backward (torch.distributed.pipelining Schedule1F1B: warmup_chunks = stages - stage
+  index), so it keeps that many micro-batches' activations of its layers: about the unsplit model's one. The last
+  stage keeps one micro-batch's and the logits; the peak is the larger of the two;
 - the logits and the loss: 16 bytes per token and vocabulary entry (bf16 logits, their fp32 copy, log-softmax
   and its gradient); 7.8 GiB at 4096 tokens of a 128k vocabulary, more than a small model's state;
 - the optimizer step: the state plus 4 per parameter of temporaries for foreach AdamW, PyTorch's default where
@@ -197,13 +200,16 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
     layer = sequence * layer_activation_bytes(hidden, intermediate, tensor)
-    if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's activations as it recomputes
-        activations = 2 * sequence * hidden * kept_layers + layer
-    else:  # every layer's activations kept for backward
-        activations = layer * kept_layers
+
+    def activations(in_flight: int) -> float:  # micro-batches whose activations a stage keeps at once
+        if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's as it recomputes
+            return 2 * sequence * hidden * kept_layers * in_flight + layer
+        return layer * kept_layers * in_flight  # every layer's activations kept for backward
+
     logits = LOGIT_BYTES * sequence * padded_vocab(vocab, tensor) / tensor
+    stage = activations(1) + logits if pipeline == 1 else max(activations(pipeline), activations(1) + logits)
     step = params * STEP_BYTES_PER_PARAM / split
-    return (state + max(working + activations + logits, step)) / 2**30
+    return (state + max(working + stage, step)) / 2**30
 
 
 def recipe_lr(parameters_billion: float) -> float:
@@ -282,10 +288,14 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
         return _hybrid(best, itype, parameters_billion, nodes=nodes, budget=budget) or best
     for p in (p for p in range(2, nodes + 1) if nodes % p == 0 and p <= layers):
         for t in degrees or [1]:
-            found = layout(t, p, True, f"layers' activations need splitting too: pipeline parallel {p} across "
-                                       f"nodes, tensor parallel {t} inside, FSDP2 over the rest")
+            found = layout(t, p, True, f"FSDP2 with tensor parallel does not fit (one sequence's activations and "
+                                       f"logits): pipeline parallel {p} across nodes, tensor parallel {t} inside, "
+                                       "FSDP2 over each stage's data ranks; the logits on the last stage only")
             if found:
-                return found
+                micro = found.global_batch // (found.data * found.micro_batch)
+                kind = "1F1B" if micro >= p else "GPipe (fewer micro-batches than stages)"
+                return replace(found, reason=f"{found.reason}; the stages run {kind} over the step's {micro} "
+                                             "micro-batches")
     return None
 
 
