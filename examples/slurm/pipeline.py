@@ -201,12 +201,11 @@ class Pipeline:
         else:
             x = torch.empty((*tokens.shape, args.hidden), device=self.device)
             dist.recv(x, src=dist.get_rank() - self.per_stage)
-        with self._split():
-            out = model(x)
-            if not self.last:
-                dist.send(out.float().contiguous(), dst=dist.get_rank() + self.per_stage)
-                return torch.zeros((), device=self.device)
-            return F.cross_entropy(out.float().flatten(0, 1), batch[:, 1:].reshape(-1))
+        out = model(x)  # evaluate's loss_parallel holds split logits' loss (the model's vocab_parallel: the stage's)
+        if not self.last:
+            dist.send(out.float().contiguous(), dst=dist.get_rank() + self.per_stage)
+            return torch.zeros((), device=self.device)
+        return F.cross_entropy(out.float().flatten(0, 1), batch[:, 1:].reshape(-1))
 
     def parameters(self, model: nn.Module) -> int:
         """The whole model's parameter count (each stage holds its own; DTensor numel is the global one)."""
