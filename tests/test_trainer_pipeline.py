@@ -187,3 +187,22 @@ def test_the_pipelined_export_loads_in_transformers_with_the_trained_models_logi
     assert "at step 4" in out and "by rank 0 a file at a time" in out, out
     first, second = load_file(export / "model.safetensors"), load_file(tmp_path / "rank0" / "model.safetensors")
     assert set(first) == set(second) and all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_fsdp2_stages_hold_only_the_sharded_gradient_the_plan_counts():
+    """After every micro-batch's backward each rank of pipeline 2 x data 2 holds its shard of its stage's fp32
+    gradients (GRADIENT_BYTES_PER_PARAM over the stage's data ranks), what the memory model counts: torch's
+    PipelineStage alone keeps the stage's whole unsharded gradients (and weights) until the last micro-batch, four
+    times that here (pipeline.ShardedStage reduce-scatters every micro-batch, as train.py does without stages)."""
+    from workloads.planning.parallelism import GRADIENT_BYTES_PER_PARAM
+
+    probe = Path(__file__).resolve().parent / "probes" / "pipeline_gradient_bytes.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4",
+                           str(probe)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ranks = json.loads(done.stdout.strip().splitlines()[-1])["ranks"]
+    assert len(ranks) == 4 and all(len(r["held"]) == 4 for r in ranks)
+    for r in ranks:
+        planned = GRADIENT_BYTES_PER_PARAM * r["stage_parameters"] / r["data"]
+        assert all(0.9 * planned <= held <= 1.1 * planned for held in r["held"]), (r, planned)

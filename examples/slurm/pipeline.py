@@ -105,6 +105,9 @@ def _stage_class() -> type:
             self.submod.set_requires_gradient_sync(True)
             self.submod.set_reshard_after_backward(True)
             grads = stage_backward(bwd_kwargs["stage_output"], bwd_kwargs["output_grads"], bwd_kwargs["input_values"])
+            # The root's own parameters (the first stage's embedding) reduce when backward is finalized, not in a
+            # hook: finalized every micro-batch, as an automatic backward would be.
+            self.submod.finalize_backward()
             return grads, None
 
     return ShardedStage
