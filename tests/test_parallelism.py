@@ -369,3 +369,20 @@ def test_the_long_context_example_plans_pipeline_stages_the_trainer_runs(tmp_pat
     args = train.parse()
     assert (args.pipeline, args.tensor, args.sharding, args.layers) == (2, 8, "full", 32)
     assert json.loads(layout.read_text())["pipeline"] == 2
+
+
+def test_a_pipelined_run_is_timed_with_its_fill_and_drain(monkeypatch):
+    """Issue 42: with m micro-batches through p stages each stage idles p - 1 micro-batch times a step (Narayanan et
+    al. 2021, bubble fraction (p - 1) / m): the long-context example's 2 stages and 32 micro-batches take 33/32 of
+    the step's compute and communication, in its hours and its layout line."""
+    from workloads.catalog import load_catalog as catalog
+    from workloads.planning import parallelism, training_layout
+
+    w = load(PIPELINE_EXAMPLE)
+    spread = plan(w).training.parallelism
+    assert parallelism.pipeline_bubble(spread) == pytest.approx(33 / 32)
+    assert "each stage idle 1 of 33 micro-batch times a step" in spread.reason and "x1.031" in spread.reason
+    itype = catalog().types["p4d.24xlarge"]
+    timed = training_layout.run_hours(w, itype, 4, 1e21, 0.3, None)
+    monkeypatch.setattr(parallelism, "pipeline_bubble", lambda s: 1.0)
+    assert timed == pytest.approx(training_layout.run_hours(w, itype, 4, 1e21, 0.3, None) * 33 / 32)

@@ -206,3 +206,17 @@ def test_fsdp2_stages_hold_only_the_sharded_gradient_the_plan_counts():
     for r in ranks:
         planned = GRADIENT_BYTES_PER_PARAM * r["stage_parameters"] / r["data"]
         assert all(0.9 * planned <= held <= 1.1 * planned for held in r["held"]), (r, planned)
+
+
+def test_a_pipelined_fine_tune_starts_from_the_base_models_loss(tmp_path, tokens):
+    """--init-from under pipeline 2 x data 2: each stage reads its own layers of the base model's safetensors (the
+    stage's names are Hugging Face's), so step 1's loss is the base model's as transformers computes it."""
+    from .test_trainer import _base_loss, _base_model
+
+    base = tmp_path / "base"
+    _base_model(base)
+    out = _run(tmp_path, "--init-from", str(base), "--layers", "2", "--data", str(tokens), "--steps", "2",
+               "--batch", "1", "--sharding", "full", "--pipeline", "2", "--checkpoint-dir", str(tmp_path / "c"),
+               ranks=4)
+    assert f"fine-tuning from {base}" in out and "pipeline 2 stages" in out, out
+    assert _losses(out)[1] == pytest.approx(_base_loss(base, tokens, 32, 1, 4), rel=1e-4), out

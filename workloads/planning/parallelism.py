@@ -163,6 +163,15 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     return None
 
 
+def pipeline_bubble(spread: Parallelism) -> float:
+    """A pipelined step's time over its compute: with m micro-batches through p stages each stage idles while the
+    first micro-batch fills the pipeline and the last drains it, (p - 1) micro-batch times a step for 1F1B and GPipe
+    alike (Narayanan et al. 2021, https://arxiv.org/abs/2104.04473, section 2.2.1: bubble fraction (p - 1) / m);
+    1.0 without stages."""
+    micro = max(1, spread.global_batch // max(1, spread.data * spread.micro_batch))
+    return (micro + spread.pipeline - 1) / micro
+
+
 # Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128, arguments.py) x the
 # tensor-parallel size (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding). The trainer pads only where
 # tensor parallel does not divide the vocabulary (examples/slurm/recipe.py padded_vocab, the same rule) and masks the
@@ -295,7 +304,9 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
                 micro = found.global_batch // (found.data * found.micro_batch)
                 kind = "1F1B" if micro >= p else "GPipe (fewer micro-batches than stages)"
                 return replace(found, reason=f"{found.reason}; the stages run {kind} over the step's {micro} "
-                                             "micro-batches")
+                                             f"micro-batches, each stage idle {p - 1} of {micro + p - 1} "
+                                             "micro-batch times a step (the pipeline's fill and drain: "
+                                             f"x{pipeline_bubble(found):.3f} the step's time)")
     return None
 
 
