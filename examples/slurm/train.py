@@ -260,8 +260,7 @@ def build(args: argparse.Namespace, device: torch.device, pipe=None) -> nn.Modul
         from torch.nn.parallel import DistributedDataParallel
 
         with torch.device("meta" if pipe else device):
-            model = Llama(**shape) if pipe is None else pipe.cut(Llama(**shape))
-        model.to_empty(device=device)
+            model = Llama(**shape) if pipe is None else pipe.cut(Llama(**shape)).to_empty(device=device)
         if fp8:
             speed.float8(model, device, sharded=False)
         if args.compile:
