@@ -68,10 +68,12 @@ def corpus_and_tokenizer(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_the_configs_plan_layouts_of_every_kind_the_trainer_runs():
-    """DDP, FSDP2, HSDP and tensor parallel with FSDP2 across all appear (so the run below covers them), and no plan
-    asks the trainer for what it refuses."""
+    """DDP, FSDP2, HSDP, tensor parallel with FSDP2 across and pipeline stages (examples/workloads/
+    long-context-pipeline.yaml) all appear (so the run below covers them), and no plan asks the trainer for what it
+    refuses."""
     assert {shape[1] for shape in LAYOUTS} == {"none", "full", "hybrid"}
     assert any(shape[2] > 1 for shape in LAYOUTS), LAYOUTS
+    assert any(shape[3] > 1 for shape in LAYOUTS), LAYOUTS
     for (device, *_), (name, spread) in LAYOUTS.items():
         from workloads.planning.parallelism import Parallelism
 
@@ -82,16 +84,21 @@ def test_the_configs_plan_layouts_of_every_kind_the_trainer_runs():
 def test_every_planned_layout_trains_in_the_shipped_trainer(tmp_path, shape):
     """train.py on two CPU ranks with the plan's own layout (its sharding, tensor and pipeline degrees,
     recomputation), at a CPU-sized shape. Trn1's layouts (device xla) run here on CPU: the planner gives them DDP,
-    the path train.py takes with PyTorch/XLA too."""
+    the path train.py takes with PyTorch/XLA too. A pipelined layout runs two stages (of tensor parallel 2: four
+    ranks), two micro-batches a step: 1F1B."""
     name, spread = LAYOUTS[shape]
     path = tmp_path / "layout.json"
     path.write_text(json.dumps({**spread, "export_dir": ""}))
     tensor = min(spread["tensor"], 2)  # two CPU ranks: the plan's degree where it is 2, else 2 for its path
+    stages = min(spread["pipeline"], 2)
     # HSDP on two ranks: shard groups of one (SCALED_DOWN), the two replicating (the plan's group is sized for nodes)
+    ranks = 2 * stages  # each data rank one sequence a micro-batch, one micro-batch a stage
     out = torchrun(["--device", "cpu", "--layout", str(path), *SCALED_DOWN, "--tensor", str(tensor),
-                    "--global-batch", str(2 // tensor), "--checkpoint-dir", str(tmp_path / "c")], cwd=tmp_path)
+                    "--pipeline", str(stages), "--global-batch", str(ranks // tensor),
+                    "--checkpoint-dir", str(tmp_path / "c")], cwd=tmp_path, ranks=ranks)
     how = {"full": "FSDP2", "none": "DDP", "hybrid": "HSDP, replicate 2 x shard 1"}[spread["sharding"]] \
-        + (f", tensor parallel {tensor}" if tensor > 1 else "")
+        + (f", tensor parallel {tensor}" if tensor > 1 else "") + (f", pipeline {stages} stages (1F1B)" if stages > 1
+                                                                  else "")
     assert how + ", cpu" in out, name
     assert re.search(r"^step 3 loss", out, re.M), out
 

@@ -11,7 +11,7 @@ from workloads import load, plan
 from workloads.catalog import load_catalog
 from workloads.planning.parallelism import choose, gib_per_rank
 
-from .conftest import TRN2
+from .conftest import ROOT, TRN2
 
 
 def _types():
@@ -323,3 +323,66 @@ def test_hsdp_is_never_chosen_on_one_node():
     spread = choose(parameters_billion=8, layers=32, hidden=4096, heads=32, kv_heads=8,
                     itype=_types()["p5.48xlarge"], nodes=1)
     assert spread.sharding in ("full", "none") and "HSDP" not in spread.reason
+
+
+PIPELINE_EXAMPLE = "examples/workloads/long-context-pipeline.yaml"
+
+
+def test_the_first_pipeline_stage_keeps_1f1bs_micro_batches_in_flight_and_the_last_the_logits():
+    """Issue 42: under 1F1B the first stage runs one forward per stage before its first backward (torch's
+    Schedule1F1B: warmup_chunks = stages - stage index), so it keeps `pipeline` micro-batches' activations of its
+    layers, about the unsplit model's one; only the last stage holds the logits. Splitting the layers pays where the
+    logits are what does not fit, not for the activations (before: the plan divided them by the stages)."""
+    shape = dict(shards=32, tensor=8, sharded=True, sequence=65536, recompute=True, intermediate=14336)
+    for vocab in (256, 128256):
+        one, two = (gib_per_rank(8e9, 32, 4096, pipeline=p, vocab=vocab, **shape) for p in (1, 2))
+        if vocab == 256:  # no logits to speak of: two stages keep what one does
+            assert two == pytest.approx(one, rel=0.02), (one, two)
+        else:  # 15.7 GiB of logits a rank, on the last stage alone, beside half the layers' 16 GiB of inputs
+            assert one - two == pytest.approx(8, abs=0.1), (one, two)
+
+
+def test_the_long_context_example_plans_pipeline_stages_the_trainer_runs(tmp_path, monkeypatch):
+    """Llama 3.1 8B at a 64k context on 4 x p4d: FSDP2 with tensor parallel 8 does not fit its logits, two pipeline
+    stages across the nodes do; the layout the nodes get carries the degree and the trainer reads it (1F1B over the
+    step's micro-batches, as the plan says)."""
+    import importlib.util
+    import json
+
+    from workloads.planning.parallelism import trainer_refusal
+
+    spread = plan(load(PIPELINE_EXAMPLE)).training.parallelism
+    assert (spread.pipeline, spread.tensor, spread.data, spread.sharding) == (2, 8, 2, "full"), spread
+    micro = spread.global_batch // (spread.data * spread.micro_batch)
+    assert f"the stages run 1F1B over the step's {micro} micro-batches" in spread.reason and micro >= 2
+    assert trainer_refusal(spread, "cuda", what="x") is None
+    assert gib_per_rank(8e9, 32, 4096, shards=32, tensor=8, pipeline=1, sharded=True, vocab=128256,
+                        sequence=65536, intermediate=14336) > 0.85 * spread.rank_memory_gib  # why the stages
+    layout = tmp_path / "layout.json"
+    layout.write_text(spread.as_json())
+    trainer = ROOT / "examples" / "slurm" / "train.py"
+    spec = importlib.util.spec_from_file_location("train", trainer)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    monkeypatch.setattr("sys.argv", ["train.py", "--device", "cuda", "--layout", str(layout), "--checkpoint-dir",
+                                     str(tmp_path / "c"), "--export-dir", str(tmp_path / "e")])
+    args = train.parse()
+    assert (args.pipeline, args.tensor, args.sharding, args.layers) == (2, 8, "full", 32)
+    assert json.loads(layout.read_text())["pipeline"] == 2
+
+
+def test_a_pipelined_run_is_timed_with_its_fill_and_drain(monkeypatch):
+    """Issue 42: with m micro-batches through p stages each stage idles p - 1 micro-batch times a step (Narayanan et
+    al. 2021, bubble fraction (p - 1) / m): the long-context example's 2 stages and 32 micro-batches take 33/32 of
+    the step's compute and communication, in its hours and its layout line."""
+    from workloads.catalog import load_catalog as catalog
+    from workloads.planning import parallelism, training_layout
+
+    w = load(PIPELINE_EXAMPLE)
+    spread = plan(w).training.parallelism
+    assert parallelism.pipeline_bubble(spread) == pytest.approx(33 / 32)
+    assert "each stage idle 1 of 33 micro-batch times a step" in spread.reason and "x1.031" in spread.reason
+    itype = catalog().types["p4d.24xlarge"]
+    timed = training_layout.run_hours(w, itype, 4, 1e21, 0.3, None)
+    monkeypatch.setattr(parallelism, "pipeline_bubble", lambda s: 1.0)
+    assert timed == pytest.approx(training_layout.run_hours(w, itype, 4, 1e21, 0.3, None) * 33 / 32)

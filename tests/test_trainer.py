@@ -87,8 +87,9 @@ def test_trains_checkpoints_and_resumes_where_it_stopped(tmp_path, layouts, toke
     assert (tmp_path / "export" / "config.json").exists()
 
 
-def test_a_pipeline_layout_or_an_impossible_tensor_degree_is_refused_with_its_reason(tmp_path):
-    for spread, said in (({"data": 1, "tensor": 1, "pipeline": 2, "sharding": "full"}, "pipeline 2"),
+def test_an_impossible_pipeline_or_tensor_degree_is_refused_with_its_reason(tmp_path):
+    for spread, said in (({"data": 1, "tensor": 1, "pipeline": 3, "sharding": "full", "layers": 2}, "pipeline 3"),
+                         ({"data": 1, "tensor": 1, "pipeline": 2, "sharding": "hybrid"}, "not sharding hybrid"),
                          ({"data": 1, "tensor": 2, "pipeline": 1, "sharding": "none"}, "sharding none"),
                          ({"data": 1, "tensor": 8, "pipeline": 1, "sharding": "full", "heads": 4}, "--heads 4")):
         layout = tmp_path / "layout.json"
@@ -252,8 +253,8 @@ def test_the_trainer_accepts_every_layout_the_planner_emits(tmp_path, monkeypatc
         monkeypatch.setattr(sys, "argv", ["train.py", "--device", device, "--layout", str(layout),
                                           "--checkpoint-dir", str(tmp_path / "c"), "--export-dir", str(tmp_path)])
         args = train.parse()
-        assert (args.sharding, args.tensor, args.shard_group) == (spread.sharding, spread.tensor,
-                                                                  spread.shard_group), where
+        assert (args.sharding, args.tensor, args.shard_group, args.pipeline) == (
+            spread.sharding, spread.tensor, spread.shard_group, spread.pipeline), where
         seen.add(spread.sharding)
     assert seen == {"none", "full", "hybrid"}
 

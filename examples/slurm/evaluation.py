@@ -38,7 +38,8 @@ def heldout(data: Path | None, seq: int):
 def evaluate(model, args: argparse.Namespace, tokens, data_rank: int, data_ranks: int, device, forward_loss,
              autocast) -> float:
     """The mean next-token loss over EVAL_SEQUENCES x data ranks held-out windows, in order from the first (with the
-    held-out loss mask where prepare.py wrote one: the responses' loss)."""
+    held-out loss mask where prepare.py wrote one: the responses' loss). Under pipeline stages the last stage's ranks
+    alone have a loss (pipeline.Pipeline.forward_loss; zero on the others)."""
     import contextlib
 
     from torch.distributed.tensor.parallel import loss_parallel
@@ -55,7 +56,7 @@ def evaluate(model, args: argparse.Namespace, tokens, data_rank: int, data_ranks
             total += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
     model.train()
     dist.all_reduce(total)
-    return total.item() / (EVAL_SEQUENCES * dist.get_world_size())
+    return total.item() / (EVAL_SEQUENCES * (dist.get_world_size() // getattr(args, "pipeline", 1)))
 
 
 class Metrics:

@@ -58,13 +58,14 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
     # A vocabulary padded for tensor parallel goes out as the tokenizer's: the padding rows are dropped.
     state = {name: _exported(t, dtype, args.vocab if name.endswith(PADDED) else None)
              for name, t in get_model_state_dict(model).items()}
-    files = file_index(state)
+    held = holders(state)
+    files = file_index({name: nbytes for name, (nbytes, _, _, _) in held.items()})
     # XLA (Trn1's legacy data-parallel path): every rank holds the whole model and DCP does not run there.
     device = torch.device("cpu") if args.device in ("cpu", "xla") else next(model.parameters()).device
     if args.device != "xla" and _shared(tmp, rank, device):
         how = f"from the shards of {_write_from_every_rank(state, files, tmp)} ranks"
     else:
-        _write_from_rank_0(state, files, tmp, rank)
+        _write_from_rank_0(state, files, tmp, rank, held, device)
         how = "by rank 0 a file at a time (the export directory is each node's own)"
     if rank == 0:
         if max(files.values()) == 1:  # one file: save_pretrained's name for it, no index
@@ -85,11 +86,26 @@ def export(model: nn.Module, args: argparse.Namespace, rank: int) -> None:
     dist.barrier()
 
 
+def holders(state: dict) -> dict[str, tuple[int, tuple, torch.dtype, int]]:
+    """Every tensor of the model, from every rank, in rank order: its bytes, shape, dtype and the first rank holding
+    it. Pipeline stages each hold their own layers (ranks stage by stage: the model's order); other layouts hold every
+    name on every rank."""
+    mine = [(name, t.numel() * t.element_size(), tuple(t.shape), t.dtype) for name, t in state.items()]
+    everyone = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    out = {}
+    for rank, part in enumerate(everyone):
+        for name, nbytes, shape, dtype in part:
+            out.setdefault(name, (nbytes, shape, dtype, rank))
+    return out
+
+
 def file_index(state: dict) -> dict[str, int]:
-    """Each tensor's output file (1-based), in order, a new file where the next tensor would pass MAX_FILE_BYTES."""
+    """Each tensor's output file (1-based), in order, a new file where the next tensor would pass MAX_FILE_BYTES.
+    `state`: the tensors, or their sizes in bytes."""
     index, size, out = 1, 0, {}
     for name, t in state.items():
-        nbytes = t.numel() * t.element_size()
+        nbytes = t if isinstance(t, int) else t.numel() * t.element_size()
         if size and size + nbytes > MAX_FILE_BYTES:
             index, size = index + 1, 0
         out[name], size = index, size + nbytes
@@ -146,7 +162,10 @@ def _write_from_every_rank(state: dict, files: dict[str, int], directory: Path) 
     return writers
 
 
-def _write_from_rank_0(state: dict, files: dict[str, int], directory: Path, rank: int) -> None:
+def _write_from_rank_0(state: dict, files: dict[str, int], directory: Path, rank: int,
+                       held: dict | None = None, device: torch.device | str = "cpu") -> None:
+    """`held`: holders(state), where ranks hold different tensors (pipeline stages): a tensor rank 0 lacks comes from
+    the first rank holding it (point to point, on `device`)."""
     from safetensors.torch import save_file
     from torch.distributed.tensor import DTensor
 
@@ -155,8 +174,15 @@ def _write_from_rank_0(state: dict, files: dict[str, int], directory: Path, rank
     for index in range(1, last + 1):
         names = [n for n, i in files.items() if i == index]
         part = {}
-        for name in names:  # every rank joins each gather; rank 0 keeps the tensor until its file is written
-            t = state[name].full_tensor() if isinstance(state[name], DTensor) else state[name]
+        for name in names:  # every rank holding it joins each gather; rank 0 keeps it until its file is written
+            t = state.get(name)
+            t = t.full_tensor() if isinstance(t, DTensor) else t
+            source = held[name][3] if held else 0
+            if source and rank == source:
+                dist.send(t.to(device).contiguous(), dst=0)
+            elif source and rank == 0:
+                t = torch.empty(held[name][1], dtype=held[name][2], device=device)
+                dist.recv(t, src=source)
             if rank == 0:
                 part[name] = t.cpu().contiguous()
         if rank == 0:

@@ -88,6 +88,8 @@ def tensor_parallel(model: nn.Module, args: argparse.Namespace, tensor_mesh) -> 
         parallelize_module(block, tensor_mesh, plan)
         block.self_attn.heads //= args.tensor  # each rank's own heads
         block.self_attn.kv_heads //= args.tensor
+    if model.lm_head is None:  # a pipeline stage before the last (pipeline.Stage): blocks only
+        return
     parallelize_module(model.lm_head, tensor_mesh, ColwiseParallel(output_layouts=Shard(-1), use_local_output=False))
     model.vocab_parallel = True
     rows = model.lm_head.weight.shape[0]
@@ -127,25 +129,28 @@ def init_weights(model: nn.Module, device: torch.device) -> None:
                 param.copy_(full)
 
 
-def clip_gradients(model: nn.Module, max_norm: float) -> torch.Tensor:
+def clip_gradients(model: nn.Module, max_norm: float, stages: int = 1) -> torch.Tensor:
     """Scale the gradients so their global L2 norm is at most `max_norm` and return the norm before clipping
     (inf or nan where a gradient overflowed). DTensor gradients (FSDP2, tensor parallel) live on meshes of different
     shapes, so each rank sums its shards' squares, divided by how many ranks hold the same shard, and one all-reduce
-    adds them up; DDP's gradients are whole and equal on every rank."""
+    adds them up; DDP's gradients are whole and equal on every rank. Pipeline `stages`: each stage's world / stages
+    ranks hold its own parameters only (so that many hold a DDP gradient), and the all-reduce adds the stages up."""
     from torch.distributed.tensor import DTensor
 
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     sharded = bool(grads) and isinstance(grads[0], DTensor)
     device = (grads[0].to_local() if sharded else grads[0]).device if grads else torch.device("cpu")
     total = torch.zeros((), device=device, dtype=torch.float32)
+    # The ranks of one stage (every rank without pipeline stages); one process without a group (DDP's whole gradients)
+    copies = dist.get_world_size() // stages if sharded or stages > 1 else 1
     for g in grads:
         if isinstance(g, DTensor):
             # Shard or FSDP's _StridedShard over a tensor-parallel shard: anything not replicated splits the tensor.
             shards = math.prod(g.device_mesh.size(i) for i, pl in enumerate(g.placements) if not pl.is_replicate())
-            total += g.to_local().float().pow(2).sum() * shards / dist.get_world_size()
+            total += g.to_local().float().pow(2).sum() * shards / copies
         else:
-            total += g.float().pow(2).sum()
-    if sharded:
+            total += g.float().pow(2).sum() / (copies if stages > 1 else 1)
+    if sharded or stages > 1:
         dist.all_reduce(total)
     norm = total.sqrt()
     scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
@@ -345,9 +350,8 @@ class Calibration:
     """The rate after a warm-up fifth of the steps (compilation, allocator growth), as tokens/s and MFU (6N FLOPs per
     token over the ranks' peak, the plan's utilisation definition), for `python -m workloads plan --calibrate`."""
 
-    def __init__(self, args: argparse.Namespace, world: int, model: nn.Module) -> None:
-        self.args, self.world = args, world
-        self.parameters = sum(p.numel() for p in model.parameters())  # global numel, also under FSDP2
+    def __init__(self, args: argparse.Namespace, world: int, parameters: int) -> None:
+        self.args, self.world, self.parameters = args, world, parameters  # the whole model's, however spread
         self.warmup = max(1, args.steps // 5)
         self.start = self.last = (time.time(), 0)
 

@@ -13,7 +13,7 @@ DistributedDataParallel, `sharding: full` with FSDP2 (`fully_shard` on every blo
 hybrid` with HSDP (FSDP2 over a (replicate, shard) mesh: sharded within `shard_group` data ranks, replicated across); `tensor`
 above 1 splits every block's projections inside a node with PyTorch's DTensor tensor parallelism (Megatron's column
 and row split, the output head split over the vocabulary) and FSDP2 shards over the data-parallel ranks across nodes.
-Pipeline degrees above 1 are refused here, with the reason (the planner never emits them for this trainer).
+`pipeline` above 1 splits the blocks into stages across nodes (torch.distributed.pipelining, 1F1B): pipeline.py.
 
 The model: model.py. Optimisation, the fixed global batch (micro-steps accumulate gradients whatever the node count), fp16 loss scaling and
 the data order (an epoch draws every window once, a function of the step, so a resumed run draws the same): recipe.py.
@@ -63,6 +63,7 @@ import classifier  # noqa: E402
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
 import loader  # noqa: E402
+import pipeline  # noqa: E402
 import safety  # noqa: E402
 from startup import data_vocabulary, prepare_here, prunes_here, same_run  # noqa: E402
 import speed  # noqa: E402
@@ -99,6 +100,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--reduce-dtype", choices=("bf16", "fp32"), help="FSDP2's gradient reduction under bf16 compute "
                    "(default: the layout's, else bf16)")
     p.add_argument("--tensor", type=int, help="tensor-parallel degree inside a node (default: the layout's, else 1)")
+    p.add_argument("--pipeline", type=int, help="pipeline stages (default: the layout's, else 1): pipeline.py")
     # The layout's model shape, or these (small models for checks and tests).
     p.add_argument("--layers", type=int)
     p.add_argument("--hidden", type=int)
@@ -145,7 +147,7 @@ def parse() -> argparse.Namespace:
     args.rope_scaling, args.max_positions = family.get("rope_scaling"), None
     for field, default in (("layers", 2), ("hidden", 256), ("heads", 4), ("seq", 256), ("vocab", 32000),
                            ("sharding", "none"), ("keep", 2), ("steps", 0), ("batch", 1), ("global_batch", 0),
-                           ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1),
+                           ("lr", 3e-4), ("warmup", -1), ("precision", "bf16"), ("tensor", 1), ("pipeline", 1),
                            ("checkpoint_every", 100), ("shard_group", 0)):
         if getattr(args, field) is None:
             key = {"seq": "sequence", "keep": "keep_checkpoints", "batch": "micro_batch",
@@ -191,10 +193,7 @@ def parse() -> argparse.Namespace:
     if missing:  # fail at the start, not after the last step
         p.error(f"this run needs {', '.join(missing)} (examples/slurm/train.py's packages: numpy, tokenizers, "
                 "safetensors), which this Python does not have")
-    if layout.get("pipeline", 1) != 1:
-        p.error(f"the layout asks for pipeline {layout.get('pipeline')}: this example trains data and tensor parallel "
-                "layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across); use a pipeline-parallel "
-                "trainer for this plan")
+    pipeline.check(args, p.error)
     if args.tensor > 1:
         if args.sharding == "none" or args.device == "xla":
             p.error(f"tensor {args.tensor} runs with FSDP2 across the data ranks (sharding full or hybrid) on cuda, "
@@ -221,15 +220,16 @@ class Training(Stateful):
     """What a checkpoint holds: model and optimizer (sharded as they are), the step and the fp16 loss scale. The
     learning rate and the data order are functions of the step."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale") -> None:
-        self.model, self.optimizer, self.scaler, self.step = model, optimizer, scaler, 0
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scaler: "LossScale", options=None) -> None:
+        self.model, self.optimizer, self.scaler, self.step, self.options = model, optimizer, scaler, 0, options
 
     def state_dict(self) -> dict:
-        model, optim = get_state_dict(self.model, self.optimizer)
+        model, optim = get_state_dict(self.model, self.optimizer, options=self.options)
         return {"model": model, "optim": optim, "step": self.step, "loss_scale": self.scaler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
+                       options=self.options)
         self.step = state["step"]
         self.scaler.load_state_dict(state["loss_scale"])
 
@@ -253,7 +253,7 @@ def setup(kind: str) -> torch.device:
     return device
 
 
-def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
+def build(args: argparse.Namespace, device: torch.device, pipe=None) -> nn.Module:
     shape = dict(vocab=args.vocab, rows=padded_vocab(args.vocab, args.tensor), layers=args.layers, hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                  intermediate=args.intermediate, recompute_blocks=args.recompute, rope_theta=args.rope_theta,
                  norm_eps=args.norm_eps, rope_scaling=args.rope_scaling)
@@ -261,7 +261,8 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
     if args.sharding == "none":
         from torch.nn.parallel import DistributedDataParallel
 
-        model = Llama(**shape).to(device)
+        with torch.device("meta" if pipe else device):
+            model = Llama(**shape) if pipe is None else pipe.cut(Llama(**shape)).to_empty(device=device)
         if fp8:
             speed.float8(model, device, sharded=False)
         if args.compile:
@@ -270,16 +271,17 @@ def build(args: argparse.Namespace, device: torch.device) -> nn.Module:
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
-                                       gradient_as_bucket_view=True)
+                                       gradient_as_bucket_view=True,
+                                       process_group=pipe.data_mesh.get_group() if pipe else None)
     from torch.distributed.fsdp import fully_shard
 
     # Built without memory (meta device) and sharded before any weight exists: a model the plan shards because
     # it does not fit one accelerator does not fit one host either. Each rank then fills in its own shards.
     with torch.device("meta"):
-        model = Llama(**shape)
+        model = Llama(**shape) if pipe is None else pipe.cut(Llama(**shape))
     if fp8:
         speed.float8(model, device, sharded=True)
-    data_mesh, tensor_mesh = device_meshes(args, device)
+    data_mesh, tensor_mesh = (pipe.data_mesh, pipe.tensor_mesh) if pipe else device_meshes(args, device)
     if tensor_mesh is not None:
         tensor_parallel(model, args, tensor_mesh)
     if args.compile:
@@ -385,7 +387,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     tokens = Tokens(args.data, args.seq) if args.data else None
     if tokens is not None:
         data_vocabulary(args, tokens, rank)
-    data_ranks, data_rank = world // args.tensor, rank // args.tensor  # tensor ranks are neighbours (inner mesh dim)
+    data_ranks = world // (args.tensor * args.pipeline)  # tensor ranks neighbours, stages outermost (pipeline.py)
+    data_rank = rank // args.tensor % data_ranks
     if args.init_from:  # fine-tuning's batch, steps and warmup (its learning rate: parse)
         finetune.batch_and_steps(args, data_ranks, args.told)
     args.global_batch = args.global_batch or data_ranks * args.batch
@@ -393,10 +396,12 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     if left or not micro_steps:
         raise SystemExit(f"the global batch of {args.global_batch} sequences is not a whole number of micro-steps of "
                          f"{data_ranks} data ranks x {args.batch} (--global-batch, --batch)")
-    model = build(args, device)
+    pipe = pipeline.Pipeline(args, device) if args.pipeline > 1 else None
+    model = build(args, device, pipe)
+    parameters = pipe.wrap(model, micro_steps) if pipe else sum(p.numel() for p in model.parameters())  # global numel
     optimizer = optimizer_for(model, args, device)
     fp16 = args.precision == "fp16" and device.type != "cpu"
-    state = Training(model, optimizer, LossScale(fp16))
+    state = Training(model, optimizer, LossScale(fp16), pipe and pipe.options)
     args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     same_run(args, tokens, rank)
     dist.barrier()  # run.json is written before any rank checkpoints
@@ -419,12 +424,13 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         how = {"full": "FSDP2", "none": "DDP"}.get(args.sharding) or \
             f"HSDP, replicate {data_ranks // (args.shard_group or data_ranks)} x shard {args.shard_group or data_ranks}"
         how += f", tensor parallel {args.tensor}" if args.tensor > 1 else ""
+        how += f", pipeline {args.pipeline} stages ({pipe.kind})" if pipe else ""
         how += f", float8 projections ({sum(type(m).__name__ == 'Float8Linear' for m in model.modules())})" \
             if args.precision == "fp8" else ""
         how += ", compiled blocks" if args.compile else ""
         if (rows := padded_vocab(args.vocab, args.tensor)) != args.vocab:
             how += f", vocabulary {args.vocab:,} padded to {rows:,} (masked)"
-        print(f"training {sum(p.numel() for p in model.parameters()):,} parameters on {world} ranks "  # global numel
+        print(f"training {parameters:,} parameters on {world} ranks "
               f"({how}, {args.device}); global batch {args.global_batch} sequences = {data_ranks} data ranks x "
               f"{args.batch} x {micro_steps} micro-steps", flush=True)
     # The layout's compute dtype: FSDP2 casts through its MixedPrecisionPolicy; DDP on GPUs needs autocast (fp32
@@ -437,32 +443,41 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     held = evaluation.heldout(args.data, args.seq) if args.eval_every else None
     if rank == 0 and args.eval_every and args.data and held is None:
         print(f"no held-out loss: {args.data} has no held-out slice (prepare.py writes one)", flush=True)
-    metrics = evaluation.Metrics(args, rank, sum(p.numel() for p in model.parameters()), world)
+    metrics = evaluation.Metrics(args, rank, parameters, world)
     guard = safety.StepGuard(args.max_nonfinite_steps, loss_scaling=state.scaler.enabled, rank=rank,
                              checkpoints=args.checkpoint_dir)
     faults = safety.injected(args.inject_nonfinite)
     batches = loader.Prefetcher(lambda step, micro: (batch_for(args, data_rank, data_ranks, step, micro, tokens),
                                                      mask_for(args, data_rank, data_ranks, step, micro, tokens)),
                                 pin=device.type == "cuda")
+    if tokens is not None and tokens.masked and pipe:
+        raise SystemExit("the prepared data has loss masks (prompt/response lines), which this trainer does not apply "
+                         "under pipeline stages: train it with a layout without pipeline parallel (--pipeline 1)")
     if rank == 0 and tokens is not None and tokens.masked:
         print("loss mask: the prepared data marks prompt tokens; the loss counts only response tokens", flush=True)
     model.train()
-    timed = Calibration(args, world, model) if args.calibrate_output else None
+    timed = Calibration(args, world, parameters) if args.calibrate_output else None
+
+    def fetch(micro: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The micro-step's token window and its loss mask (None without one), prefetching the ones after it."""
+        ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
+        batch, mask = batches.get((state.step, micro), ahead)
+        return batch.to(device, non_blocking=True), None if mask is None else mask.to(device, non_blocking=True)
     while state.step < args.steps:
         state.step += 1
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(state.step, args)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
-        for micro in range(micro_steps):
-            ahead = [(state.step, m) for m in range(micro + 1, micro_steps)] + [(state.step + 1, 0)]
-            batch, mask = batches.get((state.step, micro), ahead)
-            batch = batch.to(device, non_blocking=True)
-            mask = None if mask is None else mask.to(device, non_blocking=True)
+        if pipe:
+            loss_sum += pipe.step(lambda micro: fetch(micro)[0], scale=state.scaler.scale,
+                                  fault=state.step in faults)
+        for micro in range(0 if pipe else micro_steps):
+            batch, mask = fetch(micro)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
                               last=micro == micro_steps - 1, fault=state.step in faults, mask=mask)
             loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
-        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale)  # on the scaled gradients: 1.0 once unscaled
+        norm = clip_gradients(model, CLIP_NORM * state.scaler.scale, args.pipeline)  # scaled: 1.0 once unscaled
         if state.scaler.enabled:
             for p in model.parameters():
                 if p.grad is not None:
@@ -471,7 +486,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
                                                                     device=device)])
         dist.all_reduce(reduced)
-        step_loss, grad_norm = reduced[0].item() / world, norm.item()
+        step_loss, grad_norm = reduced[0].item() / (world // args.pipeline), norm.item()
         # A non-finite norm or loss (an overflow, a bad batch) skips the step: the weights stay the last good
         # step's. fp16's loss scale halves there too (its own skip, as torch.amp.GradScaler).
         good = guard.allows(state.step, grad_norm, step_loss)
@@ -500,7 +515,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
                   f"{f', {guard.skipped} skipped in this run' if guard.skipped else ''}", flush=True)
             metrics.emit(state.step, Loss=step_loss, TokensPerSecond=rate, SkippedSteps=guard.skipped)
         if held is not None and not timed and (state.step % args.eval_every == 0 or state.step == args.steps):
-            eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device, forward_loss, autocast)
+            eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device,
+                                            pipe.forward_loss if pipe else forward_loss, autocast)
             if rank == 0:
                 print(f"eval step {state.step} held-out loss {eval_loss:.6f}", flush=True)
             metrics.emit(state.step, EvalLoss=eval_loss)

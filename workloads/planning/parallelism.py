@@ -11,8 +11,10 @@ and communication:
    then HSDP where the state fits a shard group inside a node (or a group of nodes) and the EFA traffic per step
    drops (communication.py): FSDP2 over a (replicate, shard) mesh, gradients all-reduced across the replicas once a
    step instead of every weight gathered over the network every micro-step;
-3. pipeline parallel across nodes on top: splits the layers' stored activations (the shipped trainer refuses it, so
-   the planner refuses such a candidate: trainer_refusal).
+3. pipeline parallel across nodes on top: splits the layers (their state and stored activations) into stages of
+   contiguous blocks, the trainer's pipeline.py (torch.distributed.pipelining: 1F1B over the step's micro-steps, GPipe
+   where a step has fewer micro-steps than stages), with tensor parallel inside a node and FSDP2 over each stage's
+   data ranks.
 A layout that still does not fit is refused, naming the fields that would change it.
 
 The global batch is fixed in tokens (training.global_batch_tokens, Llama 2's 4M by default): each data rank takes one
@@ -32,7 +34,10 @@ tests/test_parallelism.py). The peak is the larger of the forward/backward and t
   ACTIVATION_*, 16 x hidden + 8.5 x hidden + 8 x SwiGLU width bytes per token, fused attention storing no scores);
   with activation checkpointing each layer's input (2 x sequence x hidden per layer) plus one layer's activations
   while it recomputes. Tensor parallel (no sequence parallel) divides only what attention and the MLP keep inside;
-  pipeline parallel divides the layers each rank keeps;
+  pipeline parallel divides the layers each rank keeps, but under 1F1B the first stage runs `pipeline` micro-batches'
+  forwards before its first backward (torch.distributed.pipelining Schedule1F1B: warmup_chunks = stages - stage
+  index), so it keeps that many micro-batches' activations of its layers: about the unsplit model's one. The last
+  stage keeps one micro-batch's and the logits; the peak is the larger of the two;
 - the logits and the loss: 16 bytes per token and vocabulary entry (bf16 logits, their fp32 copy, log-softmax
   and its gradient); 7.8 GiB at 4096 tokens of a 128k vocabulary, more than a small model's state;
 - the optimizer step: the state plus 4 per parameter of temporaries for foreach AdamW, PyTorch's default where
@@ -140,7 +145,7 @@ class Parallelism:
 
 
 # What the shipped trainer (examples/slurm/train.py) runs, by the node stack's device (catalog/software.yaml): DDP,
-# FSDP2 (`fully_shard`) and tensor parallel (DTensor) with FSDP2 across, never pipeline parallel. On Trn1 (device xla:
+# FSDP2 (`fully_shard`), tensor parallel (DTensor) with FSDP2 across and pipeline stages (pipeline.py). On Trn1 (device xla:
 # Neuron 2.28's PyTorch/XLA stack) DDP only: FSDP2 and DTensor are native PyTorch, which TorchNeuron brings to Trn2
 # and not to Trn1, and PyTorch/XLA's own sharding (NxD's ZeRO-1, tensor parallel) is not in the example.
 TRAINER_SHARDING = {"cuda": ("none", "full", "hybrid"), "neuron": ("none", "full", "hybrid"), "xla": ("none",)}
@@ -151,9 +156,10 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
     cluster in words, for the message. A ZeRO-1 layout is NxD Training's on Trn1 (nxd.py), not the shipped trainer's."""
     if spread.sharding == "zero1" and device == "xla":
         return None
-    if spread.pipeline > 1:
-        return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}); the shipped trainer runs data "
-                "and tensor parallel layouts (DDP, FSDP2, tensor parallel inside a node with FSDP2 across)")
+    if spread.pipeline > 1 and device == "xla":
+        return (f"{what} needs pipeline parallel {spread.pipeline} ({spread.reason}), which the shipped trainer runs "
+                "on native PyTorch (CUDA, TorchNeuron: torch.distributed.pipelining), not on the Neuron 2.28 "
+                "PyTorch/XLA stack")
     if spread.tensor > 1 and (spread.sharding == "none" or device == "xla"):
         return (f"{what} needs tensor parallel {spread.tensor} ({spread.reason}), which the shipped trainer runs with "
                 "FSDP2 across nodes on native PyTorch (CUDA, TorchNeuron), not on the Neuron 2.28 PyTorch/XLA stack")
@@ -162,6 +168,15 @@ def trainer_refusal(spread: Parallelism, device: str, *, what: str) -> str | Non
                 "stack Trn1 trains on does not run: the shipped trainer trains data-parallel (DDP) there, and DDP "
                 f"needs the whole model state on each {spread.rank_memory_gib:g} GiB NeuronCore")
     return None
+
+
+def pipeline_bubble(spread: Parallelism) -> float:
+    """A pipelined step's time over its compute: with m micro-batches through p stages each stage idles while the
+    first micro-batch fills the pipeline and the last drains it, (p - 1) micro-batch times a step for 1F1B and GPipe
+    alike (Narayanan et al. 2021, https://arxiv.org/abs/2104.04473, section 2.2.1: bubble fraction (p - 1) / m);
+    1.0 without stages."""
+    micro = max(1, spread.global_batch // max(1, spread.data * spread.micro_batch))
+    return (micro + spread.pipeline - 1) / micro
 
 
 # Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by (default 128, arguments.py) x the
@@ -201,13 +216,16 @@ def gib_per_rank(params: float, layers: int, hidden: int, *, shards: int, tensor
         working = params * AUTOCAST_BYTES_PER_PARAM / split
     kept_layers = -(-layers // pipeline)
     layer = sequence * layer_activation_bytes(hidden, intermediate, tensor)
-    if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's activations as it recomputes
-        activations = 2 * sequence * hidden * kept_layers + layer
-    else:  # every layer's activations kept for backward
-        activations = layer * kept_layers
+
+    def activations(in_flight: int) -> float:  # micro-batches whose activations a stage keeps at once
+        if recompute:  # each layer's bf16 input kept (whole on every tensor rank), one layer's as it recomputes
+            return 2 * sequence * hidden * kept_layers * in_flight + layer
+        return layer * kept_layers * in_flight  # every layer's activations kept for backward
+
     logits = LOGIT_BYTES * sequence * padded_vocab(vocab, tensor) / tensor
+    stage = activations(1) + logits if pipeline == 1 else max(activations(pipeline), activations(1) + logits)
     step = params * STEP_BYTES_PER_PARAM / split
-    return (state + max(working + activations + logits, step)) / 2**30
+    return (state + max(working + stage, step)) / 2**30
 
 
 def recipe_lr(parameters_billion: float) -> float:
@@ -286,10 +304,16 @@ def _choose(*, parameters_billion: float, layers: int, hidden: int, heads: int, 
         return _hybrid(best, itype, parameters_billion, nodes=nodes, budget=budget) or best
     for p in (p for p in range(2, nodes + 1) if nodes % p == 0 and p <= layers):
         for t in degrees or [1]:
-            found = layout(t, p, True, f"layers' activations need splitting too: pipeline parallel {p} across "
-                                       f"nodes, tensor parallel {t} inside, FSDP2 over the rest")
+            found = layout(t, p, True, f"FSDP2 with tensor parallel does not fit (one sequence's activations and "
+                                       f"logits): pipeline parallel {p} across nodes, tensor parallel {t} inside, "
+                                       "FSDP2 over each stage's data ranks; the logits on the last stage only")
             if found:
-                return found
+                micro = found.global_batch // (found.data * found.micro_batch)
+                kind = "1F1B" if micro >= p else "GPipe (fewer micro-batches than stages)"
+                return replace(found, reason=f"{found.reason}; the stages run {kind} over the step's {micro} "
+                                             f"micro-batches, each stage idle {p - 1} of {micro + p - 1} "
+                                             "micro-batch times a step (the pipeline's fill and drain: "
+                                             f"x{pipeline_bubble(found):.3f} the step's time)")
     return None
 
 

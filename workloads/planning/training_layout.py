@@ -148,7 +148,10 @@ def step_communication(w: Workload, itype: InstanceType, count: int, utilisation
 
 def run_hours(w: Workload, itype: InstanceType, count: int, flops: float, utilisation: float,
               peak: float | None) -> float:
-    """The run's hours: its compute at `utilisation`, plus the communication its layout cannot hide."""
+    """The run's hours: its compute at `utilisation`, plus the communication its layout cannot hide and a pipelined
+    layout's idle fill and drain (parallelism.pipeline_bubble)."""
     hours = est.hours(flops, itype, count, utilisation, peak)
     comm = step_communication(w, itype, count, utilisation, peak or itype.peak_tflops or 0)
-    return hours * comm.factor if comm else hours
+    spread = choose_layout(w, itype, count)
+    bubble = parallelism.pipeline_bubble(spread) if spread is not None and spread.pipeline > 1 else 1.0
+    return (hours * comm.factor if comm else hours) * bubble
