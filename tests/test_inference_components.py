@@ -217,3 +217,19 @@ def test_the_copies_scale_only_once_the_component_exists_and_its_instances_sit_i
                and not any("ModelName" in v for v in r["Properties"]["ProductionVariants"])]
     assert config["EnableNetworkIsolation"] is True and model["EnableNetworkIsolation"] is True
     assert config["VpcConfig"] == model["VpcConfig"]
+
+
+@pytest.mark.parametrize("name", ["intermediate", "intermediate-copies-to-zero"])
+def test_an_endpoint_config_with_a_role_waits_for_the_roles_policy(name, variant_synth_by_name):
+    """Outside review R6 F5: a component endpoint's config names the role its instances and network interfaces are
+    created as (ExecutionRoleArn), but nothing else in it waits for that role's policy (no model is named): a rule
+    over every endpoint config that names a role."""
+    s = variant_synth_by_name(name)
+    configs = {lid: r for lid, r in s.resources("InferenceStack", "AWS::SageMaker::EndpointConfig").items()
+               if "ExecutionRoleArn" in r["Properties"]}
+    assert configs
+    policies = s.resources("InferenceStack", "AWS::IAM::Policy")
+    for lid, config in configs.items():
+        role = config["Properties"]["ExecutionRoleArn"]["Fn::GetAtt"][0]
+        own = {p for p, r in policies.items() if {"Ref": role} in r["Properties"]["Roles"]}
+        assert own and own <= set(config.get("DependsOn", [])), lid

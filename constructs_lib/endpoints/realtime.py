@@ -93,6 +93,8 @@ class RealtimeEndpoint(Construct):
                 capture_options=[sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode=m)
                                  for m in ("Input", "Output")]) if capture_percent else None,
         )
+        if copies:  # the endpoint launches its instances and network interfaces as this role (R6 F5)
+            self.config.node.add_dependency(model_role.node.find_child("DefaultPolicy"))
         if kms_key is None:
             acknowledge_no_volume_key(self.config,
                         f"{instance_type} has local NVMe instance storage, which SageMaker encrypts with a hardware "
