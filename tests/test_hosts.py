@@ -372,3 +372,22 @@ def test_the_untested_neuron_pair_is_a_warning_with_its_sources():
     image = hosts.host_facts()["neuron_images"]["vllm-neuronx"]
     assert "2.19" in warned[0].message and image["sdk_driver"] in warned[0].message
     assert "nrt-troubleshoot" in warned[0].source and "runtime.rst" in warned[0].source
+
+
+@pytest.mark.parametrize("preset", sorted(DRAINED))
+def test_the_drain_lists_the_batch_prefix_and_nothing_else(synth, preset):
+    """Outside review R6: aws-cdk-lib's item reader grants s3:ListBucket on the whole bucket; the drain's role lists
+    the batch input prefix only (s3:prefix, the Prefix ListObjectsV2 sends), evaluated as S3 authorizes it."""
+    from .contract_policy import Call, evaluate
+    from .test_runtime_contract import world_of
+
+    world = world_of(synth(preset))
+    role = world.role("BatchDrain/StateMachineRole/Resource")
+    bucket = world.arn("DataStack/Datasets/Dataset/Resource", "AWS::S3::Bucket")
+
+    def lists(prefix: str) -> bool:
+        return evaluate(role, Call("s3:ListBucket", bucket, "ListObjectsV2", context={"s3:prefix": prefix}),
+                        world).allowed
+    assert lists("inference/batch/input/")
+    assert not lists("datasets/") and not lists("")
+    assert not evaluate(role, Call("s3:ListBucket", bucket, "ListObjectsV2 without a Prefix"), world).allowed

@@ -74,6 +74,11 @@ class ScheduledAsyncDrain(Construct):
             state_machine_name=name, role=role, tracing_enabled=True,
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL))
         ignore_cfn_lint(self.state_machine, "W3005", "aws-cdk-lib adds a DependsOn on the role next to the GetAtt")
+        # The item reader's ListBucket (aws-cdk-lib grants it on the whole bucket): the batch input prefix only
+        # (s3:prefix, the ListObjectsV2 Prefix the reader sends; outside review R6).
+        role.add_to_policy(iam.PolicyStatement(
+            sid="ListTheBatchPrefixOnly", effect=iam.Effect.DENY, actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn], conditions={"StringNotLike": {"s3:prefix": f"{input_prefix}*"}}))
         acknowledge_wildcards(self.state_machine.role, resources=["*"], reason=(
             "CloudWatch Logs delivery and X-Ray, which Step Functions needs for logging and tracing and which take no "
             "resource ARN."))
