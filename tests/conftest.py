@@ -274,6 +274,20 @@ def teams_synth(synth_root) -> TeamsSynth:
 
 
 
+@contextmanager
+def sdk_waits_without_sleeping():
+    """The SageMaker SDK waits for a Processing job (the language models' prepare step, `wait=True`) by sleeping its
+    poll interval, 10 s, before each look; moto (the emulator, mock_aws) ends a job as it starts it, so each submit of
+    a test slept 10 s for nothing (120 s of make test's time). Within this block it looks at once, as often as needed:
+    the same calls, in the same order, without the sleep."""
+    from sagemaker.core import processing
+
+    wait = processing._wait_until
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(processing, "_wait_until", lambda describe, poll=5: wait(describe, poll=0))
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_written_to_fsx():
     """Tests write only under their temporary directories: a run that creates /fsx on the machine running it (the

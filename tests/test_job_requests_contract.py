@@ -15,7 +15,7 @@ from workloads import load, plan
 from workloads.commands import jobs
 from workloads.planning import layout
 
-from .conftest import ROOT
+from .conftest import ROOT, sdk_waits_without_sleeping
 from .contract_calls import Walk, walk_request
 from .test_runtime_contract import refused, world_of
 
@@ -60,20 +60,21 @@ def sent(synth):
 
     mp.setattr(botocore.client.BaseClient, "_make_api_call", recording)
     try:
-        for workload in WORKLOADS:
-            p = plan(load(workload))
-            world = world_of(synth(workload))
-            with mock_aws():
-                estate = jobs.read_estate(p, cloudformation=Outputs(world))
-                where = {} if estate.region == "us-east-1" else \
-                    {"CreateBucketConfiguration": {"LocationConstraint": estate.region}}
-                boto3.client("s3", region_name=estate.region).create_bucket(Bucket=estate.bucket, **where)
-                captured.clear()
-                jobs.submit(p, entry_point="train.py", source_dir=str(SOURCE), estate=estate)
-                jobs.process(p, code=str(SOURCE / "train.py"), input_prefix=layout.DATASETS,
-                             output_prefix=layout.PROCESSED, instance_type="ml.m5.xlarge", instance_count=2,
-                             estate=estate)
-                out += [(workload, world, op, params) for op, params in captured]
+        with sdk_waits_without_sleeping():
+            for workload in WORKLOADS:
+                p = plan(load(workload))
+                world = world_of(synth(workload))
+                with mock_aws():
+                    estate = jobs.read_estate(p, cloudformation=Outputs(world))
+                    where = {} if estate.region == "us-east-1" else \
+                        {"CreateBucketConfiguration": {"LocationConstraint": estate.region}}
+                    boto3.client("s3", region_name=estate.region).create_bucket(Bucket=estate.bucket, **where)
+                    captured.clear()
+                    jobs.submit(p, entry_point="train.py", source_dir=str(SOURCE), estate=estate)
+                    jobs.process(p, code=str(SOURCE / "train.py"), input_prefix=layout.DATASETS,
+                                 output_prefix=layout.PROCESSED, instance_type="ml.m5.xlarge", instance_count=2,
+                                 estate=estate)
+                    out += [(workload, world, op, params) for op, params in captured]
     finally:
         mp.undo()
     assert {(w, op) for w, _, op, _ in out} == {(w, op) for w in WORKLOADS

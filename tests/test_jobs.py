@@ -16,7 +16,7 @@ from workloads import ConfigError, load, plan
 from workloads.commands import jobs
 from workloads.planning import layout
 
-from .conftest import ROOT
+from .conftest import ROOT, sdk_waits_without_sleeping
 from .golden import record_training_jobs
 
 SOURCE = ROOT / "examples" / "slurm"
@@ -28,7 +28,7 @@ def emulator(synth):
     with running("us-west-2") as emu:
         emu.bootstrap(quiet=True)
         emu.deploy_estate("--app", str(s.outdir), plan=plan(load("intermediate")), quiet=True)
-        with emu.in_process():
+        with emu.in_process(), sdk_waits_without_sleeping():
             yield emu
 
 

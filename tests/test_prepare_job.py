@@ -16,7 +16,7 @@ from workloads import load, plan
 from workloads.commands import jobs, prepare_job
 from workloads.planning import layout
 
-from .conftest import ROOT
+from .conftest import ROOT, sdk_waits_without_sleeping
 
 BUCKET = "estate-datasets"
 
@@ -39,7 +39,7 @@ def aws(monkeypatch):
         sent.setdefault(operation, []).append(params)
         return call(client, operation, params)
 
-    with mock_aws():
+    with mock_aws(), sdk_waits_without_sleeping():
         monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
         s3 = boto3.client("s3", region_name="us-west-2")
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
@@ -63,6 +63,18 @@ def _submit(estate, p):
         finally:
             jobs.read_estate = original
     return out.getvalue()
+
+
+def test_the_tests_wait_for_a_finished_job_without_sleeping(aws, monkeypatch):
+    """moto ends a Processing job as it starts it: the SDK's wait for it (sleep 10 s, then look) looks at once in the
+    tests (conftest.sdk_waits_without_sleeping), which slept 120 s of make test's time before."""
+    from sagemaker.core import common_utils
+
+    slept: list[float] = []
+    monkeypatch.setattr(common_utils.time, "sleep", slept.append)
+    estate, _, sent = aws
+    _submit(estate, plan(load("intermediate")))
+    assert sent["CreateProcessingJob"] and slept == [0], slept
 
 
 def test_submit_tokenizes_once_in_a_processing_job_and_the_job_reads_its_shards(aws):

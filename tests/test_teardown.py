@@ -149,6 +149,7 @@ def two_teams(synth_root, tmp_path_factory):
     return outdir, teams_file, templates
 
 
+@pytest.mark.e2e  # two teams' estates deployed to the emulator and torn down: make test-e2e (CI)
 def test_two_teams_tear_down_one_by_one_and_leave_only_what_is_kept(two_teams):
     """Issue 44: every stack of a two-team deployment deleted in dependency order leaves nothing of the estate but
     what is kept by design (RetainExceptOnCreate: each team's dataset and access-log buckets, data key, logs key and

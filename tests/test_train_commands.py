@@ -111,20 +111,31 @@ def _train_classic(tmp_path, script: str, rows: int = 200) -> tuple:
     return model_dir, np.array([[float(v) for v in REQUESTS["xgboost"].sample.split(",")]])
 
 
-def test_the_xgboost_example_saves_what_the_container_serves(tmp_path):
+@pytest.fixture(scope="module")
+def xgboost_trained(tmp_path_factory) -> tuple:
+    """The XGBoost example trained once for the tests that read what it saved (a process importing xgboost)."""
+    return _train_classic(tmp_path_factory.mktemp("xgboost"), "xgboost_train.py")
+
+
+@pytest.fixture(scope="module")
+def sklearn_trained(tmp_path_factory) -> tuple:
+    return _sklearn_inference(tmp_path_factory.mktemp("sklearn"))
+
+
+def test_the_xgboost_example_saves_what_the_container_serves(xgboost_trained):
     import xgboost as xgb
 
-    model_dir, sample = _train_classic(tmp_path, "xgboost_train.py")
+    model_dir, sample = xgboost_trained
     booster = xgb.Booster()
     booster.load_model(str(model_dir / "xgboost-model"))  # the name the XGBoost container loads
     assert booster.predict(xgb.DMatrix(sample)).shape == (1,)
 
 
-def test_the_xgboost_example_saves_ubjson_as_the_32_container_loads(tmp_path):
+def test_the_xgboost_example_saves_ubjson_as_the_32_container_loads(xgboost_trained):
     """XGBoost 3 writes `xgboost-model` (no .json/.ubj) as UBJSON, the format of the sagemaker-xgboost-container's own
     test model since 3.2.0 (cb8df91 test/resources/abalone/models/libsvm_pickled/xgboost-model starts b'{L...learner';
     the 1.7-1 one was a pickle); the endpoint loads every top-level file, so nothing else is saved beside it."""
-    model_dir, _ = _train_classic(tmp_path, "xgboost_train.py")
+    model_dir, _ = xgboost_trained
     assert [p.name for p in model_dir.iterdir()] == ["xgboost-model"]
     assert (model_dir / "xgboost-model").read_bytes()[:2] == b"{L"
 
@@ -139,19 +150,19 @@ def _sklearn_inference(tmp_path):
     return module, module.model_fn(str(model_dir)), sample
 
 
-def test_the_sklearn_example_saves_its_model_and_the_inference_code(tmp_path):
-    _, model, sample = _sklearn_inference(tmp_path)
+def test_the_sklearn_example_saves_its_model_and_the_inference_code(sklearn_trained):
+    _, model, sample = sklearn_trained
     assert model.predict(sample).shape == (1,)
 
 
-def test_the_sklearn_inference_code_reads_the_contracts_requests_as_rows(tmp_path):
+def test_the_sklearn_inference_code_reads_the_contracts_requests_as_rows(sklearn_trained):
     """The 1.9-0 single-model server's default_input_fn squeezes a one-row CSV body to 1-D, which predict refuses;
     the shipped input_fn reads every content type of the contract as 2-D rows, one CSV row a line."""
     import io
 
     import numpy as np
 
-    module, model, _ = _sklearn_inference(tmp_path)
+    module, model, _ = sklearn_trained
     contract = REQUESTS["sklearn"]
     assert set(module.READS) == set(contract.reads)
     assert model.predict(module.input_fn(contract.sample.encode(), contract.content_type)).shape == (1,)

@@ -34,8 +34,28 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_packed_archives_hold_every_example_within_a_step(cache_dir):
-    packed = ex._load_or_pack(write=False)
+@pytest.fixture(scope="module")
+def packed() -> tuple:
+    """The examples packed once for this module: each pack is several xz compressions at preset 9 extreme (seconds of
+    CPU), and the tests below ask what packing makes, not to make it again."""
+    return tuple((tuple(names), archive) for names, archive in ex._pack(_files()))
+
+
+@pytest.fixture
+def counted_pack(monkeypatch, packed) -> list:
+    """ex._pack answering `packed` and counting its calls: whether a cache hit packs, without packing."""
+    calls = []
+
+    def pack(files):
+        assert files == _files()
+        calls.append(1)
+        return [[list(names), archive] for names, archive in packed]
+
+    monkeypatch.setattr(ex, "_pack", pack)
+    return calls
+
+
+def test_packed_archives_hold_every_example_within_a_step(packed):
     assert [n for names, _ in packed for n in names] == [name for name, _ in _files()]
     for names, archive in packed:
         assert len(archive) <= ex.ARCHIVE_MAX_CHARS or len(names) == 1  # one file alone is never split
@@ -45,27 +65,38 @@ def test_packed_archives_hold_every_example_within_a_step(cache_dir):
                 assert tar.extractfile(name).read() == (ex.EXAMPLES / name).read_bytes()
 
 
-def test_greedy_packing_fills_each_archive_as_far_as_it_goes(cache_dir):
-    packed = ex._pack(_files())
+def test_greedy_packing_fills_each_archive_as_far_as_it_goes(packed):
     by_name = dict(_files())
     for (names, _), (following, _) in zip(packed, packed[1:]):
         tried = ex.examples_archive([(n, by_name[n]) for n in (*names, following[0])])
         assert len(tried) > ex.ARCHIVE_MAX_CHARS  # the next file did not fit: that is why a new archive began
+    names, archive = packed[-1]
+    assert ex.examples_archive([(n, by_name[n]) for n in names]) == archive  # byte-identical when packed again
 
 
-def test_cached_archives_are_what_packing_makes_and_are_used(cache_dir):
+def test_without_a_cache_the_examples_are_packed_and_written(cache_dir, counted_pack, packed):
+    assert ex._load_or_pack(write=False) == packed and counted_pack == [1]
+    assert not list(cache_dir.glob("ship_examples.*.json"))  # write=False (PYTHONDONTWRITEBYTECODE) writes nothing
+    assert ex._load_or_pack(write=True) == packed and counted_pack == [1, 1]
+    [cached] = cache_dir.glob("ship_examples.*.json")
+    assert cached == ex._cache_path(_files())
+
+
+def test_cached_archives_are_what_packing_makes_and_are_used(cache_dir, counted_pack, packed):
     first = ex._load_or_pack(write=True)
     [cached] = cache_dir.glob("ship_examples.*.json")
-    assert first == tuple((tuple(n), a) for n, a in ex._pack(_files()))
+    assert first == packed and counted_pack == [1]
+    assert ex._load_or_pack(write=False) == packed and counted_pack == [1]  # read back from the file, not packed
     cached.write_text(json.dumps([[["from-cache.py"], "AAAA"]]))
     assert ex._load_or_pack(write=False) == ((("from-cache.py",), "AAAA"),)  # a hit packs nothing
+    assert counted_pack == [1]
 
 
-def test_a_damaged_cache_is_packed_again(cache_dir):
+def test_a_damaged_cache_is_packed_again(cache_dir, counted_pack, packed):
     ex._load_or_pack(write=True)
     [cached] = cache_dir.glob("ship_examples.*.json")
     cached.write_text("{not json")
-    assert ex._load_or_pack(write=False) == tuple((tuple(n), a) for n, a in ex._pack(_files()))
+    assert ex._load_or_pack(write=False) == packed and counted_pack == [1, 1]
 
 
 def test_an_edited_example_gets_another_cache_entry(cache_dir):
