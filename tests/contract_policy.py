@@ -31,11 +31,17 @@ PARTITION = "aws"
 
 @dataclass(frozen=True)
 class Stack:
-    name: str  # the CloudFormation stack name (vision-InferenceStack)
+    name: str  # the CloudFormation stack name (vision-InferenceStack), or a lone estate's stack ID (TrainStack)
     template: dict
     region: str
     account: str
     paths: dict[str, str] = field(default_factory=dict)  # logical ID -> CDK construct path
+    deployed_as: str = ""  # the CloudFormation stack name where `name` is the stack ID (huge-TrainStack)
+
+    @property
+    def stack_name(self) -> str:
+        """The name CloudFormation gives the stack: generated physical names (alarms, ...) start with it."""
+        return self.deployed_as or self.name
 
 
 def metadata_paths(metadata_file) -> dict[str, str]:

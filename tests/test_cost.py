@@ -70,7 +70,7 @@ def test_a_teams_month_so_far_over_two_pages_scaled_to_the_days_covered():
     assert r.request["Filter"]["And"][1] == {"Tags": {"Key": "team", "Values": ["vision"], "MatchOptions": ["EQUALS"]}}
     by = {x.service: x for x in r.lines}
     assert set(by) >= {"Amazon SageMaker", "EC2 - Other", "Amazon Simple Storage Service", "AmazonCloudWatch"}
-    full = plan(stamped.plan.workload).monthly
+    full = stamped.plan.monthly  # the team's plan, within its families
     sagemaker = sum(x.usd for x in full.lines if service_of(x.item) == "Amazon SageMaker")
     assert by["Amazon SageMaker"].planned_usd == pytest.approx(sagemaker * 25 / 30, abs=0.02)
 

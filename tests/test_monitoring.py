@@ -211,12 +211,7 @@ def test_every_alarm_may_page_its_own_estate_and_no_other(synth, teams_synth, va
     from .contract_policy import Call, Principal, evaluate
     from .test_runtime_contract import teams_world, world_of
 
-    names: dict[str, str] = {}  # the world's stack -> its CloudFormation name, which an alarm's name starts with
-    if variant == "teams":
-        world = teams_world(teams_synth)
-    else:
-        world = world_of(synth("huge"))
-        names = {n: synth("huge").artifact(n)["properties"].get("stackName", n) for n in synth("huge").templates}
+    world = teams_world(teams_synth) if variant == "teams" else world_of(synth("huge"))
     cloudwatch = Principal(arn="cloudwatch.amazonaws.com", account="", identity=[], service="cloudwatch.amazonaws.com")
     topics = {world.ref(st, lid): (st, r)
               for st in world.stacks.values() for lid, r in st.template["Resources"].items()
@@ -226,8 +221,7 @@ def test_every_alarm_may_page_its_own_estate_and_no_other(synth, teams_synth, va
     assert alarms
     for st, lid, alarm in alarms:
         source = {"aws:SourceAccount": st.account,
-                  "aws:SourceArn": f"arn:aws:cloudwatch:{st.region}:{st.account}:alarm:"
-                                   f"{names.get(st.name, st.name)}-{lid}-AbCdEf123456"}
+                  "aws:SourceArn": f"arn:aws:cloudwatch:{st.region}:{st.account}:alarm:{st.stack_name}-{lid}-AbCdEf123456"}
         targets = {world._resolve(st, a) for a in alarm.get("AlarmActions", [])}
         for topic, (topic_stack, topic_resource) in topics.items():
             key = world._resolve(topic_stack, topic_resource["Properties"]["KmsMasterKeyId"])

@@ -97,7 +97,7 @@ def test_the_alarm_topic_takes_only_this_accounts_alarms(synth):
     from .test_runtime_contract import world_of
 
     world = world_of(synth("huge"))
-    train = synth("huge").artifact("TrainStack")["properties"].get("stackName", "TrainStack")  # as CloudFormation names it
+    train = next(st.stack_name for st in world.stacks.values() if st.name == "TrainStack")  # as CloudFormation names it
     topic = world.arn("NetworkStack/Alarms/Topic/Resource", "AWS::SNS::Topic")
     key = world.arn("NetworkStack/Alarms/Key/Resource", "AWS::KMS::Key")
     region, account = topic.split(":")[3], topic.split(":")[4]

@@ -26,7 +26,8 @@ def world_of(synth) -> World:
         env = synth.artifact(name)["environment"].removeprefix("aws://")
         account, region = env.split("/")
         paths = metadata_paths(synth.outdir / synth.artifact(name)["additionalMetadataFile"])
-        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths))
+        stacks.append(Stack(name, template, region, FAKE_ACCOUNT if account == "unknown-account" else account, paths,
+                            deployed_as=synth.artifact(name)["properties"].get("stackName", name)))
     return World(stacks)
 
 
@@ -359,7 +360,7 @@ def test_every_alarm_may_publish_to_its_topic(worlds):
             for lid, r in stack.template["Resources"].items():
                 if r["Type"] != "AWS::CloudWatch::Alarm":
                     continue
-                alarm = f"arn:aws:cloudwatch:{stack.region}:{stack.account}:alarm:{stack.name}-{lid}"
+                alarm = f"arn:aws:cloudwatch:{stack.region}:{stack.account}:alarm:{stack.stack_name}-{lid}-AbCd123"
                 context = {"aws:SourceAccount": stack.account, "aws:SourceArn": alarm}
                 cloudwatch = Principal("cloudwatch.amazonaws.com", stack.account, [], service="cloudwatch.amazonaws.com")
                 props = r["Properties"]

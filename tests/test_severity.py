@@ -23,7 +23,8 @@ CAT = load_catalog()
 # Trn1 takes huge's pipeline only for a model the XLA trainer runs data parallel (conftest.TRN1).
 # Without huge's nightly LLM batch on a GPU, which warns that no transform host runs the CUDA 13 vLLM image
 # (tests/test_hosts.py): the Trn1 warning alone.
-ONE_WARNING = {**TRN1_OVERRIDES, "inference.batch": "null"}
+# Real-time on a GPU: huge's own Inferentia fleet warns that its Neuron host is untested (tests/test_hosts.py).
+ONE_WARNING = {**TRN1_OVERRIDES, "inference.batch": "null", "inference.realtime.instance_type": "ml.g6.xlarge"}
 TRN1 = ["huge", *(arg for k, v in ONE_WARNING.items() for arg in ("-c", f"{k}={v}"))]
 # A classic-ML config on a burstable type: built, with a warning from the validators (not the planner).
 T3 = ["intermediate", "-c", "model.framework=xgboost", "-c", "training.instance_type=t3.medium", "-c",
@@ -61,12 +62,17 @@ def test_strict_refuses_warnings_with_exit_2_and_one_line_each(capsys, argv, pin
     assert all(line.startswith("error: training.instance_type = ") for line in err)
 
 
+# intermediate without its batch and in bf16 (FP8 serving is a warning: it changes the model's numerics)
+QUIET = {"inference.batch": "null", "inference.generation.quantization": "none"}
+
+
 def test_strict_passes_a_plan_without_warnings(capsys, pin_images):
-    assert not plan(load("intermediate", {"inference.batch": "null"})).warnings
-    assert main(["plan", "intermediate", "-c", "inference.batch=null", "--strict", "--json"]) == 2  # images by tag
+    argv = ["plan", "intermediate", *(a for k, v in QUIET.items() for a in ("-c", f"{k}={v}")), "--strict", "--json"]
+    assert not plan(load("intermediate", QUIET)).warnings
+    assert main(argv) == 2  # images by tag
     capsys.readouterr()
-    pin_images(plan(load("intermediate", {"inference.batch": "null"})))
-    assert main(["plan", "intermediate", "-c", "inference.batch=null", "--strict", "--json"]) == 0
+    pin_images(plan(load("intermediate", QUIET)))
+    assert main(argv) == 0
 
 
 def test_a_slurm_type_not_sold_on_demand_is_an_error_until_capacity_is_named(capsys):

@@ -84,8 +84,7 @@ def by_tag_only(images: list[str], path: Path | None = None) -> list[str]:
 
 def offline_images(p: Plan) -> tuple[list[str], list[str]]:
     """(the plan's image URIs, the containers whose URI is not written down yet), without importing the SDK."""
-    from .images import serving_image
-    from .jobs import job_tags
+    from .images import job_tags, serving_image
 
     uris, unknown = [], []
     with image_cache.offline():

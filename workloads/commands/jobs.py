@@ -19,24 +19,10 @@ from ..planning.contracts import CONTAINERS
 from ..planning.planner import Plan
 from . import image_cache
 from .image_pins import pinned
+# The jobs' images are defined with the serving images (images.py), where image_pins reads them too.
+from .images import PROCESSING_IMAGE, PUBLISHED_TAGS, TAG_SUFFIX, TRAINING_IMAGES, job_tags, processing_image, \
+    training_image
 
-# Framework containers for training, resolved offline by sagemaker.core.image_uris (SDK 3.27, the newest on PyPI):
-# PyTorch 2.10 is the newest training image its table holds (pytorch.json, training versions).
-TRAINING_IMAGES = {
-    "pytorch": dict(framework="pytorch", version="2.10", py_version="py313"),
-    "tensorflow": dict(framework="tensorflow", version="2.21", py_version="py312"),
-    # The serving images themselves: a booster or joblib model loads in the XGBoost or scikit-learn it was saved
-    # with, so training, processing and serving move together (workloads/planning/contracts.py CONTAINERS).
-    "xgboost": dict(CONTAINERS["xgboost"].image),
-    "scikit-learn": dict(CONTAINERS["sklearn"].image),
-}
-PROCESSING_IMAGE = TRAINING_IMAGES["scikit-learn"]
-# The tags AWS publishes where the SDK builds another: the serving containers' own pins.
-PUBLISHED_TAGS = {"xgboost": CONTAINERS["xgboost"].tag, "scikit-learn": CONTAINERS["sklearn"].tag}
-# The SDK's table writes tensorflow-training's short tag as `2.21-gpu-py312`, but the Deep Learning Containers publish
-# the SageMaker build of 2.21 as `2.21-gpu-py312-sagemaker` (and -cpu-; aws/deep-learning-containers
-# docs/src/data/tensorflow-training/2.21-gpu-sagemaker.yml, read 2026-11-23; tests/sources/published_images).
-TAG_SUFFIX = {"tensorflow": "-sagemaker"}
 MAX_RUNTIME_S = 28 * 24 * 3600  # SageMaker's limit for a training job
 DEFAULT_RUNTIME_S = 24 * 3600
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"  # CheckpointConfig.LocalPath's default
@@ -121,30 +107,6 @@ def read_estate(plan: Plan, *, stage: str = "", cloudformation=None) -> Estate:
         fsx_file_system_id=outputs.get("FsxFileSystemId"), fsx_mount_name=mount.rsplit(":/", 1)[-1] or None,
         home_file_system_id=outputs.get("SharedHomeFileSystemId"), key_arn=outputs.get("DataKeyArn"), team=stage,
     )
-
-
-def training_image(plan: Plan) -> str:
-    region, t = plan.workload.region, plan.training
-    # Trainium never gets here: the planner refuses SageMaker jobs on it (no TorchNeuron training image is known).
-    args = dict(TRAINING_IMAGES[plan.workload.model.framework])
-    if plan.workload.model.framework in ("pytorch", "tensorflow"):
-        args.update(instance_type=t.sagemaker_instance_type)
-    uri = image_cache.retrieve(region=region, image_scope="training", **args) + \
-        TAG_SUFFIX.get(plan.workload.model.framework, "")
-    return image_cache.with_tag(uri, PUBLISHED_TAGS.get(plan.workload.model.framework))
-
-
-def processing_image(region: str) -> str:
-    """The scikit-learn container `process` runs; it lives in another registry account than the training images."""
-    return image_cache.with_tag(image_cache.retrieve(region=region, image_scope="training", **PROCESSING_IMAGE),
-                                PUBLISHED_TAGS["scikit-learn"])
-
-
-def job_tags(plan: Plan) -> tuple[str, ...]:
-    """The images of job_images by their tags."""
-    if plan.training.orchestrator != "sagemaker-jobs":
-        return ()
-    return training_image(plan), processing_image(plan.workload.region)
 
 
 def job_images(plan: Plan) -> tuple[str, ...]:

@@ -153,5 +153,7 @@ def run_hours(w: Workload, itype: InstanceType, count: int, flops: float, utilis
     hours = est.hours(flops, itype, count, utilisation, peak)
     comm = step_communication(w, itype, count, utilisation, peak or itype.peak_tflops or 0)
     spread = choose_layout(w, itype, count)
-    bubble = parallelism.pipeline_bubble(spread) if spread is not None and spread.pipeline > 1 else 1.0
+    # NxD's published throughput is measured with its own pipeline: its fill and drain are in it already.
+    measured = spread is not None and spread.sharding == nxd.SHARDING
+    bubble = parallelism.pipeline_bubble(spread) if spread is not None and spread.pipeline > 1 and not measured else 1.0
     return (hours * comm.factor if comm else hours) * bubble
