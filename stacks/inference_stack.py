@@ -69,7 +69,7 @@ class InferenceStack(EstateStack):
 
     def _watch(self, kind: str, endpoint_name: str, p: InferencePlan, *, component_name: str | None = None) -> None:
         self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu",
-                                             component_name=component_name))
+                                             component_name=component_name, startup=p.startup))
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None

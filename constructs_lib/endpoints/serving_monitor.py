@@ -23,6 +23,7 @@ class WatchedEndpoint:
     endpoint_name: str  # a token
     accelerated: bool  # GPU instances (their use is graphed)
     component_name: str | None = None  # a token: the endpoint hosts this inference component
+    startup: object = None  # async: the plan's Startup (download and healthy-within), the stuck-queue alarm's basis
 
 
 class ServingMonitor(Construct):
@@ -49,7 +50,7 @@ class ServingMonitor(Construct):
             components = e.component_name is not None
             calls = {d: values[d] for d in invocation_dimensions(e.kind, components=components)}
             specs = endpoint_alarms(e.kind, latency_ms=latency_ms, drained=batch_drain == "async",
-                                    components=components)
+                                    components=components, startup=e.startup if e.kind == "async" else None)
             made = [alarm(self, s, {d: values[d] for d in alarm_dimensions(s, e.kind, components=components)},
                           topic=topic) for s in specs]
             self.alarms += made
