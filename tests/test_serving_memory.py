@@ -53,3 +53,10 @@ def test_huge_async_concurrency_fits_8_l4s_kv_cache():
     # The review's 217 was planned on 8 x 24 GiB; what fits on the driver's 8 x 22.5 GiB is well under it.
     assert ip.concurrency == fits < 150, (ip.concurrency, fits)
     assert ip.max_concurrent_invocations_per_instance == ip.concurrency
+
+
+def test_a_type_too_small_is_refused_with_the_room_vllm_has():
+    from workloads.errors import ConfigError
+    with pytest.raises(ConfigError) as e:
+        plan(load("huge", {"inference.async.instance_type": "ml.g5.2xlarge"}))
+    assert "23028 MiB the driver reports" in str(e.value) and "18.2 GiB" in str(e.value)

@@ -440,7 +440,8 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
                           "a type with more accelerator memory, or lower inference.generation limits",
                           reason=f"no tensor-parallel degree up to {count} the container allows holds "
                                  f"the {w.model.parameters_billion:g}B model's weights and its {kv:.1f} GiB KV cache "
-                                 f"({per_device:g} GiB per device)")
+                                 f"({per_device:g} GiB per device" + ("" if neuron else
+                                 f"; vLLM fills {device_room(itype)[0]:.1f} GiB of each: {device_room(itype)[1]}") + ")")
     tokens_in, tokens_out = g.typical()
     held = (f"{batch} x {g.max_total_tokens} tokens (compiled: Neuron reserves the longest sequence)" if neuron else
             f"{batch} typical requests of {tokens_in + tokens_out} tokens (paged attention; {g.max_total_tokens} a "
