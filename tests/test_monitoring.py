@@ -5,6 +5,7 @@ notifies the estate's encrypted topic, CloudWatch may use the topic's key, and a
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -283,14 +284,19 @@ def test_every_async_endpoint_alarms_when_its_oldest_request_outlives_the_start_
     queue until their TTL: ExpiredRequests says so hours later (R6 F7). metrics.yaml async_stuck_alarm:
     ApproximateAgeOfOldestRequest (seconds, EndpointName only), Maximum above the plan's start-up allowance (model
     download + healthy within) plus SCALE_OUT_MARGIN_S, the allowance stated in the description."""
-    from workloads.planning.monitoring import SCALE_OUT_MARGIN_S
+    from workloads.planning.monitoring import SCALE_OUT_MARGIN_S, drain_seconds
     s = variant_synth_by_name(name)
     template = s.templates["InferenceStack"]
     res = template["Resources"]
     asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
     assert asyncs, name
     workload, overrides = VARIANTS[name]
-    st = plan(load(workload, overrides)).inference["async"].startup
+    inference = plan(load(workload, overrides)).inference
+    st = inference["async"].startup
+    batch = inference.get("batch")
+    # The nightly drain's records wait in the queue while a healthy fleet processes them: that time is allowed too.
+    drain = math.ceil(drain_seconds(inference)) if batch is not None and batch.serving is not None \
+        and batch.serving.drain == "async" else 0
     key = metric_facts()["async_stuck_alarm"]
     namespace, metric = key.split(":")
     fact = FACTS[key]
@@ -304,7 +310,9 @@ def test_every_async_endpoint_alarms_when_its_oldest_request_outlives_the_start_
         assert [d["Name"] for d in a["Dimensions"]] == ["EndpointName"]
         assert a["Statistic"] == "Maximum" and a["Statistic"] in fact["statistics"]
         allowance = st.download_timeout_s + st.startup_timeout_s
-        assert a["Threshold"] == allowance + SCALE_OUT_MARGIN_S and a["ComparisonOperator"] == "GreaterThanThreshold"
+        assert a["Threshold"] == allowance + drain + SCALE_OUT_MARGIN_S and \
+            a["ComparisonOperator"] == "GreaterThanThreshold"
+        assert (f"plus {drain} s the nightly drain" in a["AlarmDescription"]) == bool(drain)
         assert f"{st.download_timeout_s} s model download + {st.startup_timeout_s} s healthy within" \
             in a["AlarmDescription"] and str(SCALE_OUT_MARGIN_S) in a["AlarmDescription"]
         assert a["AlarmActions"] and a["TreatMissingData"] == "notBreaching"
