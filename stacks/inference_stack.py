@@ -23,6 +23,7 @@ from constructs_lib.images import serving_image
 from workloads.commands.image_pins import pinned
 from workloads.planning import layout
 from workloads.planning.artifacts import ArtifactCheck as Check
+from workloads.planning.monitoring import drain_seconds
 from workloads.planning.serving import InferencePlan
 
 from .base import EstateStack
@@ -65,11 +66,12 @@ class InferenceStack(EstateStack):
         if self._watched or self._batch_runs:
             # `latency_ms`: the workload's inference.latency_ms, the target the latency alarms hold endpoints to.
             ServingMonitor(self, "Monitor", endpoints=self._watched, topic=alarm_topic, latency_ms=latency_ms,
-                           batch_state_machine_arn=self._batch_runs, batch_drain=self._batch_drain)
+                           batch_state_machine_arn=self._batch_runs, batch_drain=self._batch_drain,
+                           batch_drain_s=drain_seconds(inference) if self._batch_drain == "async" else 0.0)
 
     def _watch(self, kind: str, endpoint_name: str, p: InferencePlan, *, component_name: str | None = None) -> None:
         self._watched.append(WatchedEndpoint(kind, endpoint_name, accelerated=p.accelerator_kind == "nvidia-gpu",
-                                             component_name=component_name))
+                                             component_name=component_name, startup=p.startup))
 
     def _model(self, construct_id: str, plan: InferencePlan, *, in_vpc: bool = True) -> ServingModel:
         assert plan.serving is not None

@@ -5,6 +5,7 @@ notifies the estate's encrypted topic, CloudWatch may use the topic's key, and a
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -268,3 +269,44 @@ def test_every_async_endpoint_alarms_on_its_queues_failed_and_expired_requests(n
             assert a["ComparisonOperator"] == "GreaterThanThreshold" and a["EvaluationPeriods"] == 1
             assert a["AlarmActions"] and a["OKActions"] and a["TreatMissingData"] == "notBreaching"
             assert ("ended Succeeded" in a["AlarmDescription"]) == drained, a["AlarmDescription"]
+
+
+@pytest.mark.parametrize("name", ["huge", "intermediate", "small-all-kinds"])
+def test_every_async_endpoint_alarms_when_its_oldest_request_outlives_the_start_up_allowance(name,
+                                                                                             variant_synth_by_name):
+    """A scale-from-zero that never comes up (no quota, no capacity, a failed health check) leaves requests in the
+    queue until their TTL: ExpiredRequests says so hours later (R6 F7). metrics.yaml async_stuck_alarm:
+    ApproximateAgeOfOldestRequest (seconds, EndpointName only), Maximum above the plan's start-up allowance (model
+    download + healthy within) plus SCALE_OUT_MARGIN_S, the allowance stated in the description."""
+    from workloads.planning.monitoring import SCALE_OUT_MARGIN_S, drain_seconds
+    s = variant_synth_by_name(name)
+    template = s.templates["InferenceStack"]
+    res = template["Resources"]
+    asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
+    assert asyncs, name
+    workload, overrides = VARIANTS[name]
+    inference = plan(load(workload, overrides)).inference
+    st = inference["async"].startup
+    batch = inference.get("batch")
+    # The nightly drain's records wait in the queue while a healthy fleet processes them: that time is allowed too.
+    drain = math.ceil(drain_seconds(inference)) if batch is not None and batch.serving is not None \
+        and batch.serving.drain == "async" else 0
+    key = metric_facts()["async_stuck_alarm"]
+    namespace, metric = key.split(":")
+    fact = FACTS[key]
+    assert fact["unit"] == "Seconds" and fact["dimensions"] == ["EndpointName"]
+    alarms = [r["Properties"] for r in res.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    for endpoint in asyncs:
+        found = [a for a in alarms if (a["Namespace"], a["MetricName"]) == (namespace, metric)
+                 and endpoint in json.dumps(a["Dimensions"])]
+        assert len(found) == 1, f"{name} {endpoint}: {metric} alarms {len(found)}"
+        a, = found
+        assert [d["Name"] for d in a["Dimensions"]] == ["EndpointName"]
+        assert a["Statistic"] == "Maximum" and a["Statistic"] in fact["statistics"]
+        allowance = st.download_timeout_s + st.startup_timeout_s
+        assert a["Threshold"] == allowance + drain + SCALE_OUT_MARGIN_S and \
+            a["ComparisonOperator"] == "GreaterThanThreshold"
+        assert (f"plus {drain} s the nightly drain" in a["AlarmDescription"]) == bool(drain)
+        assert f"{st.download_timeout_s} s model download + {st.startup_timeout_s} s healthy within" \
+            in a["AlarmDescription"] and str(SCALE_OUT_MARGIN_S) in a["AlarmDescription"]
+        assert a["AlarmActions"] and a["TreatMissingData"] == "notBreaching"

@@ -23,13 +23,16 @@ class WatchedEndpoint:
     endpoint_name: str  # a token
     accelerated: bool  # GPU instances (their use is graphed)
     component_name: str | None = None  # a token: the endpoint hosts this inference component
+    startup: object = None  # async: the plan's Startup (download and healthy-within), the stuck-queue alarm's basis
 
 
 class ServingMonitor(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, endpoints: list[WatchedEndpoint], topic: sns.ITopic,
-                 latency_ms: int | None, batch_state_machine_arn: str | None = None, batch_drain: str = "") -> None:
+                 latency_ms: int | None, batch_state_machine_arn: str | None = None, batch_drain: str = "",
+                 batch_drain_s: float = 0.0) -> None:
         """`batch_state_machine_arn`: the scheduled batch runs' state machine, if the estate has them; `batch_drain`:
-        "async" where it drains the batch through the async endpoint instead of a transform job."""
+        "async" where it drains the batch through the async endpoint instead of a transform job; `batch_drain_s`: then the
+        drain's planned processing seconds (its records' time in the queue)."""
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         self.alarms: list[cloudwatch.Alarm] = []
@@ -49,7 +52,8 @@ class ServingMonitor(Construct):
             components = e.component_name is not None
             calls = {d: values[d] for d in invocation_dimensions(e.kind, components=components)}
             specs = endpoint_alarms(e.kind, latency_ms=latency_ms, drained=batch_drain == "async",
-                                    components=components)
+                                    components=components, startup=e.startup if e.kind == "async" else None,
+                                    drain_s=batch_drain_s)
             made = [alarm(self, s, {d: values[d] for d in alarm_dimensions(s, e.kind, components=components)},
                           topic=topic) for s in specs]
             self.alarms += made

@@ -579,6 +579,8 @@ class ServingFacts:
     cpu_classic_likely: CpuServing
     cpu_encoder: tuple[Measurement, ...]  # value: GFLOPS one vCPU reaches on a 512-token encoder request
     cpu_threads_per_core: tuple[int, str]  # hardware threads (vCPUs) per physical core of the CPU types served, source
+    driver_mib: dict[str, tuple[int, str]]  # GPU model -> (MiB the driver reports, source)
+    vllm_reserve_gib: tuple[float, str]  # per GPU, inside gpu_memory_utilization, besides weights and KV cache; source
 
     def core_gbs(self, accelerator: str) -> float | None:
         """Bandwidth of one tensor-parallel device: a GPU, or a NeuronCore's share of its chip."""
@@ -606,6 +608,8 @@ def load_serving() -> ServingFacts:
     _cited("serving.yaml cpu_classic", [c["source"] for c in classic["figures"]], known)
     _cited("serving.yaml cpu_encoder", [c["source"] for c in data["cpu_encoder"]], known)
     _cited("serving.yaml cpu_threads_per_core", [data["cpu_threads_per_core"]["source"]], known)
+    _cited("serving.yaml driver_memory_mib", [d["source"] for d in data["driver_memory_mib"].values()], known)
+    _cited("serving.yaml vllm_runtime_reserve", [data["vllm_runtime_reserve"]["source"]], known)
     cpu = sorted((CpuServing(c["name"], float(c["per_second_per_vcpu"]), float(c["one_request_ms"]), c["source"],
                              c["what"]) for c in classic["figures"]), key=lambda c: c.per_second_per_vcpu)
     return ServingFacts(
@@ -625,6 +629,8 @@ def load_serving() -> ServingFacts:
         cpu_classic=tuple(cpu), cpu_classic_likely=next(c for c in cpu if c.name == classic["likely"]),
         cpu_encoder=tuple(Measurement(float(c["gflops_per_vcpu"]), c["source"], c["what"]) for c in data["cpu_encoder"]),
         cpu_threads_per_core=(int(data["cpu_threads_per_core"]["value"]), data["cpu_threads_per_core"]["source"]),
+        driver_mib={k: (int(v["mib"]), v["source"]) for k, v in data["driver_memory_mib"].items()},
+        vllm_reserve_gib=(float(data["vllm_runtime_reserve"]["gib_per_device"]), data["vllm_runtime_reserve"]["source"]),
     )
 
 

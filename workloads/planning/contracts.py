@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..catalog import NEURON_CORES_PER_CHIP, InstanceType, devices
+from ..catalog import NEURON_CORES_PER_CHIP, InstanceType, devices, load_serving
 from ..config.model import artifact_format, attention_heads, model_shape
 from ..config.schema import Workload
 from ..errors import ConfigError
@@ -273,11 +273,30 @@ def weights_gib(parameters_billion: float, fmt: WeightFormat = CHECKPOINT) -> fl
     return parameters_billion * 1e9 * fmt.weight_bytes / 2**30
 
 
+def device_room(itype: InstanceType) -> tuple[float, str]:
+    """(GiB, basis) vLLM fills with weights and KV cache on one device. On GPUs: gpu_memory_utilization
+    (SERVING_MEMORY_FRACTION) of the memory the driver reports (serving.yaml driver_memory_mib; the catalog's
+    marketing figure where none is recorded), less what vLLM keeps for activations, CUDA graphs and its runtime
+    (vllm_runtime_reserve). Elsewhere: the share of the catalog's figure."""
+    _, catalog_gib = devices(itype)
+    acc = itype.accelerator
+    if acc is None or acc.kind != "nvidia-gpu":
+        return catalog_gib * SERVING_MEMORY_FRACTION, f"{SERVING_MEMORY_FRACTION:.0%} of {catalog_gib:g} GiB"
+    facts = load_serving()
+    recorded = facts.driver_mib.get(acc.model)
+    total = recorded[0] / 1024 if recorded else catalog_gib
+    reserve, reserve_source = facts.vllm_reserve_gib
+    told = f"{recorded[0]} MiB the driver reports (source: {recorded[1]})" if recorded else \
+        f"{catalog_gib:g} GiB (the catalog's figure: no driver-reported total recorded for {acc.model})"
+    return (total * SERVING_MEMORY_FRACTION - reserve,
+            f"{SERVING_MEMORY_FRACTION:.0%} (gpu_memory_utilization) of the {told}, less {reserve:g} GiB for "
+            f"activations, CUDA graphs and runtime (assumed; source: {reserve_source})")
+
+
 def holds(parameters_billion: float, itype: InstanceType, degree: int, kv_gib: float,
           fmt: WeightFormat = CHECKPOINT) -> bool:
-    """Weights and KV cache within SERVING_MEMORY_FRACTION of `degree` devices' memory."""
-    _, per_device = devices(itype)
-    return weights_gib(parameters_billion, fmt) + kv_gib <= per_device * degree * SERVING_MEMORY_FRACTION
+    """Weights and KV cache within the room vLLM leaves them on `degree` devices (device_room)."""
+    return weights_gib(parameters_billion, fmt) + kv_gib <= device_room(itype)[0] * degree
 
 
 def neuron_holds(w: Workload, itype: InstanceType, degree: int, batch: int) -> bool:
@@ -421,7 +440,8 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
                           "a type with more accelerator memory, or lower inference.generation limits",
                           reason=f"no tensor-parallel degree up to {count} the container allows holds "
                                  f"the {w.model.parameters_billion:g}B model's weights and its {kv:.1f} GiB KV cache "
-                                 f"({per_device:g} GiB per device)")
+                                 f"({per_device:g} GiB per device" + ("" if neuron else
+                                 f"; vLLM fills {device_room(itype)[0]:.1f} GiB of each: {device_room(itype)[1]}") + ")")
     tokens_in, tokens_out = g.typical()
     held = (f"{batch} x {g.max_total_tokens} tokens (compiled: Neuron reserves the longest sequence)" if neuron else
             f"{batch} typical requests of {tokens_in + tokens_out} tokens (paged attention; {g.max_total_tokens} a "
@@ -429,8 +449,10 @@ def _llm(kind: str, w: Workload, itype: InstanceType | None, common: dict, degre
     where = (f"{degree} NeuronCore(s) of {per_device:g} GiB each ({neuron_memory.basis(w, degree, batch)})" if neuron
              else f"{degree} device(s)")
     shape = f"model.family {w.model.family}'s shape" if w.model.family else "the usual decoder shape"
+    room = f"within {SERVING_MEMORY_FRACTION:.0%} of the memory of {where}" if neuron else \
+        f"within {degree} x {device_room(itype)[0]:.1f} GiB: on each device {device_room(itype)[1]}"
     notes = [f"KV cache {kv:.1f} GiB at {held}, {shape} at {w.model.parameters_billion:g}B; weights "
-             f"and cache within {SERVING_MEMORY_FRACTION:.0%} of the memory of {where}"]
+             f"and cache {room}"]
     if assumed:
         notes.append(f"{heads} attention heads assumed for a {w.model.parameters_billion:g}B decoder; set "
                      "model.attention_heads")

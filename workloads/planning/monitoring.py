@@ -7,6 +7,8 @@ Metric names and dimensions are catalog/metrics.yaml's, each with its page.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -52,7 +54,7 @@ def container_logs(kind: str, *, components: bool = False) -> str:
 
 
 def endpoint_alarms(kind: str, *, latency_ms: int | None, drained: bool = False,
-                    components: bool = False) -> tuple[AlarmSpec, ...]:
+                    components: bool = False, startup=None, drain_s: float = 0.0) -> tuple[AlarmSpec, ...]:
     """A hosted endpoint's alarms: failed requests, and the plan's latency target where it has one (real-time and
     serverless: an async request's latency includes its time in the queue); an async endpoint's queue outcomes
     (`drained`: the batch drains through it). `components`: it hosts an inference component, whose container logs
@@ -71,7 +73,36 @@ def endpoint_alarms(kind: str, *, latency_ms: int | None, drained: bool = False,
                              f"{PERIODS * PERIOD_S // 60} minutes: add instances or a larger type"))
     if kind == "async":
         out += async_alarms(drained=drained)
+        if startup is not None:
+            out.append(oldest_request_alarm(startup, drain_s=drain_s))
     return tuple(out)
+
+
+# Beyond the plan's start-up allowance, before a request waiting in the async queue means a stuck scale-from-zero:
+# the wake-from-zero alarm's evaluation and SageMaker provisioning the instance (an assumption: AWS publishes no
+# figure for either), and one request's own processing.
+SCALE_OUT_MARGIN_S = 900
+
+
+def oldest_request_alarm(startup, *, drain_s: float = 0.0) -> AlarmSpec:
+    """The async queue's oldest request (metrics.yaml async_stuck_alarm): older than the plan's start-up allowance (the
+    model's download plus its healthy-within timeout, workloads.planning.startup) plus SCALE_OUT_MARGIN_S, the instance
+    that should serve it has not come up: scale-from-zero is stuck (no quota, InsufficientCapacity, the image or model
+    failing its health check), or the fleet at its maximum drains slower than the queue fills. ExpiredRequests alone
+    would say so only at the request's TTL (6 h for the batch drain). `drain_s`: the nightly drain's planned processing
+    time (its records wait in the queue that long on a healthy fleet)."""
+    allowance = startup.download_timeout_s + startup.startup_timeout_s
+    drain = math.ceil(drain_s)
+    threshold = allowance + drain + SCALE_OUT_MARGIN_S
+    queued = f" plus {drain} s the nightly drain's records take to process on the planned fleet" if drain else ""
+    key = metric_facts()["async_stuck_alarm"]
+    return AlarmSpec("asyncOldestRequest", key, "Maximum", "GreaterThanThreshold", threshold, 1,
+                     f"A request has waited in the async queue over {threshold} s: the plan's start-up allowance "
+                     f"({startup.download_timeout_s} s model download + {startup.startup_timeout_s} s healthy within = "
+                     f"{allowance} s){queued} plus {SCALE_OUT_MARGIN_S} s for the scale-out alarm, provisioning and the "
+                     "request itself. Scale-from-zero is stuck (check the endpoint's events and "
+                     "/aws/sagemaker/Endpoints/<AsyncEndpointName> for a quota, capacity or health-check failure) or "
+                     "the fleet at its maximum drains slower than the queue fills (raise inference.async.max_instances)")
 
 
 def async_alarms(*, drained: bool) -> tuple[AlarmSpec, ...]:
@@ -154,8 +185,15 @@ def plan_alarms(training, inference: dict, *, latency_ms: int | None) -> tuple[A
     drained = "batch" in inference and _drain(inference["batch"]) == "async"
     for kind in inference:
         out += batch_alarms(drain=_drain(inference[kind])) if kind == "batch" else \
-            endpoint_alarms(kind, latency_ms=latency_ms, drained=drained)
+            endpoint_alarms(kind, latency_ms=latency_ms, drained=drained, startup=inference[kind].startup,
+                            drain_s=drain_seconds(inference) if drained else 0.0)
     return tuple(out)
+
+
+def drain_seconds(inference: dict) -> float:
+    """The nightly batch's processing time on the planned fleet, without its start-up (0: no batch run)."""
+    run = getattr(inference.get("batch"), "batch_run", None)
+    return run.hours * 3600 if run is not None else 0.0
 
 
 def _drain(batch) -> str:
