@@ -18,8 +18,8 @@ from . import classic as classic_types
 from . import estimates as est
 from . import parallelism
 from .capacity import Purchase
-from .training_layout import (choose_layout, layout_recomputes, planned_sequence, precision_of, priced_precision,
-                              run_hours, trained_billion, utilisation, utilisation_at)
+from .training_layout import (attention_shape, choose_layout, layout_recomputes, planned_sequence, precision_of,
+                              priced_precision, run_hours, trained_billion, utilisation, utilisation_at)
 
 
 DEFAULT_TARGET_HOURS = 168.0  # one week, when training.max_hours is open
@@ -121,8 +121,11 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         # their own layout's utilisation, between the counts with and without the recompute penalty.
         params = w.model.parameters_billion
         seq = planned_sequence(w)
-        fewest = needed(utilisation(itype, params, precision=precision, recompute=False, sequence=seq).likely)
-        most = needed(utilisation(itype, params, precision=precision, recompute=True, sequence=seq).likely)
+        shape = attention_shape(w)
+        fewest = needed(utilisation(itype, params, precision=precision, recompute=False, sequence=seq,
+                                    shape=shape).likely)
+        most = needed(utilisation(itype, params, precision=precision, recompute=True, sequence=seq,
+                                  shape=shape).likely)
         # Past `most` where the layout's own figures are lower than the generic rows (NxD Training's, nxd.py).
         count = next((n for n in range(fewest, MAX_INSTANCES + 1)
                       if n >= needed(utilisation_at(w, itype, n, precision).likely)), most)

@@ -136,14 +136,26 @@ def _published(model: str, band: str, precision: str, u: Utilisation) -> tuple[t
     raise KeyError(model)
 
 
+def attention_share(parameters_billion: float, shape: tuple[int, int], sequence: int) -> float:
+    """Causal attention's FLOPs a token over the 6N of its weights: 6 x layers x hidden x sequence / 6N (the
+    attention score and value products, halved by the causal mask; PaLM, arXiv 2204.02311, appendix B, counts 12 for
+    full attention, as MfuFigure.on_6n does). 8B at 8,192 tokens: 0.13; at 65,536: 1.07."""
+    layers, hidden = shape
+    return 6 * layers * hidden * sequence / (6 * parameters_billion * 1e9)
+
+
 def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisation, *, precision: str = "bf16",
-                      recompute: bool | None = None, sequence: int | None = None) -> UtilisationRange:
+                      recompute: bool | None = None, sequence: int | None = None,
+                      shape: tuple[int, int] | None = None) -> UtilisationRange:
     """Low, likely (median) and high MFU from the published figures for the accelerator, size band and precision,
     each on the plan's 6N basis (MfuFigure.on_6n: a source that counts attention FLOPs is converted with its own
     sequence length). `sequence`: the planned one; the band's rows at it, else at the nearest sequence published
     (attention's share and the kernels' efficiency change with it). `recompute`: whether the planned layout recomputes activations; a figure
     measured without recompute is then scaled by RECOMPUTE_EFFICIENCY (one measured with it already paid for it; one
-    whose source does not say is taken as is). None: no layout known, no figure scaled."""
+    whose source does not say is taken as is). None: no layout known, no figure scaled. `shape`: the planned decoder's
+    (layers, hidden): a figure published at another sequence is moved to the planned one as the same utilisation
+    counting causal attention, whose share of a token's FLOPs grows with the sequence (attention_share): a 64k-token
+    run spends about half its FLOPs on attention that the 6N basis does not count."""
     assert itype.accelerator
     band = "large" if parameters_billion >= u.large_band_billion else "small"
     model = itype.accelerator.model
@@ -153,8 +165,16 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
         nearest = min(published, key=lambda s: (abs(math.log(s / sequence)), -s))
         figures = tuple(f for f in figures if f.sequence == nearest)
 
+    def at_sequence(f: MfuFigure) -> float:
+        """The factor that moves `f`'s 6N figure from its sequence to the planned one (1 where either is unknown)."""
+        if not (shape and sequence and f.sequence) or f.sequence == sequence:
+            return 1.0
+        return (1 + attention_share(parameters_billion, shape, f.sequence)) / \
+            (1 + attention_share(parameters_billion, shape, sequence))
+
     def scaled(f: MfuFigure) -> float:
-        return f.on_6n * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else f.on_6n
+        moved = f.on_6n * at_sequence(f)
+        return moved * RECOMPUTE_EFFICIENCY if recompute and f.recompute is False else moved
     values = sorted(scaled(f) for f in figures)
     # The likely figure is the fastest published stack's median: the plan runs the expert's techniques (FP8, compiled
     # blocks) and holds itself to what the best stack published, the others' rows widening the range below it.
@@ -180,7 +200,11 @@ def utilisation_range(itype: InstanceType, parameters_billion: float, u: Utilisa
         setting = {True: "recompute", False: "no recompute", None: "recompute not stated"}[f.recompute]
         batch = f", {f.global_batch_tokens:,}-token batch" if f.global_batch_tokens else ""
         counted = f", {f.on_6n:.1%} on 6N without its {f.attention} attention FLOPs" if f.on_6n != f.value else ""
-        note = f" x{RECOMPUTE_EFFICIENCY:g} = {scaled(f):.1%} (the layout recomputes)" if scaled(f) != f.on_6n else ""
+        moved = at_sequence(f)
+        note = f" x{moved:.2f} at {sequence:,} tokens (causal attention's FLOPs)" if moved != 1.0 else ""
+        if recompute and f.recompute is False:
+            note += f" x{RECOMPUTE_EFFICIENCY:g} (the layout recomputes)"
+        note += f" = {scaled(f):.1%}" if note else ""
         return f"{f.what} {f.value:.1%} ({setting}{batch}{counted}){note} [{f.source}]"
     runs = "; ".join(shown(f) for f in figures)
     size = f"{u.large_band_billion:g}B+" if band == "large" else f"under {u.large_band_billion:g}B"

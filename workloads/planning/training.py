@@ -185,6 +185,8 @@ def plan_training(w: Workload, cat: Catalog) -> TrainingPlan:
     if spread is not None and (mismatch := shape_mismatch(w)):
         findings.append(mismatch)
     findings.extend(finetune_recipe.base_findings(w))
+    if spread is not None and spread.pipeline > 1 and orchestrator == "sagemaker-jobs":
+        findings.append(Finding(WARNING, "training.orchestrator", orchestrator, PIPELINE_ON_JOBS, PIPELINE_VERSIONS))
     if vision.is_vision(w):
         findings.append(vision.finding(w, orchestrator))
     if chosen.purchase is None:
@@ -242,6 +244,15 @@ def _storage(w: Workload, orchestrator: str, tier: str, decisions: list[str]) ->
         choice, why = "s3-fastfile", f"{size:g} GiB streams from S3 on demand (FastFile mode)"
     decisions.append(f"storage {choice}: {why}")
     return choice
+
+
+# The trainer's pipeline stages override a PyTorch internal (pipeline.py ShardedStage) tested on the cluster nodes'
+# PyTorch; a SageMaker job runs AWS's PyTorch training image, an older release (outside review R7).
+PIPELINE_ON_JOBS = ("pipeline stages: the trainer's (examples/slurm/pipeline.py) are tested on PyTorch 2.15, the "
+                    "cluster nodes'; a SageMaker job runs AWS's PyTorch 2.10 training image, where they are not: run "
+                    "a short job first, or train on a Slurm cluster (training.orchestrator: slurm)")
+PIPELINE_VERSIONS = ("requirements-trainer.txt (torch 2.15.0, the node image's lock); the SageMaker SDK's newest "
+                     "PyTorch training image (pytorch.json, training 2.10; workloads/commands/images.py)")
 
 
 def _software_warning(itype: InstanceType, software: SoftwareStack, cat: Catalog) -> Finding:

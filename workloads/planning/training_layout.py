@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..catalog import InstanceType, devices, load_utilisation
-from ..config.model import SHAPE_TOLERANCE, attention_heads, decoder_parameters, family, ffn_width, model_shape, \
-    shape_line, vocab
+from ..config.model import SHAPE_TOLERANCE, architecture, attention_heads, decoder_parameters, family, ffn_width, \
+    model_shape, shape_line, vocab
 from ..config.schema import Workload
 from ..errors import WARNING, ConfigError, Finding
 from . import communication, encoder, finetune_recipe
@@ -114,14 +114,24 @@ def priced_precision(w: Workload, itype: InstanceType) -> str:
     return precision_of(w, itype)[0]
 
 
+def attention_shape(w: Workload) -> tuple[int, int] | None:
+    """(layers, hidden) of a decoder, whose causal attention's FLOPs move a published MFU to the planned sequence
+    (est.utilisation_range); None for other models (their figures stand as published)."""
+    if architecture(w)[0] != "decoder":
+        return None
+    layers, _, _, hidden = model_shape(w)
+    return layers, hidden
+
+
 def utilisation(itype: InstanceType, parameters_billion: float, *, precision: str = "bf16",
-                recompute: bool | None = None, sequence: int | None = None) -> est.UtilisationRange:
+                recompute: bool | None = None, sequence: int | None = None,
+                shape: tuple[int, int] | None = None) -> est.UtilisationRange:
     """Low, likely and high MFU for the type's accelerator at this model size and precision, from published runs;
     `recompute`: whether the layout recomputes activations, `sequence`: the planned length (est.utilisation_range).
     The published rows are compiled or hand-tuned stacks'; the shipped trainer compiles its blocks on NVIDIA GPUs
     (precision.compiles) and Neuron compiles its graph, so they stand as published until `plan --calibrate`."""
     return est.utilisation_range(itype, parameters_billion, load_utilisation(), precision=precision,
-                                 recompute=recompute, sequence=sequence)
+                                 recompute=recompute, sequence=sequence, shape=shape)
 
 
 def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str) -> est.UtilisationRange:
@@ -131,7 +141,8 @@ def utilisation_at(w: Workload, itype: InstanceType, count: int, precision: str)
     if spread is not None and spread.sharding == nxd.SHARDING:  # NxD Training: its own published throughput
         return nxd.utilisation(itype, trained_billion(w))
     return utilisation(itype, w.model.parameters_billion, precision=precision,
-                       recompute=spread is None or spread.recompute, sequence=planned_sequence(w))
+                       recompute=spread is None or spread.recompute, sequence=planned_sequence(w),
+                       shape=attention_shape(w))
 
 
 def step_communication(w: Workload, itype: InstanceType, count: int, utilisation: float,
