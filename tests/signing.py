@@ -62,7 +62,8 @@ def make_keys(root: Path) -> Keys:
     keys = Keys(Path(tempfile.mkdtemp(prefix="gpg-", dir="/tmp")))
     for who in WHO:
         keys.home(who).mkdir(mode=0o700, parents=True)
-        _gpg(keys.home(who), "--quick-gen-key", f"{who} <{who}@example.com>", "ed25519", "sign", "never")
+        if who != "impostor":
+            _gpg(keys.home(who), "--quick-gen-key", f"{who} <{who}@example.com>", "ed25519", "sign", "never")
     _bind_as_subkey(keys, owner="impostor", bound="pinned")
     return keys
 
@@ -78,6 +79,10 @@ def _bind_as_subkey(keys: Keys, *, owner: str, bound: str) -> None:
     grip = next(line.split(":")[9] for line in listing if line.startswith("grp:"))
     secret = subprocess.run(["gpg", "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase",
                              "", "--export-secret-keys"], capture_output=True, check=True, timeout=60).stdout
+    # The owner's key is made at the bound key's creation time too: the binding is signed then (the subkey's
+    # fingerprint hashes its creation time), and gpg refuses a binding older than the key that makes it.
+    _gpg(keys.home(owner), "--faked-system-time", f"{created}!", "--quick-gen-key", f"{owner} <{owner}@example.com>",
+         "ed25519", "sign", "never")
     subprocess.run(["gpg", "--homedir", str(keys.home(owner)), "--batch", "--import"], input=secret,
                    capture_output=True, check=True, timeout=60)
     _gpg(keys.home(owner), "--expert", "--command-fd", "0", "--faked-system-time", f"{created}!", "--edit-key",

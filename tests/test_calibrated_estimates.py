@@ -87,8 +87,9 @@ def test_plan_json_has_the_range_fields():
     out = subprocess.run([sys.executable, "-m", "workloads", "plan", "huge", "--json"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     e = json.loads(out)["estimates"]
-    assert e["hours_range"][0] < e["hours"] < e["hours_range"][1]
-    assert e["usd_total_range"][0] < e["usd_total"] < e["usd_total_range"][1]
+    # huge at its likely MFU is as fast as its communication allows: a faster compute shortens nothing
+    assert e["hours_range"][0] <= e["hours"] < e["hours_range"][1]
+    assert e["usd_total_range"][0] <= e["usd_total"] < e["usd_total_range"][1]
 
 
 def test_the_text_plan_shows_the_range_and_what_it_rests_on():

@@ -340,8 +340,11 @@ def test_the_compiled_trainer_is_priced_as_published_and_the_summary_says_its_pr
 
     p = plan(load("huge", {**PRETRAIN_70B, "training.instance_type": "p6-b200.48xlarge"}))
     t = p.training
+    from workloads.planning.training_layout import attention_shape
+
     published = est.utilisation_range(CAT.types["p6-b200.48xlarge"], 70, U, precision="fp8",
-                                       recompute=t.parallelism.recompute, sequence=t.parallelism.sequence)
+                                       recompute=t.parallelism.recompute, sequence=t.parallelism.sequence,
+                                       shape=attention_shape(p.workload))
     assert (t.estimate.utilisation, t.estimate.utilisation_range) == (published.likely, (published.low, published.high))
     console = Console(record=True, width=400)
     print_plan(p, console=console)
