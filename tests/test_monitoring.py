@@ -237,6 +237,15 @@ def test_every_alarm_may_page_its_own_estate_and_no_other(synth, teams_synth, va
                     assert not allowed, (st.name, lid, "pages", topic_stack.name, action)
 
 
+def _async_endpoints(name: str, variant_synth_by_name) -> tuple[dict, list[str], dict]:
+    """A variant's InferenceStack resources, its async endpoints' logical IDs and its plan's inference."""
+    template = variant_synth_by_name(name).templates["InferenceStack"]
+    asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
+    assert asyncs, name
+    workload, overrides = VARIANTS[name]
+    return template["Resources"], asyncs, plan(load(workload, overrides)).inference
+
+
 @pytest.mark.parametrize("name", ["huge", "intermediate", "small-all-kinds"])
 def test_every_async_endpoint_alarms_on_its_queues_failed_and_expired_requests(name, variant_synth_by_name):
     """InvokeEndpointAsync returns once a request is queued, so a request that fails or outlives its TTL is seen only
@@ -244,13 +253,8 @@ def test_every_async_endpoint_alarms_on_its_queues_failed_and_expired_requests(n
     every async endpoint alarms on each, with the dimensions the table records and its variant's name, to the topic;
     where the nightly batch drains through it, the description says the drain's Succeeded run does not mean answered.
     Before: only Invocation5XXErrors was alarmed, and a drained night whose requests all expired stayed silent."""
-    s = variant_synth_by_name(name)
-    template = s.templates["InferenceStack"]
-    res = template["Resources"]
-    asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
-    assert asyncs, name
-    workload, overrides = VARIANTS[name]
-    batch = plan(load(workload, overrides)).inference.get("batch")
+    res, asyncs, inference = _async_endpoints(name, variant_synth_by_name)
+    batch = inference.get("batch")
     drained = batch is not None and batch.serving is not None and batch.serving.drain == "async"
     alarms = [r["Properties"] for r in res.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     for endpoint in asyncs:
@@ -279,13 +283,7 @@ def test_every_async_endpoint_alarms_when_its_oldest_request_outlives_the_start_
     ApproximateAgeOfOldestRequest (seconds, EndpointName only), Maximum above the plan's start-up allowance (model
     download + healthy within) plus SCALE_OUT_MARGIN_S, the allowance stated in the description."""
     from workloads.planning.monitoring import SCALE_OUT_MARGIN_S, drain_seconds
-    s = variant_synth_by_name(name)
-    template = s.templates["InferenceStack"]
-    res = template["Resources"]
-    asyncs = [lid for lid, kind in _endpoint_kinds(template).items() if kind == "async"]
-    assert asyncs, name
-    workload, overrides = VARIANTS[name]
-    inference = plan(load(workload, overrides)).inference
+    res, asyncs, inference = _async_endpoints(name, variant_synth_by_name)
     st = inference["async"].startup
     batch = inference.get("batch")
     # The nightly drain's records wait in the queue while a healthy fleet processes them: that time is allowed too.

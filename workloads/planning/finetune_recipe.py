@@ -47,15 +47,9 @@ def run_length(w: Workload, spread: Parallelism, tokens_billion: float | None,
     r = recipe()
     asked = global_batch_tokens(w)
     per_step = spread.global_batch * spread.sequence
-    micro_steps = spread.global_batch // (spread.data * spread.micro_batch)
     said = "training.global_batch_tokens" if w.training.global_batch_tokens else \
         f"the fine-tuning recipe's {r.global_batch_sequences} x {r.global_batch_sequence_length:,}"
-    line = (f"global batch: {spread.global_batch:,} sequences of {spread.sequence:,} tokens = {per_step:,} tokens "
-            f"({said}: {asked:,}) = {spread.data:,} data ranks x {spread.micro_batch} sequence x {micro_steps} "
-            "micro-steps (gradient accumulation)")
-    if per_step != asked:
-        line += f"; {per_step / asked:.0%} of the asked batch: the nearest whole number of micro-steps"
-    decisions.append(line)
+    decisions.append(parallelism.global_batch_line(spread, asked=asked, said=said))
     carried = {"learning_rate": r.learning_rate, "weight_decay": r.weight_decay, "warmup_ratio": r.warmup_ratio,
                "global_batch_tokens": asked}
     if not tokens_billion:

@@ -384,3 +384,16 @@ def _sharded_reason(t: int, best: Parallelism, plain: Parallelism | None, batch:
                f"global batch; with tensor parallel {t}, {best.data:,} do")
     return (f"{why}: tensor parallel {t} inside each node (NVLink/NeuronLink), FSDP2 over the {best.data:,} data "
             f"ranks across nodes, each gathering its shards for {t} times the tokens" + recompute)
+
+
+def global_batch_line(spread: Parallelism, *, asked: int, said: str, sequence_note: str = "", tail: str = "") -> str:
+    """The decision line of a global batch: sequences x tokens (`sequence_note` says where the length comes from),
+    what was asked (`said`) and how data ranks, micro-batch and gradient accumulation make it up."""
+    per_step = spread.global_batch * spread.sequence
+    micro_steps = spread.global_batch // (spread.data * spread.micro_batch)
+    line = (f"global batch: {spread.global_batch:,} sequences of {spread.sequence:,} tokens{sequence_note} = "
+            f"{per_step:,} tokens ({said}: {asked:,}) = {spread.data:,} data ranks x {spread.micro_batch} sequence x "
+            f"{micro_steps} micro-steps (gradient accumulation){tail}")
+    if per_step != asked:
+        line += f"; {per_step / asked:.0%} of the asked batch: the nearest whole number of micro-steps"
+    return line

@@ -31,15 +31,10 @@ def plan_run_length(w: Workload, spread: Parallelism, tokens_billion: float | No
     train the plan's tokens (epochs included) and the learning-rate warmup (Llama 2's recipe)."""
     asked = w.training.global_batch_tokens or parallelism.GLOBAL_BATCH_TOKENS
     per_step = spread.global_batch * spread.sequence
-    micro_steps = spread.global_batch // (spread.data * spread.micro_batch)
     said = "training.global_batch_tokens" + ("" if w.training.global_batch_tokens else ", Llama 2's")
     seq = "training.sequence_length" if w.training.sequence_length else "training.sequence_length, assumed"
-    line = (f"global batch: {spread.global_batch:,} sequences of {spread.sequence:,} tokens ({seq}) = {per_step:,} "
-            f"tokens ({said}: {asked:,}) = {spread.data:,} data ranks x {spread.micro_batch} sequence x {micro_steps} "
-            "micro-steps (gradient accumulation), the same whatever the node count")
-    if per_step != asked:
-        line += f"; {per_step / asked:.0%} of the asked batch: the nearest whole number of micro-steps"
-    decisions.append(line)
+    decisions.append(parallelism.global_batch_line(spread, asked=asked, said=said, sequence_note=f" ({seq})",
+                                                   tail=", the same whatever the node count"))
     if not tokens_billion:
         return spread
     steps = max(1, math.ceil(tokens_billion * 1e9 / per_step))
