@@ -157,3 +157,32 @@ def test_train_py_fine_tunes_on_prompt_response_data_counting_only_responses(tmp
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "the loss counts only response tokens" in done.stdout
     assert "step 3 loss" in done.stdout and "nan" not in done.stdout.lower()
+
+
+def test_a_pipelined_fine_tune_counts_only_responses_as_one_process_does(tmp_path):
+    """Before: train.py refused loss masks under pipeline stages. The mask now travels inside the last stage's targets
+    (IGNORE_INDEX, pipeline._targets): two stages train step for step as one process on the same prompt/response
+    data, the held-out loss too."""
+    import re
+
+    text, tokenizer = _sft_data(tmp_path)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+
+    def run(name: str, ranks: int, *layout: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+             str(SLURM / "train.py"), *layout, "--sharding", "none", "--tensor", "1",
+             "--device", "cpu", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32",
+             "--batch", "1", "--global-batch", "4", "--steps", "3", "--log-every", "1", "--text", str(text),
+             "--data", str(tmp_path / "tok"), "--tokenizer", str(tokenizer), "--checkpoint-dir",
+             str(tmp_path / name), "--eval-every", "3"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "the loss counts only response tokens" in done.stdout
+        return done.stdout
+
+    def losses(out: str) -> list[float]:
+        return [float(x) for x in re.findall(r"^(?:eval )?step \d+ (?:held-out )?loss ([0-9.]+)", out, re.M)]
+    one = losses(run("one", 1))
+    staged = losses(run("staged", 2, "--pipeline", "2"))
+    assert len(one) == 4 and staged == pytest.approx(one, rel=1e-5, abs=1e-6)

@@ -28,6 +28,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions
 from torch.utils.checkpoint import checkpoint as recompute
 
 from model import Llama, rotary  # beside this script
+from recipe import IGNORE_INDEX
 
 
 def check(args: argparse.Namespace, error) -> None:
@@ -48,6 +49,21 @@ def spans(layers: int, stages: int) -> list[range]:
         start += count
     return out
 
+
+
+def _targets(batch: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The next-token targets of `batch`, a loss mask's dropped ones (prompt tokens) as IGNORE_INDEX: the schedule
+    hands the last stage's loss function only (output, target), so the mask travels inside the target."""
+    targets = batch[:, 1:]
+    return targets if mask is None else targets.masked_fill(~mask[:, 1:], IGNORE_INDEX)
+
+
+def _kept_mean(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """recipe.masked_cross_entropy on targets whose dropped ones are IGNORE_INDEX: the mean over the kept, 0 where
+    none is kept (every target kept: the plain mean)."""
+    flat = targets.reshape(-1)
+    total = F.cross_entropy(logits.float().flatten(0, 1), flat, ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / (flat != IGNORE_INDEX).sum().clamp(min=1)
 
 class Stage(nn.Module):
     """One stage of the Llama model under the full model's parameter names (model.embed_tokens, model.layers.N,
@@ -162,21 +178,22 @@ class Pipeline:
         return self.parameters(module)
 
     def _loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The schedule's loss function (last stage): the micro-batch's mean next-token cross-entropy, scaled by
-        fp16's loss scale (the schedule divides the gradients by the micro-batches). The stage's first call (its
-        shapes inferred on placeholder tensors) runs it too: the losses are the schedule's `losses`, not kept here."""
-        loss = F.cross_entropy(logits.float().flatten(0, 1), target.reshape(-1))
+        """The schedule's loss function (last stage): the micro-batch's mean next-token cross-entropy over the targets
+        kept (a loss mask's prompt tokens come as IGNORE_INDEX: recipe.masked_cross_entropy's mean), scaled by fp16's
+        loss scale (the schedule divides the gradients by the micro-batches). The stage's first call (its shapes
+        inferred on placeholder tensors) runs it too: the losses are the schedule's `losses`, not kept here."""
+        loss = _kept_mean(logits, target)
         if self.fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
             loss = loss * float("inf")
         return loss * self.scale
 
     def step(self, fetch, *, scale: float, fault: bool) -> torch.Tensor:
-        """One step: `fetch(micro)` is micro-step `micro`'s batch of this data rank (read on the first and last
-        stages only: the tokens in, the targets out)."""
+        """One step: `fetch(micro)` is micro-step `micro`'s (batch, loss mask or None) of this data rank (read on the
+        first and last stages only: the tokens in, the targets out)."""
         self.scale, self.fault = scale, fault
         batches = [fetch(m) for m in range(self.micro_steps)] if self.first or self.last else None
-        inputs = [(b[:, :-1],) for b in batches] if self.first else None
-        targets = [b[:, 1:] for b in batches] if self.last else None
+        inputs = [(b[:, :-1],) for b, _ in batches] if self.first else None
+        targets = [_targets(b, mask) for b, mask in batches] if self.last else None
         losses = []
         with self._split():
             self.schedule.step(arg_mbs=inputs, target_mbs=targets, losses=losses, return_outputs=False)
@@ -198,7 +215,7 @@ class Pipeline:
                      mask: torch.Tensor | None = None) -> torch.Tensor:
         """The held-out loss of one batch through the stages (evaluation.evaluate's forward_loss): each stage
         receives the previous stage's hidden states (fp32 on the wire), runs its blocks and sends them on; the last
-        returns the loss, the others zero. `mask` is always None: train.py refuses loss masks under stages."""
+        returns the loss, the others zero (over the targets `mask` keeps, where prepare.py wrote one)."""
         tokens = batch[:, :-1]
         if self.first:
             x = tokens
@@ -209,7 +226,7 @@ class Pipeline:
         if not self.last:
             dist.send(out.float().contiguous(), dst=dist.get_rank() + self.per_stage)
             return torch.zeros((), device=self.device)
-        return F.cross_entropy(out.float().flatten(0, 1), batch[:, 1:].reshape(-1))
+        return _kept_mean(out, _targets(batch, mask))
 
     def parameters(self, model: nn.Module) -> int:
         """The whole model's parameter count (each stage holds its own; DTensor numel is the global one)."""

@@ -450,9 +450,6 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     batches = loader.Prefetcher(lambda step, micro: (batch_for(args, data_rank, data_ranks, step, micro, tokens),
                                                      mask_for(args, data_rank, data_ranks, step, micro, tokens)),
                                 pin=device.type == "cuda")
-    if tokens is not None and tokens.masked and pipe:
-        raise SystemExit("the prepared data has loss masks (prompt/response lines), which this trainer does not apply "
-                         "under pipeline stages: train it with a layout without pipeline parallel (--pipeline 1)")
     if rank == 0 and tokens is not None and tokens.masked:
         print("loss mask: the prepared data marks prompt tokens; the loss counts only response tokens", flush=True)
     model.train()
@@ -470,8 +467,7 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         if pipe:
-            loss_sum += pipe.step(lambda micro: fetch(micro)[0], scale=state.scaler.scale,
-                                  fault=state.step in faults)
+            loss_sum += pipe.step(fetch, scale=state.scaler.scale, fault=state.step in faults)
         for micro in range(0 if pipe else micro_steps):
             batch, mask = fetch(micro)
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,

@@ -42,8 +42,9 @@ def main() -> None:
         return out
 
     stage.backward_one_chunk = recorded
-    pipe.step(lambda m: torch.randint(0, args.vocab, (1, args.seq + 1), generator=torch.Generator().manual_seed(m)),
-              scale=1.0, fault=False)
+    def fetch(m: int) -> tuple[torch.Tensor, None]:  # (batch, no loss mask), as train.py's fetch
+        return torch.randint(0, args.vocab, (1, args.seq + 1), generator=torch.Generator().manual_seed(m)), None
+    pipe.step(fetch, scale=1.0, fault=False)
     mine = {"stage_parameters": sum(p.numel() for p in model.parameters()), "data": pipe.data, "held": held}
     everyone = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
