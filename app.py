@@ -10,14 +10,16 @@ app reads cdk.json itself, so the feature flags are the same as under `cdk synth
 
 from __future__ import annotations
 
-import gc
-import json
-import os
-import sys
-import time
-from pathlib import Path
-
 from workloads.commands.interrupt import quiet_interrupts
+
+quiet_interrupts()  # first: Ctrl-C in `cdk synth` stops the app without a traceback, a pending one (app.sh) included
+
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 STARTED = time.perf_counter()
 
@@ -30,7 +32,6 @@ def say(what: str) -> None:
 
 say("loading the CDK libraries")
 
-quiet_interrupts()  # before the CDK imports: Ctrl-C in `cdk synth` stops the app without a traceback
 # The imports below make about 250,000 objects that live as long as the process (mostly the CDK's classes) and no
 # garbage: the collector's passes over them were a fifth of the app's own CPU time (docs/performance.md). Collect
 # nothing while importing, then leave those objects out of every later collection.

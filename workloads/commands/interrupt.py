@@ -23,6 +23,9 @@ def die_of_sigint() -> NoReturn:
 def quiet_interrupts() -> None:
     """From here on, Ctrl-C stops the process at once, at any point (an import included), without a traceback.
     For commands with nothing to clean up; one that must stop something first catches KeyboardInterrupt instead."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        return  # started with SIGINT ignored (a background job): keep it so
-    signal.signal(signal.SIGINT, lambda *_: die_of_sigint())
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # started with SIGINT ignored (a background job): keep it so
+        signal.signal(signal.SIGINT, lambda *_: die_of_sigint())
+    # app.sh starts Python with SIGINT blocked, so that a Ctrl-C during the interpreter's own start (its site imports,
+    # before any line of ours runs) waits here instead of printing a KeyboardInterrupt traceback: taken now, it
+    # ends the process as above.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
