@@ -74,3 +74,11 @@ def test_a_damaged_file_asks_the_sdk_and_is_written_again(empty_cache):
     assert image_cache.retrieve(**ARGS) == image_uris.retrieve(**ARGS)
     image_cache.save()
     assert json.loads(image_cache._path().read_text()) == {json.dumps(ARGS, sort_keys=True): image_uris.retrieve(**ARGS)}
+
+
+def test_the_version_key_is_the_installed_sdks():
+    """The cache's key reads sagemaker-core's version from its .dist-info folder's name, without importing
+    importlib.metadata (12 ms of a plan): the same answer importlib.metadata gives."""
+    from importlib.metadata import version
+
+    assert image_cache.installed_version() == version(image_cache._DISTRIBUTION)
