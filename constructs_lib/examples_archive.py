@@ -46,11 +46,43 @@ def examples_archive(files: list[tuple[str, bytes]]) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+PART = ".part"  # a file too large for one archive ships as NAME.part1, NAME.part2, ...: joined on the node
+
+
+def _chunks(name: str, data: bytes) -> list[bytes]:
+    """`data` whole if its archive alone fits ARCHIVE_MAX_CHARS, else cut at line ends into halves, again until each
+    fits (train.py outgrew one step's room when the trainer grew)."""
+    cut = data.rfind(b"\n", 0, len(data) // 2) + 1
+    if not cut or len(examples_archive([(name, data)])) <= ARCHIVE_MAX_CHARS:
+        return [data]
+    return [*_chunks(name, data[:cut]), *_chunks(name, data[cut:])]
+
+
+def _parts(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The files, each too large for one archive as its parts (NAME.part1, ...) in order."""
+    out = []
+    for name, data in files:
+        chunks = _chunks(name, data)
+        out += [(name, data)] if len(chunks) == 1 else [(f"{name}{PART}{i}", c) for i, c in enumerate(chunks, 1)]
+    return out
+
+
+def joins(names: list[str]) -> dict[str, list[str]]:
+    """Each split file's name and its parts' names, in order (the node's `cat` joins them)."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        whole, _, index = name.rpartition(PART)
+        if whole and index.isdigit():
+            out.setdefault(whole, []).append(name)
+    return out
+
+
 def _pack(files: list[tuple[str, bytes]]) -> list[tuple[list[str], str]]:
-    """The files packed, in order, into as few archives as keep each within ARCHIVE_MAX_CHARS: (names, archive)."""
+    """The files packed, in order, into as few archives as keep each within ARCHIVE_MAX_CHARS: (names, archive). A
+    file whose archive alone would not fit goes as its parts (_parts)."""
     groups: list[list[tuple[str, bytes]]] = [[]]
     archives: list[str | None] = [None]  # the group's archive when already made (a fit that was tried)
-    for file in files:
+    for file in _parts(files):
         if groups[-1]:
             tried = examples_archive([*groups[-1], file])
             if len(tried) > ARCHIVE_MAX_CHARS:

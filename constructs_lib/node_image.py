@@ -27,7 +27,7 @@ from workloads.catalog.node_locks import node_lock
 from workloads.planning.launches import NODE_IMAGE_BUILD_TYPE
 from workloads.planning.train_commands import EXAMPLES_ON_NODE  # one definition, with the Submit line
 
-from .examples_archive import packed_examples
+from .examples_archive import joins, packed_examples
 from .logs_key import kept_log_group
 from .nag import acknowledge_managed_policies, acknowledge_prefix_grants, acknowledge_wildcards
 from .node_bootstrap import OFI_NCCL_DIRS
@@ -291,16 +291,21 @@ def component_documents(*, software: SoftwareStack, region: str) -> list[str]:
 
 
 def ship_examples() -> list[BakeStep]:
-    """One step per archive (ShipExamples, ShipExamples2, ...), then ExamplesArrived, which checks every file arrived:
-    a step of its own, so the largest archive (train.py alone) has a component's whole room beside its two lines."""
+    """One step per archive (ShipExamples, ShipExamples2, ...), then ExamplesArrived, which joins the parts of a file
+    too large for one step (examples_archive.PART, in order, mode 755 as the archives give) and checks every file
+    arrived: a step of its own, so the largest archive has a component's whole room beside its two lines."""
     packed = packed_examples()
-    names = " ".join(name for group, _ in packed for name in group)
+    shipped = [name for group, _ in packed for name in group]
+    split = joins(shipped)
+    names = " ".join(dict.fromkeys(next((w for w, parts in split.items() if n in parts), n) for n in shipped))
+    join = "".join(f"\ncat {' '.join(parts)} > {whole} && chmod 755 {whole} && rm {' '.join(parts)}"
+                   for whole, parts in split.items())
     every = f"cd {EXAMPLES_ON_NODE} && for f in {names}; do test -s $f || exit 1; done"
     return [*(BakeStep("ShipExamples" + (str(i + 1) if i else ""), f"""
 mkdir -p {EXAMPLES_ON_NODE}
 echo '{archive}' | base64 -d | tar -xJ --no-same-owner -C {EXAMPLES_ON_NODE}""", check=f"test -d {EXAMPLES_ON_NODE}")
               for i, (_, archive) in enumerate(packed)),
-            BakeStep("ExamplesArrived", f"ls -l {EXAMPLES_ON_NODE}",
+            BakeStep("ExamplesArrived", f"cd {EXAMPLES_ON_NODE}{join}\nls -l {EXAMPLES_ON_NODE}",
                      check=f"{every} && bash -n {EXAMPLES_ON_NODE}/train-gpu.sbatch")]
 
 

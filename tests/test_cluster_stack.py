@@ -6,11 +6,8 @@ cost tags on what the nodes launch."""
 
 from __future__ import annotations
 
-import base64
-import io
 import json
-import re
-import tarfile
+import subprocess
 
 import pytest
 import yaml
@@ -18,6 +15,7 @@ import yaml
 from constructs_lib.node_image import SLURM_VERSION
 from workloads import load, plan
 from workloads.catalog import load_catalog, load_software, network_interfaces
+from workloads.planning.train_commands import EXAMPLES_ON_NODE
 
 from .test_node_locks import installs
 from .conftest import CAPACITY_BLOCK, P6_B300, RESERVATION, ROOT, TRN1, TRN2, VARIANTS
@@ -158,7 +156,7 @@ def test_node_role_is_least_privilege_for_pcs(cluster):
     assert profile["Path"] == "/aws-pcs/"
 
 
-def test_node_image_is_baked_from_the_matching_dlami(cluster):
+def test_node_image_is_baked_from_the_matching_dlami(cluster, tmp_path):
     itype, s = cluster
     stack = load_software().for_type(CAT.types[itype])
     recipe = s.one("TrainStack", "AWS::ImageBuilder::ImageRecipe")["Properties"]
@@ -176,14 +174,18 @@ def test_node_image_is_baked_from_the_matching_dlami(cluster):
     assert {"InstallPcsAgentAndSlurm", "InstallLustreClient", "InstallFramework", "ShipExamples"} <= set(steps)
     assert all(installs(steps["InstallFramework"]["inputs"]["commands"][0], stack, p) for p in stack.pip)
     assert f"aws-pcs-slurm-{SLURM_VERSION}-installer" in steps["InstallPcsAgentAndSlurm"]["inputs"]["commands"][0]
-    shipped = {}
-    for name in (n for n in steps if n.startswith("ShipExamples")):
-        archive = re.search(r"echo '([A-Za-z0-9+/=]+)' \| base64 -d", steps[name]["inputs"]["commands"][0])[1]
-        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive))) as tar:
-            shipped.update({m.name: tar.extractfile(m).read() for m in tar.getmembers()})
-    # Every example arrives on the node, byte for byte: the Submit line runs prepare.sbatch and prepare.py too.
+    # The examples' steps run here as the bake runs them, in order, into a folder in place of the node's: every
+    # example arrives byte for byte (a file shipped in parts joined), executable, and the step's check passes. The
+    # Submit line runs prepare.sbatch and prepare.py too.
+    node = tmp_path / "examples"
+    for name in [n for n in steps if n.startswith("ShipExamples")] + ["ExamplesArrived"]:
+        script = steps[name]["inputs"]["commands"][0].replace(EXAMPLES_ON_NODE, str(node))
+        run = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        assert run.returncode == 0, (name, run.stderr[-2000:])
+    shipped = {p.name: p.read_bytes() for p in node.iterdir()}
     assert shipped == {p.name: p.read_bytes() for p in (ROOT / "examples" / "slurm").iterdir()
                        if p.suffix in (".sbatch", ".py", ".sh")}
+    assert all(p.stat().st_mode & 0o777 == 0o755 for p in node.iterdir())
     assert {"train-gpu.sbatch", "train-trainium.sbatch", "train.py", "prepare.sbatch", "prepare.py"} <= set(shipped)
     # Image Builder refuses a component document over 16,000 characters (CloudFormation validation).
     assert len(in_order) == len(components) and all(len(doc) <= 16_000 for doc in in_order)

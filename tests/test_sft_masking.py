@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -144,45 +145,54 @@ def test_the_trainers_gradient_ignores_the_prompt_tokens(tmp_path):
 @pytest.mark.parametrize("layout", [["--sharding", "none", "--tensor", "1"], ["--sharding", "full", "--tensor", "2"]])
 def test_train_py_fine_tunes_on_prompt_response_data_counting_only_responses(tmp_path, layout):
     """DDP, and tensor parallel's split logits (loss_parallel takes the masked, summed loss too)."""
-    text, tokenizer = _sft_data(tmp_path)
+    out = _train(tmp_path, "ckpt", 4 if "2" in layout else 2, *layout, "--batch", "1")
+    assert "step 3 loss" in out and "nan" not in out.lower()
+
+
+def _train(tmp_path, name: str, ranks: int, *layout: str) -> str:
+    """train.py on the prompt/response data (prepared into tmp_path/tok on the first call), 3 steps of 4 sequences."""
+    text, tokenizer = tmp_path / "text", tmp_path / "tokenizer"
+    if not text.exists():
+        _sft_data(tmp_path)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    ranks = 4 if "2" in layout else 2
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
          str(SLURM / "train.py"), *layout,
          "--device", "cpu", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32",
-         "--batch", "1", "--global-batch", "4", "--steps", "3", "--log-every", "1", "--text", str(text), "--data", str(tmp_path / "tok"),
-         "--tokenizer", str(tokenizer), "--checkpoint-dir", str(tmp_path / "ckpt"), "--eval-every", "3"],
+         "--global-batch", "4", "--steps", "3", "--log-every", "1", "--text", str(text),
+         "--data", str(tmp_path / "tok"), "--tokenizer", str(tokenizer), "--checkpoint-dir",
+         str(tmp_path / name), "--eval-every", "3"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "the loss counts only response tokens" in done.stdout
-    assert "step 3 loss" in done.stdout and "nan" not in done.stdout.lower()
+    return done.stdout
+
+
+def _losses(out: str) -> list[float]:
+    """The training steps' losses, then the held-out loss."""
+    return [float(x) for x in re.findall(r"^(?:eval )?step \d+ (?:held-out )?loss ([0-9.]+)", out, re.M)]
 
 
 def test_a_pipelined_fine_tune_counts_only_responses_as_one_process_does(tmp_path):
     """Before: train.py refused loss masks under pipeline stages. The mask now travels inside the last stage's targets
     (IGNORE_INDEX, pipeline._targets): two stages train step for step as one process on the same prompt/response
     data, the held-out loss too."""
-    import re
-
-    text, tokenizer = _sft_data(tmp_path)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-
-    def run(name: str, ranks: int, *layout: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
-             str(SLURM / "train.py"), *layout, "--sharding", "none", "--tensor", "1",
-             "--device", "cpu", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2", "--seq", "32",
-             "--batch", "1", "--global-batch", "4", "--steps", "3", "--log-every", "1", "--text", str(text),
-             "--data", str(tmp_path / "tok"), "--tokenizer", str(tokenizer), "--checkpoint-dir",
-             str(tmp_path / name), "--eval-every", "3"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        assert "the loss counts only response tokens" in done.stdout
-        return done.stdout
-
-    def losses(out: str) -> list[float]:
-        return [float(x) for x in re.findall(r"^(?:eval )?step \d+ (?:held-out )?loss ([0-9.]+)", out, re.M)]
-    one = losses(run("one", 1))
-    staged = losses(run("staged", 2, "--pipeline", "2"))
+    plain = ("--sharding", "none", "--tensor", "1", "--batch", "1")
+    one = _losses(_train(tmp_path, "one", 1, *plain))
+    staged = _losses(_train(tmp_path, "staged", 2, *plain, "--pipeline", "2"))
     assert len(one) == 4 and staged == pytest.approx(one, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("layout", [(2, "--sharding", "none", "--tensor", "1"),
+                                    (4, "--sharding", "full", "--tensor", "2"),
+                                    (2, "--sharding", "none", "--tensor", "1", "--pipeline", "2")])
+def test_every_response_token_of_a_step_weighs_the_same_however_the_batch_is_split(tmp_path, layout):
+    """Before: each micro-step's loss was the mean over its own response tokens and the step averaged those means, so
+    a token of a short response weighed more than one of a long one, and the same four sequences trained differently
+    as one micro-step of 4 than as 2 data ranks x 2 micro-steps of 1 (recipe.step_divisor). Now a step is the mean
+    over all its response tokens: one process with the whole batch at once, data ranks with accumulated micro-steps,
+    tensor parallel under FSDP2, and pipeline stages train alike."""
+    whole = _losses(_train(tmp_path, "whole", 1, "--sharding", "none", "--tensor", "1", "--batch", "4"))
+    ranks, *rest = layout
+    split = _losses(_train(tmp_path, "split", ranks, *rest, "--batch", "1"))
+    assert len(whole) == 4 and split[:3] == pytest.approx(whole[:3], rel=1e-4)

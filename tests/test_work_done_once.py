@@ -56,17 +56,33 @@ def counted_pack(monkeypatch, packed) -> list:
 
 
 def test_packed_archives_hold_every_example_within_a_step(packed):
-    assert [n for names, _ in packed for n in names] == [name for name, _ in _files()]
+    """Every archive within a step's room: a file too large for one (train.py, once it outgrew it) goes as parts cut
+    at line ends, which joined in order are the file."""
+    shipped = {}
     for names, archive in packed:
-        assert len(archive) <= ex.ARCHIVE_MAX_CHARS or len(names) == 1  # one file alone is never split
+        assert len(archive) <= ex.ARCHIVE_MAX_CHARS
         with tarfile.open(fileobj=io.BytesIO(base64.b64decode(archive)), mode="r:xz") as tar:
             assert tar.getnames() == list(names)
-            for name in names:
-                assert tar.extractfile(name).read() == (ex.EXAMPLES / name).read_bytes()
+            shipped.update({name: tar.extractfile(name).read() for name in names})
+    for whole, parts in ex.joins(list(shipped)).items():
+        assert all(shipped[part].endswith(b"\n") for part in parts)
+        shipped[whole] = b"".join(shipped.pop(part) for part in parts)
+    assert shipped == dict(_files())
+
+
+def test_a_file_too_large_for_one_archive_is_cut_into_parts_that_each_fit():
+    text = "".join(f"line {i}: {hash((i, 'x')) % 10**12} {i * 7919 % 104729}\n" for i in range(4000)).encode()
+    assert len(ex.examples_archive([("big.py", text)])) > ex.ARCHIVE_MAX_CHARS
+    parts = ex._parts([("small.py", b"x = 1\n"), ("big.py", text)])
+    assert parts[0] == ("small.py", b"x = 1\n") and len(parts) > 2
+    assert [n for n, _ in parts[1:]] == [f"big.py.part{i}" for i in range(1, len(parts))]
+    assert b"".join(c for _, c in parts[1:]) == text
+    assert all(len(ex.examples_archive([p])) <= ex.ARCHIVE_MAX_CHARS for p in parts)
+    assert ex.joins([n for n, _ in parts]) == {"big.py": [n for n, _ in parts[1:]]}
 
 
 def test_greedy_packing_fills_each_archive_as_far_as_it_goes(packed):
-    by_name = dict(_files())
+    by_name = dict(ex._parts(_files()))
     for (names, _), (following, _) in zip(packed, packed[1:]):
         tried = ex.examples_archive([(n, by_name[n]) for n in (*names, following[0])])
         assert len(tried) > ex.ARCHIVE_MAX_CHARS  # the next file did not fit: that is why a new archive began

@@ -28,7 +28,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions
 from torch.utils.checkpoint import checkpoint as recompute
 
 from model import Llama, rotary  # beside this script
-from recipe import IGNORE_INDEX
+from recipe import IGNORE_INDEX, step_divisor
 
 
 def check(args: argparse.Namespace, error) -> None:
@@ -58,12 +58,12 @@ def _targets(batch: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return targets if mask is None else targets.masked_fill(~mask[:, 1:], IGNORE_INDEX)
 
 
-def _kept_mean(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def _kept_mean(logits: torch.Tensor, targets: torch.Tensor, per: float | None = None) -> torch.Tensor:
     """recipe.masked_cross_entropy on targets whose dropped ones are IGNORE_INDEX: the mean over the kept, 0 where
-    none is kept (every target kept: the plain mean)."""
+    none is kept (every target kept: the plain mean); over `per` where given (the step's divisor)."""
     flat = targets.reshape(-1)
     total = F.cross_entropy(logits.float().flatten(0, 1), flat, ignore_index=IGNORE_INDEX, reduction="sum")
-    return total / (flat != IGNORE_INDEX).sum().clamp(min=1)
+    return total / (per if per is not None else (flat != IGNORE_INDEX).sum().clamp(min=1))
 
 class Stage(nn.Module):
     """One stage of the Llama model under the full model's parameter names (model.embed_tokens, model.layers.N,
@@ -131,7 +131,7 @@ def _stage_class() -> type:
 
 class Pipeline:
     """This rank's stage, its mesh and its schedule. `step` runs one optimizer step's forward and backward over the
-    step's micro-batches and returns the sum of their losses (on the last stage; zero on the others)."""
+    step's micro-batches and returns this rank's share of the step's loss (on the last stage; zero on the others)."""
 
     def __init__(self, args: argparse.Namespace, device: torch.device) -> None:
         from torch.distributed.device_mesh import init_device_mesh
@@ -153,7 +153,7 @@ class Pipeline:
         self.first, self.last = self.index == 0, self.index == args.pipeline - 1
         self.per_stage = world // args.pipeline  # ranks of one stage: stage s holds ranks s x per_stage onwards
         self.device, self.args, self.module, self.schedule = device, args, None, None
-        self.scale, self.fault = 1.0, False
+        self.scale, self.fault, self.per = 1.0, False, None
         # Checkpoints: the optimizer's param groups keyed by parameter name (each stage has its own), not one list
         # that DCP would keep once for every stage (torchtitan saves pipelined runs so).
         self.options = StateDictOptions(flatten_optimizer_state_dict=True)
@@ -182,25 +182,31 @@ class Pipeline:
         kept (a loss mask's prompt tokens come as IGNORE_INDEX: recipe.masked_cross_entropy's mean), scaled by fp16's
         loss scale (the schedule divides the gradients by the micro-batches). The stage's first call (its shapes
         inferred on placeholder tensors) runs it too: the losses are the schedule's `losses`, not kept here."""
-        loss = _kept_mean(logits, target)
+        # With loss masks: the summed loss over the step's divisor, times the micro-batches the schedule divides by.
+        loss = _kept_mean(logits, target) if self.per is None else \
+            _kept_mean(logits, target, self.per) * self.micro_steps
         if self.fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
             loss = loss * float("inf")
         return loss * self.scale
 
-    def step(self, fetch, *, scale: float, fault: bool) -> torch.Tensor:
+    def step(self, fetch, *, scale: float, fault: bool, masked: bool = False) -> torch.Tensor:
         """One step: `fetch(micro)` is micro-step `micro`'s (batch, loss mask or None) of this data rank (read on the
-        first and last stages only: the tokens in, the targets out)."""
+        first and last stages only: the tokens in, the targets out). Returns this rank's share of the step's loss
+        (train.py's: the mean of its micro-batches' means, or with loss masks their sums over the step's divisor)."""
         self.scale, self.fault = scale, fault
         batches = [fetch(m) for m in range(self.micro_steps)] if self.first or self.last else None
         inputs = [(b[:, :-1],) for b, _ in batches] if self.first else None
         targets = [_targets(b, mask) for b, mask in batches] if self.last else None
+        # Every rank joins the count's all-reduce; the last stage's ranks hold the loss (recipe.step_divisor).
+        self.per = step_divisor(sum(int((t != IGNORE_INDEX).sum()) for t in targets) if self.last else 0,
+                                self.per_stage, self.device) if masked else None
         losses = []
         with self._split():
             self.schedule.step(arg_mbs=inputs, target_mbs=targets, losses=losses, return_outputs=False)
         total = torch.zeros((), device=self.device)
         for loss in losses:  # the last stage's, one a micro-batch
             total += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float() / self.scale
-        return total
+        return total / self.micro_steps
 
     def _split(self):
         from torch.distributed.tensor.parallel import loss_parallel

@@ -322,17 +322,34 @@ def mask_for(args: argparse.Namespace, data_rank: int, data_ranks: int, step: in
     return torch.stack([tokens.mask_window(_start(first + k, args, tokens), args.seq) for k in range(args.batch)])
 
 
-def masked_cross_entropy(logits: torch.Tensor, batch: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def masked_cross_entropy(logits: torch.Tensor, batch: torch.Tensor, mask: torch.Tensor | None, *,
+                         per: float | None = None) -> torch.Tensor:
     """Next-token cross-entropy of `logits` (batch x seq x vocab) against batch[:, 1:]: the mean over every target,
     or with `mask` over those the mask keeps (a prompt's tokens give no loss and no gradient; a micro-batch with
-    none kept gives 0, not 0/0)."""
+    none kept gives 0, not 0/0). `per`: the divisor of the kept targets' summed loss instead of their count
+    (step_divisor: a training step's share, so that every response token of the step weighs the same)."""
     targets = batch[:, 1:].reshape(-1)
     if mask is None:
         return F.cross_entropy(logits.float().flatten(0, 1), targets)
     keep = mask[:, 1:].reshape(-1)
     total = F.cross_entropy(logits.float().flatten(0, 1), targets.masked_fill(~keep, IGNORE_INDEX),
                             ignore_index=IGNORE_INDEX, reduction="sum")
-    return total / keep.sum().clamp(min=1)
+    return total / (per if per is not None else keep.sum().clamp(min=1))
+
+
+def step_divisor(kept: torch.Tensor | int, ranks: int, device: torch.device) -> float:
+    """What each rank divides its summed loss of kept targets by, so that one optimizer step's loss is the mean over
+    all the step's kept targets (every micro-batch, every data rank): `kept` is this rank's count for the step (0 on
+    a rank that holds no loss), `ranks` how many ranks hold one. A mean of micro-batch means would weigh a token of a
+    short response more than one of a long one and depend on how the global batch is split into micro-steps and
+    ranks (Hugging Face, "Fixing Gradient Accumulation", https://huggingface.co/blog/gradient_accumulation, October
+    2024: their Trainer now sums the loss and divides by the step's count of targets, num_items_in_batch, gathered
+    across devices with average_tokens_across_devices). Gradients are averaged over data ranks, so a rank's share is the count
+    over the data ranks; each data shard's count arrives once per tensor-parallel rank, and `ranks` counts those too:
+    the all-reduced total over `ranks` is the share. A step with nothing kept divides by 1 (its loss is 0)."""
+    total = torch.as_tensor(kept, device=device, dtype=torch.int64).reshape(())  # exact at any count
+    dist.all_reduce(total)
+    return max(total.item(), 1.0) / ranks
 
 
 def publish(path: Path, text: str) -> None:

@@ -58,7 +58,7 @@ from hf_export import NORM_EPS, ROPE_THETA, export  # noqa: E402
 from model import Attention, Llama, MLP, RMSNorm, llama_intermediate, rotary, rotate_half  # noqa: E402,F401
 from recipe import (CLIP_NORM, RECIPE_WARMUP, LossScale, Tokens, batch_for, clip_gradients,  # noqa: E402
                     Calibration, device_meshes, init_weights, learning_rate, mask_for, masked_cross_entropy,
-                    optimizer_for, padded_vocab, publish, tensor_parallel)
+                    optimizer_for, padded_vocab, publish, step_divisor, tensor_parallel)
 import classifier  # noqa: E402
 import evaluation  # noqa: E402
 import finetune  # noqa: E402
@@ -450,8 +450,10 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
     batches = loader.Prefetcher(lambda step, micro: (batch_for(args, data_rank, data_ranks, step, micro, tokens),
                                                      mask_for(args, data_rank, data_ranks, step, micro, tokens)),
                                 pin=device.type == "cuda")
-    if rank == 0 and tokens is not None and tokens.masked:
-        print("loss mask: the prepared data marks prompt tokens; the loss counts only response tokens", flush=True)
+    masked = tokens is not None and tokens.masked
+    if rank == 0 and masked:
+        print("loss mask: the prepared data marks prompt tokens; the loss counts only response tokens, each response "
+              "token of a step weighing the same", flush=True)
     model.train()
     timed = Calibration(args, world, parameters) if args.calibrate_output else None
 
@@ -465,22 +467,26 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(state.step, args)
         optimizer.zero_grad(set_to_none=True)
+        # This rank's share of the step's loss: the mean of its micro-steps' means, or with loss masks each
+        # micro-step's summed loss over the step's divisor (recipe.step_divisor: every response token weighs the same).
         loss_sum = torch.zeros((), device=device)
         if pipe:
-            loss_sum += pipe.step(fetch, scale=state.scaler.scale, fault=state.step in faults)
-        for micro in range(0 if pipe else micro_steps):
-            batch, mask = fetch(micro)
-            loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale / micro_steps,
-                              last=micro == micro_steps - 1, fault=state.step in faults, mask=mask)
-            loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
+            loss_sum += pipe.step(fetch, scale=state.scaler.scale, fault=state.step in faults, masked=masked)
+        fetched = [] if pipe else [fetch(micro) for micro in range(micro_steps)]
+        per = step_divisor(sum(int(m[:, 1:].sum()) for _, m in fetched), world, device) if fetched and masked \
+            else None
+        weight = 1.0 if per is not None else 1 / micro_steps
+        for micro, (batch, mask) in enumerate(fetched):
+            loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale * weight,
+                              last=micro == micro_steps - 1, fault=state.step in faults, mask=mask, per=per)
+            loss_sum += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float() * weight
         norm = clip_gradients(model, CLIP_NORM * state.scaler.scale, args.pipeline)  # scaled: 1.0 once unscaled
         if state.scaler.enabled:
             for p in model.parameters():
                 if p.grad is not None:
                     p.grad.mul_(1 / state.scaler.scale)
         # One collective for the mean loss and for whether any rank was signalled: all ranks stop together.
-        reduced = torch.stack([loss_sum / micro_steps, torch.tensor(float(stop["signal"] is not None),
-                                                                    device=device)])
+        reduced = torch.stack([loss_sum, torch.tensor(float(stop["signal"] is not None), device=device)])
         dist.all_reduce(reduced)
         step_loss, grad_norm = reduced[0].item() / (world // args.pipeline), norm.item()
         # A non-finite norm or loss (an overflow, a bad batch) skips the step: the weights stay the last good
@@ -540,7 +546,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast, *, scale: float,
-               last: bool, fault: bool = False, mask: torch.Tensor | None = None) -> torch.Tensor:
+               last: bool, fault: bool = False, mask: torch.Tensor | None = None,
+               per: float | None = None) -> torch.Tensor:
     """One micro-step's forward and backward, its gradients added to the step's; returns its loss. DDP reduces
     once, after the last micro-step (its ranks hold whole gradients anyway), and so do HSDP's replicas. FSDP2
     reduce-scatters every micro-step,
@@ -553,7 +560,7 @@ def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, 
     # computes its shard's part of the softmax, never gathering the logits.
     split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
     with sync, split:
-        loss = forward_loss(model, batch, args, autocast, mask)
+        loss = forward_loss(model, batch, args, autocast, mask, per=per)
         if fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
             loss = loss * float("inf")
         (loss * scale).backward()
@@ -561,12 +568,12 @@ def micro_step(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, 
 
 
 def forward_loss(model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast,
-                 mask: torch.Tensor | None = None) -> torch.Tensor:
+                 mask: torch.Tensor | None = None, *, per: float | None = None) -> torch.Tensor:
     """The mean next-token cross-entropy of the batch; with a loss mask, of the tokens it keeps (a fine-tune's
-    responses, never its prompts: recipe.masked_cross_entropy)."""
+    responses, never its prompts: recipe.masked_cross_entropy), over `per` where given."""
     with autocast:
         logits = model(batch[:, :-1])
-    return masked_cross_entropy(logits, batch, mask)
+    return masked_cross_entropy(logits, batch, mask, per=per)
 
 
 if __name__ == "__main__":
