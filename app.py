@@ -24,11 +24,75 @@ from pathlib import Path  # noqa: E402
 STARTED = time.perf_counter()
 
 
+CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
+# Set by a caller that has printed the plan's warnings already (tools/demo.py, before its deploys): each once.
+SHOWN = "WORKLOADS_WARNINGS_SHOWN"
+WORKER = os.environ.get("ML_ESTATE_SYNTH_SHARD", "")  # set in a worker of a teams file's synthesis (synth_workers)
+
+
 def say(what: str) -> None:
     """A line on stderr per stage, with the seconds since start: a synthesis is tens of seconds of work, and the CDK
     CLI shows nothing of its own meanwhile (issue 43: 13-35 s of silence)."""
-    print(f"synth: {what} ({time.perf_counter() - STARTED:.1f} s)", file=sys.stderr, flush=True)
+    worker = f" [worker {WORKER}]" if WORKER else ""
+    print(f"synth{worker}: {what} ({time.perf_counter() - STARTED:.1f} s)", file=sys.stderr, flush=True)
 
+
+def _warn(target) -> None:
+    """Each warning in a line (its headline), then the command that shows them whole with their sources."""
+    from workloads.errors import report_findings
+
+    if os.environ.get(SHOWN) == "1":
+        n = sum(1 for f in target.findings if f.level == "WARNING")
+        if n:
+            say(f"{n} warning{'s' if n != 1 else ''}, shown with the plan above")
+        return
+    detail = f"python -m workloads plan {target.workload_args} --full" if target.plan is not None else \
+        "python -m workloads plan -c teams=FILE -c team=NAME --full"
+    report_findings(target.findings, detail=detail)
+
+
+def in_workers() -> int | None:
+    """A teams file with teams enough for several worker processes (workloads/commands/synth_workers.py): planned,
+    checked and warned about here once, built by the workers, their assemblies merged; the exit status. None: this
+    process builds everything (one workload, or too few teams for the cores). Runs before the CDK's imports, which
+    this process then never needs."""
+    from workloads import ConfigError
+    from workloads.commands import synth_workers
+    from workloads.commands.context import cdk_cli_context, read_context
+    from workloads.errors import report
+    from workloads.planning.teams import shared_stack_id
+
+    cdk_context = json.loads(CDK_JSON.read_text())["context"]
+    context = synth_workers.raw_context(cdk_context)
+    if not context or not context.get("teams"):
+        return None
+    try:
+        target = read_context(context, cdk_keys=cdk_context, given=cdk_cli_context() or ())
+        workers = synth_workers.workers_for(len(target.teams))
+    except ConfigError as exc:
+        report(exc)
+        return 2
+    except ValueError as exc:  # the workers' variable
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if workers < 2:
+        return None
+    _warn(target)
+    say(f"planned {len(target.teams)} team(s); building the stacks in {workers} processes")
+    outdir = Path(os.environ.get("CDK_OUTDIR") or CDK_JSON.parent / "cdk.out")
+    shared = dict.fromkeys(shared_stack_id(s.team.account, s.team.region) for s in target.teams)
+    code = synth_workers.run_workers(app=Path(__file__).resolve(), context=context, outdir=outdir, workers=workers,
+                                     env={**os.environ, SHOWN: "1"},
+                                     order=[*shared, *(s.team.name for s in target.teams), "Tree"])
+    if code == 0:
+        say(f"done: templates in {outdir}")
+    return code
+
+
+if __name__ == "__main__" and not WORKER:
+    _code = in_workers()
+    if _code is not None:
+        sys.exit(_code)
 
 say("loading the CDK libraries")
 
@@ -41,8 +105,9 @@ import aws_cdk as cdk  # noqa: E402
 
 from stacks.build import build  # noqa: E402
 from workloads import ConfigError  # noqa: E402
+from workloads.commands import synth_workers  # noqa: E402
 from workloads.commands.context import cdk_cli_context, read_context  # noqa: E402
-from workloads.errors import report, report_findings  # noqa: E402
+from workloads.errors import report  # noqa: E402
 
 gc.freeze()
 gc.enable()
@@ -58,9 +123,6 @@ def without_jsii_type_checks() -> None:
 
     if hasattr(checks, "_resolved_check"):  # jsii 1.142's hook; another jsii keeps its checks
         checks._resolved_check = lambda **_: None
-
-
-CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 
 
 def main(*, one_shot: bool = False) -> int:
@@ -80,11 +142,16 @@ def main(*, one_shot: bool = False) -> int:
               "(cdk synth -c KEY=VALUE takes overrides)", file=sys.stderr)
         app = cdk.App(context=cdk_context, outdir=str(CDK_JSON.parent / "cdk.out"))
     try:
-        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=cdk_cli_context() or ())
-        _warn(target)  # warnings on stderr, one line each; the synthesis goes on
+        # A worker: the parent has checked the `-c` pairs and shown the warnings (in_workers).
+        given = () if WORKER else cdk_cli_context() or ()
+        target = read_context(app.node.get_all_context(), cdk_keys=cdk_context, given=given)
+        if not WORKER:
+            _warn(target)  # warnings on stderr, one line each; the synthesis goes on
+        index, count = synth_workers.shard()
         what = target.plan.workload.name if target.plan else f"{len(target.teams)} team(s)"
-        say(f"planned {what}; building the stacks")
-        build(app, target)
+        share = f" of {len(target.teams[index::count])} of them" if count > 1 else ""
+        say(f"planned {what}; building the stacks{share}")
+        build(app, target, shard=(index, count))
     except ConfigError as exc:
         # One line, no traceback, nothing written: bad input never reaches CloudFormation.
         report(exc)
@@ -93,22 +160,6 @@ def main(*, one_shot: bool = False) -> int:
     app.synth()
     say(f"done: templates in {app.outdir}")
     return 0
-
-
-# Set by a caller that has printed the plan's warnings already (tools/demo.py, before its deploys): each once.
-SHOWN = "WORKLOADS_WARNINGS_SHOWN"
-
-
-def _warn(target) -> None:
-    """Each warning in a line (its headline), then the command that shows them whole with their sources."""
-    if os.environ.get(SHOWN) == "1":
-        n = sum(1 for f in target.findings if f.level == "WARNING")
-        if n:
-            say(f"{n} warning{'s' if n != 1 else ''}, shown with the plan above")
-        return
-    detail = f"python -m workloads plan {target.workload_args} --full" if target.plan is not None else \
-        "python -m workloads plan -c teams=FILE -c team=NAME --full"
-    report_findings(target.findings, detail=detail)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,16 @@ def add_checks(app: cdk.App, packs: Sequence[str] = DEFAULT_PACKS) -> None:
     cdk.Validations.of(app).add_plugins(*(getattr(cdk_nag, p)(app) for p in packs))
 
 
-def build(app: cdk.App, target: Target, *, packs: Sequence[str] = DEFAULT_PACKS) -> list[Estate]:
+def build(app: cdk.App, target: Target, *, packs: Sequence[str] = DEFAULT_PACKS,
+          shard: tuple[int, int] = (0, 1)) -> list[Estate]:
+    """`shard` (K, N): a worker of a teams file's synthesis builds teams K, K+N, ... and, when K is 0, the shared
+    stacks (workloads/commands/synth_workers.py); (0, 1) builds everything."""
+    index, count = shard
     if target.teams:
         # What belongs to no team, once per account and region, outside every team's stage (`cdk deploy 'Shared-*'`).
-        for account, region in dict.fromkeys((s.team.account, s.team.region) for s in target.teams):
+        for account, region in dict.fromkeys((s.team.account, s.team.region) for s in target.teams) if not index else ():
             JobLogsStack(app, shared_stack_id(account, region), env=cdk.Environment(account=account, region=region))
-        estates = [TeamStage(app, stamped=s).estate for s in target.teams]
+        estates = [TeamStage(app, stamped=s).estate for s in target.teams[index::count]]
     else:
         assert target.plan is not None
         estates = [build_estate(app, target.plan, account=target.account, named_by_workload=True,

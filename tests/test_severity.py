@@ -143,7 +143,7 @@ def test_cdk_synth_prints_each_warning_on_stderr(tmp_path, monkeypatch, capsys, 
 
     pin_images(plan(load("huge", ONE_WARNING)))
     built, real_app = [], app.cdk.App
-    monkeypatch.setattr(app, "build", lambda cdk_app, target: built.append(target))
+    monkeypatch.setattr(app, "build", lambda cdk_app, target, **_: built.append(target))
     monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
     for strict, status in (("false", 0), ("true", 2)):
         overrides = {"workload": "huge", **ONE_WARNING, "strict": strict}
