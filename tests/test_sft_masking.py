@@ -185,7 +185,9 @@ def test_a_pipelined_fine_tune_counts_only_responses_as_one_process_does(tmp_pat
 
 @pytest.mark.parametrize("layout", [(2, "--sharding", "none", "--tensor", "1"),
                                     (4, "--sharding", "full", "--tensor", "2"),
-                                    (2, "--sharding", "none", "--tensor", "1", "--pipeline", "2")])
+                                    (4, "--sharding", "hybrid", "--shard-group", "2", "--tensor", "1"),
+                                    (2, "--sharding", "none", "--tensor", "1", "--pipeline", "2"),
+                                    (4, "--sharding", "none", "--tensor", "1", "--pipeline", "2")])
 def test_every_response_token_of_a_step_weighs_the_same_however_the_batch_is_split(tmp_path, layout):
     """Before: each micro-step's loss was the mean over its own response tokens and the step averaged those means, so
     a token of a short response weighed more than one of a long one, and the same four sequences trained differently
@@ -196,3 +198,46 @@ def test_every_response_token_of_a_step_weighs_the_same_however_the_batch_is_spl
     ranks, *rest = layout
     split = _losses(_train(tmp_path, "split", ranks, *rest, "--batch", "1"))
     assert len(whole) == 4 and split[:3] == pytest.approx(whole[:3], rel=1e-4)
+
+
+def test_the_held_out_loss_is_the_mean_over_every_response_token_of_its_windows(tmp_path):
+    """Before: the held-out loss averaged each window's own mean, so a window with one response token weighed as much
+    as one with thirty, and one with none added 0 to the sum and 1 to the count. Now: the windows' summed loss over
+    their response tokens, as one batch of all of them computes it."""
+    code = """
+import argparse, contextlib, os, sys, torch, torch.distributed as dist
+sys.path.insert(0, sys.argv[1])
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[2])
+dist.init_process_group("gloo", rank=0, world_size=1)
+import importlib.util, evaluation, recipe
+spec = importlib.util.spec_from_file_location("train", os.path.join(sys.argv[1], "train.py"))
+train = importlib.util.module_from_spec(spec); spec.loader.exec_module(train)
+torch.manual_seed(0)
+seq, n = 16, evaluation.EVAL_SEQUENCES
+ids = torch.randint(0, 64, (n * seq + 1,))
+keep = torch.zeros(n * seq + 1, dtype=torch.bool)
+for k in range(n):  # window k keeps k of its targets (window 0: none)
+    keep[k * seq + seq + 1 - k: k * seq + seq + 1] = True
+class Held:
+    masked, windows = True, n
+    def window(self, start, length): return ids[start:start + length + 1]
+    def mask_window(self, start, length): return keep[start:start + length + 1]
+model = train.Llama(vocab=64, hidden=32, layers=1, heads=4, kv_heads=2, intermediate=64, recompute_blocks=False)
+args = argparse.Namespace(seq=seq)
+got = evaluation.evaluate(model, args, Held(), 0, 1, torch.device("cpu"), train.forward_loss, contextlib.nullcontext())
+batch = torch.stack([Held().window(k * seq, seq) for k in range(n)])
+mask = torch.stack([Held().mask_window(k * seq, seq) for k in range(n)])
+with torch.no_grad():
+    want = recipe.masked_cross_entropy(model(batch[:, :-1]), batch, mask).item()
+print(got, want)
+"""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    done = subprocess.run([sys.executable, "-c", code, str(SLURM), str(port)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got, want = (float(x) for x in done.stdout.split())
+    assert got == pytest.approx(want, rel=1e-5)

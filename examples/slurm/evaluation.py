@@ -36,27 +36,34 @@ def heldout(data: Path | None, seq: int):
 
 
 def evaluate(model, args: argparse.Namespace, tokens, data_rank: int, data_ranks: int, device, forward_loss,
-             autocast) -> float:
-    """The mean next-token loss over EVAL_SEQUENCES x data ranks held-out windows, in order from the first (with the
-    held-out loss mask where prepare.py wrote one: the responses' loss). Under pipeline stages the last stage's ranks
-    alone have a loss (pipeline.Pipeline.forward_loss; zero on the others)."""
+             autocast, *, holds_loss: bool = True) -> float:
+    """The mean next-token loss over every target of EVAL_SEQUENCES x data ranks held-out windows, in order from the
+    first; with the held-out loss mask where prepare.py wrote one, over every response token of them (as a training
+    step's, recipe.step_divisor: a window with few response tokens weighs little, one with none nothing). Under
+    pipeline stages only the last stage's ranks hold a loss (`holds_loss`; pipeline.Pipeline.forward_loss)."""
     import contextlib
 
     from torch.distributed.tensor.parallel import loss_parallel
 
     split = loss_parallel() if getattr(model, "vocab_parallel", False) else contextlib.nullcontext()
-    total = torch.zeros((), device=device)
+    sums = torch.zeros(2, device=device)  # the summed loss of the counted targets, and their count
     model.eval()
     with torch.no_grad(), split:
         for k in range(EVAL_SEQUENCES):
             index = (k * data_ranks + data_rank) % tokens.windows
             batch = tokens.window(index * args.seq, args.seq)[None].to(device)
             mask = tokens.mask_window(index * args.seq, args.seq)[None].to(device) if tokens.masked else None
-            loss = forward_loss(model, batch, args, autocast, mask)
-            total += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
+            loss = forward_loss(model, batch, args, autocast, mask, per=1.0)  # with a mask: summed over the kept
+            loss = (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float()
+            counted = mask[:, 1:].sum().float() if mask is not None else torch.tensor(float(batch[:, 1:].numel()),
+                                                                                      device=device)
+            if mask is None:
+                loss = loss * counted  # no mask: the window's mean over all its targets
+            if holds_loss:
+                sums += torch.stack([loss, counted])
     model.train()
-    dist.all_reduce(total)
-    return total.item() / (EVAL_SEQUENCES * (dist.get_world_size() // getattr(args, "pipeline", 1)))
+    dist.all_reduce(sums)  # tensor-parallel ranks add each window's loss and count alike: the ratio stands
+    return (sums[0] / sums[1].clamp(min=1)).item()
 
 
 class Metrics:

@@ -178,11 +178,11 @@ class Pipeline:
         return self.parameters(module)
 
     def _loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """The schedule's loss function (last stage): the micro-batch's mean next-token cross-entropy over the targets
-        kept (a loss mask's prompt tokens come as IGNORE_INDEX: recipe.masked_cross_entropy's mean), scaled by fp16's
-        loss scale (the schedule divides the gradients by the micro-batches). The stage's first call (its shapes
-        inferred on placeholder tensors) runs it too: the losses are the schedule's `losses`, not kept here."""
-        # With loss masks: the summed loss over the step's divisor, times the micro-batches the schedule divides by.
+        """The schedule's loss function (last stage): the micro-batch's mean next-token cross-entropy, or with loss
+        masks (prompt tokens come as IGNORE_INDEX) its kept targets' summed loss over the step's divisor
+        (recipe.step_divisor) times the micro-batches, since the schedule divides the gradients by them; scaled by
+        fp16's loss scale. The stage's first call (its shapes inferred on placeholder tensors) runs it too: the
+        losses are the schedule's `losses`, not kept here."""
         loss = _kept_mean(logits, target) if self.per is None else \
             _kept_mean(logits, target, self.per) * self.micro_steps
         if self.fault:  # --inject-nonfinite: an overflow, as a diverging step makes one
@@ -198,8 +198,8 @@ class Pipeline:
         inputs = [(b[:, :-1],) for b, _ in batches] if self.first else None
         targets = [_targets(b, mask) for b, mask in batches] if self.last else None
         # Every rank joins the count's all-reduce; the last stage's ranks hold the loss (recipe.step_divisor).
-        self.per = step_divisor(sum(int((t != IGNORE_INDEX).sum()) for t in targets) if self.last else 0,
-                                self.per_stage, self.device) if masked else None
+        kept = torch.stack([(t != IGNORE_INDEX).sum() for t in targets]).sum() if self.last else 0
+        self.per = step_divisor(kept, self.per_stage, self.device) if masked else None
         losses = []
         with self._split():
             self.schedule.step(arg_mbs=inputs, target_mbs=targets, losses=losses, return_outputs=False)
@@ -218,7 +218,7 @@ class Pipeline:
         return getattr(self.module, "module", self.module)  # DDP wraps it
 
     def forward_loss(self, model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast,
-                     mask: torch.Tensor | None = None) -> torch.Tensor:
+                     mask: torch.Tensor | None = None, *, per: float | None = None) -> torch.Tensor:
         """The held-out loss of one batch through the stages (evaluation.evaluate's forward_loss): each stage
         receives the previous stage's hidden states (fp32 on the wire), runs its blocks and sends them on; the last
         returns the loss, the others zero (over the targets `mask` keeps, where prepare.py wrote one)."""
@@ -232,7 +232,7 @@ class Pipeline:
         if not self.last:
             dist.send(out.float().contiguous(), dst=dist.get_rank() + self.per_stage)
             return torch.zeros((), device=self.device)
-        return _kept_mean(out, _targets(batch, mask))
+        return _kept_mean(out, _targets(batch, mask), per if mask is not None else None)
 
     def parameters(self, model: nn.Module) -> int:
         """The whole model's parameter count (each stage holds its own; DTensor numel is the global one)."""

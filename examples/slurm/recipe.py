@@ -347,7 +347,8 @@ def step_divisor(kept: torch.Tensor | int, ranks: int, device: torch.device) -> 
     across devices with average_tokens_across_devices). Gradients are averaged over data ranks, so a rank's share is the count
     over the data ranks; each data shard's count arrives once per tensor-parallel rank, and `ranks` counts those too:
     the all-reduced total over `ranks` is the share. A step with nothing kept divides by 1 (its loss is 0)."""
-    total = torch.as_tensor(kept, device=device, dtype=torch.int64).reshape(())  # exact at any count
+    # int32: exact to 2**31 tokens a step, and a sum every collective backend reduces (XLA's included)
+    total = torch.as_tensor(kept, device=device, dtype=torch.int32).reshape(())
     dist.all_reduce(total)
     return max(total.item(), 1.0) / ranks
 

@@ -473,8 +473,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
         if pipe:
             loss_sum += pipe.step(fetch, scale=state.scaler.scale, fault=state.step in faults, masked=masked)
         fetched = [] if pipe else [fetch(micro) for micro in range(micro_steps)]
-        per = step_divisor(sum(int(m[:, 1:].sum()) for _, m in fetched), world, device) if fetched and masked \
-            else None
+        per = step_divisor(torch.stack([m[:, 1:].sum() for _, m in fetched]).sum(), world, device) \
+            if fetched and masked else None  # counted on the device: one host sync, the divisor's
         weight = 1.0 if per is not None else 1 / micro_steps
         for micro, (batch, mask) in enumerate(fetched):
             loss = micro_step(model, batch, args, autocast, scale=state.scaler.scale * weight,
@@ -518,7 +518,8 @@ def train(args: argparse.Namespace, device: torch.device) -> None:
             metrics.emit(state.step, Loss=step_loss, TokensPerSecond=rate, SkippedSteps=guard.skipped)
         if held is not None and not timed and (state.step % args.eval_every == 0 or state.step == args.steps):
             eval_loss = evaluation.evaluate(model, args, held, data_rank, data_ranks, device,
-                                            pipe.forward_loss if pipe else forward_loss, autocast)
+                                            pipe.forward_loss if pipe else forward_loss, autocast,
+                                            holds_loss=pipe.last if pipe else True)
             if rank == 0:
                 print(f"eval step {state.step} held-out loss {eval_loss:.6f}", flush=True)
             metrics.emit(state.step, EvalLoss=eval_loss)
