@@ -20,10 +20,12 @@ from .conftest import ROOT, TEAMS_FILE, cdk_json_context
 JSII_FOLDER = re.compile(rb"/tmp/jsii-kernel-[A-Za-z0-9]+/")  # jsii's temporary folder, in stack traces
 
 
+PATHS = {"PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"}  # Node 24
+
+
 def _synth(out: Path, workers: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({**cdk_json_context(), "teams": str(TEAMS_FILE)}),
-           "CDK_OUTDIR": str(out), sw.WORKERS_ENV: str(workers),
-           "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"}
+           "CDK_OUTDIR": str(out), sw.WORKERS_ENV: str(workers), **PATHS}
     return subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
@@ -48,6 +50,12 @@ def test_a_teams_file_built_by_workers_is_what_one_process_writes(tmp_path):
     one, two = _synth(tmp_path / "one", 1), _synth(tmp_path / "two", 2)
     assert one.returncode == 0 and two.returncode == 0, (one.stderr[-2000:], two.stderr[-2000:])
     assert "building the stacks in 2 processes" in two.stderr and "in 2 processes" not in one.stderr
+    # The CDK CLI reads both alike: the same stacks in the same order, a team's by its pattern.
+    listed = [subprocess.run([str(ROOT / "node_modules" / ".bin" / "cdk"), "ls", "--app", str(tmp_path / name),
+                              *pattern], cwd=tmp_path, env={**os.environ, **PATHS}, capture_output=True, text=True,
+                             check=True).stdout
+              for name in ("one", "two") for pattern in ([], ["vision/*"])]
+    assert listed[0] == listed[2] and listed[1] == listed[3] and "vision/TrainStack" in listed[1]
     files = {p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file()}
     assert files == {p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file()}
     assert any(f.name.endswith(".template.json") for f in files) and not any(".shard-" in str(f) for f in files)

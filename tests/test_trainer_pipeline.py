@@ -79,6 +79,9 @@ def pipelined(tmp_path_factory, data) -> Path:
 
 @pytest.mark.parametrize("layout, ranks, said", [
     (["--pipeline", "2", "--sharding", "none", "--batch", "1"], 2, "DDP, pipeline 2 stages (1F1B)"),
+    # Before: DDP wrapped each stage, and its reducer failed the second step at data 2 (PyTorch 2.15); the stage's
+    # gradients are now averaged over its data ranks after the step (pipeline.Pipeline._average_gradients).
+    (["--pipeline", "2", "--sharding", "none", "--batch", "1"], 4, "DDP, pipeline 2 stages (1F1B)"),
     # The planner's pipelined layouts: tensor parallel inside a node, stages across (the head split over the
     # vocabulary on the last stage, its loss computed on the shards).
     (["--pipeline", "2", "--tensor", "2", "--sharding", "full", "--batch", "1"], 4,
@@ -92,7 +95,9 @@ def test_a_pipeline_trains_as_one_process_on_the_same_data(tmp_path, data, one_p
     reference = _losses(one_process)
     assert sorted(reference) == [1, 2, 3, 4] and reference[4] < reference[1]  # it learns the pattern
     assert _close(_losses(out), reference), (_losses(out), reference)
-    assert sorted(_evals(one_process)) == [2, 4] and _close(_evals(out), _evals(one_process)), out
+    assert sorted(_evals(one_process)) == [2, 4]
+    if " = 1 data ranks x " in out:  # more data ranks evaluate more held-out windows
+        assert _close(_evals(out), _evals(one_process)), out
 
 
 def test_pipeline_2_x_data_2_trains_as_one_process_and_each_stage_checkpoints_its_own_parameters(pipelined,

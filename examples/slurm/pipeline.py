@@ -4,8 +4,8 @@ the final norm, the output head and the loss, each stage on its own ranks.
 
 Ranks are numbered stage by stage (pipeline is the outer mesh dimension, across nodes as the planner places it):
 a 2-D DeviceMesh (pipeline, data), or (pipeline, data, tensor) with tensor parallel inside a node. The data ranks of a
-stage train it as train.py trains a whole model: DDP, or FSDP2 with the layout's reduce dtype, over the stage's data
-mesh. A step's micro-steps (the fixed global batch's gradient accumulation) are the schedule's micro-batches: 1F1B
+stage train it as train.py trains a whole model: data parallel (its gradients averaged after the step, as DDP's
+are), or FSDP2 with the layout's reduce dtype, over the stage's data mesh. A step's micro-steps (the fixed global batch's gradient accumulation) are the schedule's micro-batches: 1F1B
 (Schedule1F1B, one micro-batch's activations in flight per stage after the warm-up), GPipe where a step has fewer
 micro-batches than stages (1F1B needs at least one per stage). The schedule divides the gradients by the micro-batches
 as train.py's micro-steps do, so a pipelined run computes what one rank at the whole batch computes.
@@ -162,7 +162,7 @@ class Pipeline:
         return Stage(model, self.index, self.stages)
 
     def wrap(self, module: nn.Module, micro_steps: int) -> int:
-        """The stage (DDP- or FSDP2-wrapped) and the schedule of `micro_steps` micro-batches per step; returns the
+        """The stage (FSDP2-wrapped, or plain with its gradients averaged by step()) and the schedule of `micro_steps` micro-batches per step; returns the
         whole model's parameter count. DDP on GPUs computes in the layout's dtype under autocast, inside the stage
         (the schedule calls it), as train.py's forward does."""
         from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
@@ -203,10 +203,39 @@ class Pipeline:
         losses = []
         with self._split():
             self.schedule.step(arg_mbs=inputs, target_mbs=targets, losses=losses, return_outputs=False)
+        if self.args.sharding == "none":
+            self._average_gradients()
         total = torch.zeros((), device=self.device)
         for loss in losses:  # the last stage's, one a micro-batch
             total += (loss.full_tensor() if hasattr(loss, "full_tensor") else loss).detach().float() / self.scale
         return total / self.micro_steps
+
+    def _average_gradients(self, bucket_bytes: int = 25 * 2**20) -> None:
+        """The stage's gradients averaged over its data ranks, after the step's micro-batches, in buckets of 25 MB
+        (DDP's default bucket_cap_mb). DDP itself cannot wrap a stage here: PyTorch 2.15's reducer fails the second
+        step at data 2 ("rebuilt parameter indices size is not same as original model parameters size"), and
+        static_graph=True runs but changes the gradients (both reproduced on CPU against one process's losses)."""
+        if self.data == 1:
+            return
+        from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+        filling: dict[torch.dtype, tuple[list[torch.Tensor], int]] = {}  # per dtype: the open bucket, its bytes
+        full: list[list[torch.Tensor]] = []
+        for p in self.stage_module.parameters():
+            if p.grad is None:
+                continue
+            bucket, size = filling.get(p.grad.dtype, ([], 0))
+            if bucket and size >= bucket_bytes:
+                full.append(bucket)
+                bucket, size = [], 0
+            filling[p.grad.dtype] = ([*bucket, p.grad], size + p.grad.numel() * p.grad.element_size())
+        group = self.data_mesh.get_group()
+        for bucket in [*full, *(b for b, _ in filling.values())]:
+            flat = _flatten_dense_tensors(bucket)
+            dist.all_reduce(flat, group=group)
+            flat /= self.data
+            for grad, averaged in zip(bucket, _unflatten_dense_tensors(flat, bucket)):
+                grad.copy_(averaged)
 
     def _split(self):
         from torch.distributed.tensor.parallel import loss_parallel
@@ -215,7 +244,7 @@ class Pipeline:
 
     @property
     def stage_module(self) -> Stage:
-        return getattr(self.module, "module", self.module)  # DDP wraps it
+        return getattr(self.module, "module", self.module)  # a wrapper's module, else the stage itself
 
     def forward_loss(self, model: nn.Module, batch: torch.Tensor, args: argparse.Namespace, autocast,
                      mask: torch.Tensor | None = None, *, per: float | None = None) -> torch.Tensor:

@@ -268,11 +268,12 @@ def build(args: argparse.Namespace, device: torch.device, pipe=None) -> nn.Modul
         if args.compile:
             speed.compile_blocks(model.blocks, device)
         init_weights(model, device)
+        if pipe is not None:  # the stage's gradients are averaged by pipeline.Pipeline (DDP fails under a schedule)
+            return model
         # Gradients live in DDP's communication buckets instead of beside them: one copy fewer (4 B/param), which
         # the plan's memory per rank counts on (measured on an H100: 75.6 GiB without it, for the 3.4B model).
         return DistributedDataParallel(model, device_ids=[device.index] if device.type not in ("cpu", "xla") else None,
-                                       gradient_as_bucket_view=True,
-                                       process_group=pipe.data_mesh.get_group() if pipe else None)
+                                       gradient_as_bucket_view=True)
     from torch.distributed.fsdp import fully_shard
 
     # Built without memory (meta device) and sharded before any weight exists: a model the plan shards because

@@ -97,10 +97,13 @@ def merge(shards: Sequence[Path], outdir: Path, *, order: Sequence[str]) -> None
                 shutil.rmtree(target)
             entry.replace(target)
     manifests, trees, reports = (loaded[name] for name in _MERGED)
-    _write(outdir / "manifest.json", {**manifests[0], "artifacts": {
-        k: v for m in manifests for k, v in m.get("artifacts", {}).items()}})
-    children = {k: v for t in trees for k, v in t["tree"].get("children", {}).items()}
     rank = {name: i for i, name in enumerate(order)}
+    # The teams' assemblies first and in the teams' order, as one process lists them (`cdk ls` shows that order).
+    artifacts = {k: v for m in manifests for k, v in m.get("artifacts", {}).items()}
+    teams_first = sorted(artifacts, key=lambda k: rank.get(k.removeprefix("assembly-"), len(rank))
+                         if k.startswith("assembly-") else len(rank))
+    _write(outdir / "manifest.json", {**manifests[0], "artifacts": {k: artifacts[k] for k in teams_first}})
+    children = {k: v for t in trees for k, v in t["tree"].get("children", {}).items()}
     ordered = dict(sorted(children.items(), key=lambda kv: rank.get(kv[0], len(rank))))
     _write(outdir / "tree.json", {**trees[0], "tree": {**trees[0]["tree"], "children": ordered}})
     if reports:
