@@ -79,7 +79,7 @@ def in_workers() -> int | None:
         return None
     _warn(target)
     say(f"planned {len(target.teams)} team(s); building the stacks in {workers} processes")
-    outdir = Path(os.environ.get("CDK_OUTDIR") or CDK_JSON.parent / "cdk.out")
+    outdir = Path(os.environ.get("CDK_OUTDIR") or CDK_JSON.parent / "cdk.out").resolve()  # workers run elsewhere
     shared = dict.fromkeys(shared_stack_id(s.team.account, s.team.region) for s in target.teams)
     code = synth_workers.run_workers(app=Path(__file__).resolve(), context=context, outdir=outdir, workers=workers,
                                      env={**os.environ, SHOWN: "1"},
