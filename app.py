@@ -158,7 +158,7 @@ def main(*, one_shot: bool = False) -> int:
         return 2
     say("checking the stacks (cdk-nag) and writing the templates")
     app.synth()
-    say(f"done: templates in {app.outdir}")
+    say("done" if WORKER else f"done: templates in {app.outdir}")  # a worker's folder is merged, then goes
     return 0
 
 

@@ -46,16 +46,18 @@ def examples_archive(files: list[tuple[str, bytes]]) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+PACKING = 2  # the packing's own version, in the cache's key: archives packed another way are packed again
 PART = ".part"  # a file too large for one archive ships as NAME.part1, NAME.part2, ...: joined on the node
 
 
-def _chunks(name: str, data: bytes) -> list[bytes]:
-    """`data` whole if its archive alone fits ARCHIVE_MAX_CHARS, else cut at line ends into halves, again until each
-    fits (train.py outgrew one step's room when the trainer grew)."""
+def _chunks(name: str, data: bytes, limit: int = ARCHIVE_MAX_CHARS) -> list[bytes]:
+    """`data` whole if its archive alone fits `limit`, else cut at line ends into halves, again until each fits
+    (train.py outgrew one step's room when the trainer grew). The halves are measured against a limit 256 characters
+    lower: they ship under their part names (NAME.part1, ...), whose bytes move the compressed size a little."""
     cut = data.rfind(b"\n", 0, len(data) // 2) + 1
-    if not cut or len(examples_archive([(name, data)])) <= ARCHIVE_MAX_CHARS:
+    if not cut or len(examples_archive([(name, data)])) <= limit:
         return [data]
-    return [*_chunks(name, data[:cut]), *_chunks(name, data[cut:])]
+    return [*_chunks(name, data[:cut], ARCHIVE_MAX_CHARS - 256), *_chunks(name, data[cut:], ARCHIVE_MAX_CHARS - 256)]
 
 
 def _parts(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -96,7 +98,7 @@ def _pack(files: list[tuple[str, bytes]]) -> list[tuple[list[str], str]]:
 
 
 def _cache_path(files: list[tuple[str, bytes]]) -> Path:
-    digest = hashlib.blake2b(sys.version.encode(), digest_size=12)
+    digest = hashlib.blake2b(f"{sys.version}\0{PACKING}".encode(), digest_size=12)
     for name, data in files:
         digest.update(f"\0{name}\0{len(data)}\0".encode())
         digest.update(data)

@@ -71,10 +71,10 @@ def test_a_teams_file_built_by_workers_is_what_one_process_writes(tmp_path):
 
 def test_the_workers_follow_the_cores_and_the_teams_or_the_users_variable(monkeypatch):
     monkeypatch.delenv(sw.WORKERS_ENV, raising=False)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(sw, "cores", lambda: 2)
     assert [sw.workers_for(n) for n in (1, 11, 12, 50)] == [1, 1, 2, 2]
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(16)), raising=False)
-    assert sw.workers_for(50) == 50 // sw.TEAMS_PER_WORKER
+    monkeypatch.setattr(sw, "cores", lambda: 16)  # at most MAX_WORKERS by default: each holds up to 760 MB
+    assert sw.workers_for(50) == sw.MAX_WORKERS == 4 and sw.workers_for(18) == 3
     monkeypatch.setenv(sw.WORKERS_ENV, "3")
     assert sw.workers_for(50) == 3 and sw.workers_for(2) == 2
     for bad in ("0", "two", "-1"):
@@ -91,18 +91,27 @@ def test_a_bad_workers_variable_is_refused_by_the_app_with_its_name(tmp_path):
     assert f"{sw.WORKERS_ENV} = 'many': allowed: a whole number >= 1" in done.stderr
 
 
-def test_a_failed_worker_fails_the_synthesis_and_leaves_no_share_behind(tmp_path):
-    """Worker 1 fails (as an unacknowledged cdk-nag finding fails it, after its messages): its status is the
-    synthesis's, nothing is merged into the folder the CLI reads, and no worker's folder is left."""
+def test_a_failed_worker_fails_the_synthesis_keeps_its_report_and_stops_the_others(tmp_path, capsys):
+    """Worker 1 fails at once (as an unacknowledged cdk-nag finding fails it, after its messages) while worker 0
+    would run a minute: its status is the synthesis's, worker 0 is stopped, its validation report is merged into
+    the folder the CLI reads (the CDK's message names the worker's folder, which goes), nothing else is."""
     app = tmp_path / "app.py"
-    app.write_text("import os, pathlib, sys\n"
+    app.write_text("import json, os, pathlib, sys, time\n"
                    f"k = os.environ[{sw.SHARD_ENV!r}].split('/')[0]\n"
                    "out = pathlib.Path(os.environ['CDK_OUTDIR']); out.mkdir(parents=True, exist_ok=True)\n"
                    "(out / 'manifest.json').write_text('{}')\n"
-                   "sys.exit(3 if k == '1' else 0)\n")
+                   "if k == '0':\n    time.sleep(60)\n"
+                   f"    pathlib.Path({str(tmp_path / 'finished')!r}).write_text('worker 0 ran its minute')\n"
+                   "(out / 'validation-report.json').write_text(json.dumps({'pluginReports': [\n"
+                   "    {'pluginName': 'AwsSolutions', 'conclusion': 'failure', 'violations': [{'ruleName': 'X'}]}]}))\n"
+                   "sys.exit(3)\n")
     out = tmp_path / "out"
     assert sw.run_workers(app=app, context={}, outdir=out, workers=2, env=dict(os.environ), order=()) == 3
-    assert list(out.iterdir()) == []
+    assert not (tmp_path / "finished").exists()  # worker 0 was stopped, not waited for
+    assert [p.name for p in out.iterdir()] == ["validation-report.json"]
+    report = json.loads((out / "validation-report.json").read_text())
+    assert report["pluginReports"][0]["conclusion"] == "failure"
+    assert "worker 1/2 failed (exit status 3)" in capsys.readouterr().err
 
 
 def test_merged_reports_keep_every_finding_and_fail_if_any_worker_failed():

@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,8 @@ WORKERS_ENV = "ML_ESTATE_SYNTH_WORKERS"  # processes for a teams file (default: 
 # A worker's own start (Python's CDK imports, jsii's node loading aws-cdk-lib, CloudFormation Validate's engine)
 # is about 3 CPU s, five teams' work: fewer teams than this a worker do not repay it.
 TEAMS_PER_WORKER = 6
+# By default at most 4 workers: each holds a Python process and jsii's node, 760 MB at the peak for 25 teams.
+MAX_WORKERS = 4
 _MERGED = ("manifest.json", "tree.json", "validation-report.json")
 
 
@@ -45,39 +50,97 @@ def workers_for(teams: int) -> int:
         if not given.isdigit() or int(given) < 1:
             raise ValueError(f"{WORKERS_ENV} = {given!r}: allowed: a whole number >= 1")
         return min(int(given), max(teams, 1))
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, teams // TEAMS_PER_WORKER))
+    return max(1, min(cores(), MAX_WORKERS, teams // TEAMS_PER_WORKER))
+
+
+def cores() -> int:
+    """The cores this process may use: its CPU affinity, within a cgroup's CPU quota where one is set (a container
+    limited to 2 CPUs on a 32-core host gets 2), else the machine's count (macOS)."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:  # cgroup v2: "QUOTA PERIOD", or "max PERIOD" for none
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            count = min(count, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return count
 
 
 def raw_context(cdk_json_context: Mapping[str, Any]) -> dict[str, Any] | None:
     """The app's context as cdk.App reads it: the CDK CLI's (CDK_CONTEXT_JSON), else cdk.json's (`python app.py`).
-    None where the CLI passed it in a file (a context too large for the environment): one process then."""
-    if "CDK_CONTEXT_JSON" in os.environ:
-        return json.loads(os.environ["CDK_CONTEXT_JSON"])
+    None where the CLI put part of it in a file (a context too large for the environment): one process then,
+    which reads both as cdk.App does."""
     if "CONTEXT_OVERFLOW_LOCATION_ENV" in os.environ:
         return None
+    if "CDK_CONTEXT_JSON" in os.environ:
+        return json.loads(os.environ["CDK_CONTEXT_JSON"])
     return dict(cdk_json_context)
 
 
 def run_workers(*, app: Path, context: Mapping[str, Any], outdir: Path, workers: int, env: Mapping[str, str],
                 order: Sequence[str]) -> int:
-    """`workers` processes of `app` (each `python app.py` with SHARD_ENV), each into outdir/.shard-K, then their
-    assemblies merged into `outdir`. `order`: the root's children as one process makes them (the tree's order).
-    Returns the exit status: the first failed worker's (its messages are on stderr already), else 0."""
-    shards = [outdir / f".shard-{k}" for k in range(workers)]
+    """`workers` processes of `app` (each `python app.py` with SHARD_ENV), each into a folder of this run's under
+    `outdir`, then their assemblies merged into `outdir`. `order`: the root's children as one process makes them
+    (the tree's order). Returns the exit status: the first failed worker's, whose messages are on stderr; then the
+    others are stopped, and the failed workers' validation reports merged into `outdir` (the CDK's message names
+    the worker's folder, which goes). Interrupted or terminated, this stops the workers and their folders go too."""
     outdir.mkdir(parents=True, exist_ok=True)
-    for folder in outdir.glob(".shard-*"):  # left by an interrupted run
-        shutil.rmtree(folder)
-    procs = [subprocess.Popen([sys.executable, str(app)], cwd=app.parent, env={
-        **env, SHARD_ENV: f"{k}/{workers}", "CDK_OUTDIR": str(folder), "CDK_CONTEXT_JSON": json.dumps(context)})
-        for k, folder in enumerate(shards)]
-    codes = [p.wait() for p in procs]
-    failed = next((c for c in codes if c != 0), 0)
-    if not failed:
-        merge(shards, outdir, order=order)
-    for folder in shards:
+    for folder in outdir.glob(".shard-*"):  # left by a run that was killed outright
         shutil.rmtree(folder, ignore_errors=True)
-    return failed if failed >= 0 else 128 - failed  # a worker killed by a signal: the shell's number for it
+    run = Path(tempfile.mkdtemp(dir=outdir, prefix=".shard-"))
+    shards = [run / str(k) for k in range(workers)]
+    procs: list[subprocess.Popen] = []
+
+    def stop(signum: int, _frame) -> None:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait()
+        shutil.rmtree(run, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # then die of it, as the caller expects
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)
+              if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        procs += [subprocess.Popen([sys.executable, str(app)], env={
+            **env, SHARD_ENV: f"{k}/{workers}", "CDK_OUTDIR": str(folder), "CDK_CONTEXT_JSON": json.dumps(context)})
+            for k, folder in enumerate(shards)]
+        failed = _first_failure(procs)
+        if failed is None:
+            merge(shards, outdir, order=order)
+            return 0
+        k, code = failed
+        reports = [json.loads(f.read_text()) for f in (d / "validation-report.json" for d in shards) if f.exists()]
+        if reports:
+            _write(outdir / "validation-report.json", merged_report(reports))
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        print(f"synth: worker {k}/{workers} failed ({how}); the other workers were stopped"
+              + (f"; the validation report: {outdir / 'validation-report.json'}" if reports else ""), file=sys.stderr)
+        return code if code >= 0 else 128 - code  # a worker killed by a signal: the shell's number for it
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def _first_failure(procs: Sequence[subprocess.Popen]) -> tuple[int, int] | None:
+    """Wait for every worker; at the first that fails, stop the others: (its index, its status). None: all did."""
+    running = dict(enumerate(procs))
+    while running:
+        for k, proc in list(running.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del running[k]
+            if code != 0:
+                for other in running.values():
+                    other.terminate()
+                for other in running.values():
+                    other.wait()
+                return k, code
+        time.sleep(0.1)
+    return None
 
 
 def merge(shards: Sequence[Path], outdir: Path, *, order: Sequence[str]) -> None:
@@ -90,6 +153,10 @@ def merge(shards: Sequence[Path], outdir: Path, *, order: Sequence[str]) -> None
             if entry.name in _MERGED:
                 loaded[entry.name].append(json.loads(entry.read_text()))
                 continue
+            if entry.name.startswith("trees-") or entry.name == "policy-validation-report.json":
+                # A tree split over files (past 500,000 nodes) or the legacy report: each worker numbers or writes
+                # its own, which moving would overwrite. None is written today; merge them before that changes.
+                raise RuntimeError(f"synth workers cannot merge {entry.name}: set {WORKERS_ENV}=1")
             target = outdir / entry.name
             if target.is_dir() and entry.is_dir() and entry.name.startswith("asset."):
                 continue  # the same content: its name is its hash
@@ -102,10 +169,12 @@ def merge(shards: Sequence[Path], outdir: Path, *, order: Sequence[str]) -> None
     artifacts = {k: v for m in manifests for k, v in m.get("artifacts", {}).items()}
     teams_first = sorted(artifacts, key=lambda k: rank.get(k.removeprefix("assembly-"), len(rank))
                          if k.startswith("assembly-") else len(rank))
-    _write(outdir / "manifest.json", {**manifests[0], "artifacts": {k: artifacts[k] for k in teams_first}})
+    missing = list({json.dumps(m, sort_keys=True): m for f in manifests for m in f.get("missing", [])}.values())
+    _write(outdir / "manifest.json", {**manifests[0], "artifacts": {k: artifacts[k] for k in teams_first},
+                                      **({"missing": missing} if missing else {})})
     children = {k: v for t in trees for k, v in t["tree"].get("children", {}).items()}
     ordered = dict(sorted(children.items(), key=lambda kv: rank.get(kv[0], len(rank))))
-    _write(outdir / "tree.json", {**trees[0], "tree": {**trees[0]["tree"], "children": ordered}})
+    _write(outdir / "tree.json", {**trees[0], "tree": {**trees[0]["tree"], "children": ordered}}, indent=None)
     if reports:
         _write(outdir / "validation-report.json", merged_report(reports))
 
@@ -127,5 +196,5 @@ def merged_report(reports: Sequence[dict]) -> dict:
     return {**reports[0], "pluginReports": list(plugins.values())}
 
 
-def _write(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2))
+def _write(path: Path, data: dict, indent: int | None = 2) -> None:
+    path.write_text(json.dumps(data, indent=indent))
