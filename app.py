@@ -14,6 +14,10 @@ from workloads.commands.interrupt import quiet_interrupts
 
 quiet_interrupts()  # first: Ctrl-C in `cdk synth` stops the app without a traceback, a pending one (app.sh) included
 
+from workloads.method_cache import install  # noqa: E402
+
+install()  # before the imports below define their dataclasses (workloads/method_cache.py)
+
 import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402

@@ -8,11 +8,11 @@ import ast
 from .conftest import ROOT
 
 LAYERS = {"workloads": 0, "constructs_lib": 1, "stacks": 2, "app": 3}  # each may import only lower layers and itself
-# Inside workloads/, by concept: the facts and errors every part reads; the workload config; planning (the planner
+# Inside workloads/, by concept: the facts, errors and caches every part reads; the workload config; planning (the planner
 # and its training and serving halves); the commands a user runs. Each imports only its own group and those before.
 # The package's own __init__ and __main__ are its entry points, above them all.
-WORKLOAD_LAYERS = {"catalog": 0, "errors": 0, "packaged": 0, "config": 1, "planning": 2, "commands": 3,
-                   "__init__": 4, "__main__": 4}
+WORKLOAD_LAYERS = {"catalog": 0, "errors": 0, "packaged": 0, "method_cache": 0, "config": 1, "planning": 2,
+                   "commands": 3, "__init__": 4, "__main__": 4}
 
 
 def _module(path) -> str:

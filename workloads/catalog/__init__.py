@@ -21,6 +21,7 @@ PRICED_REGIONS = ("us-east-1", "us-west-2")
 
 @dataclass(frozen=True)
 class Accelerator:
+    """An instance type's accelerators: what kind, which model, how many, and each one's memory."""
     kind: str  # nvidia-gpu | trainium | inferentia
     model: str
     count: int
@@ -29,6 +30,7 @@ class Accelerator:
 
 @dataclass(frozen=True)
 class Price:
+    """One hourly price of an instance type, for the region it was read in, with its kind."""
     usd_per_hour: float
     region: str  # the region the figure is for (may differ from the one asked)
     note: str = ""
@@ -42,6 +44,7 @@ class Price:
 
 @dataclass(frozen=True)
 class InstanceType:
+    """One catalog entry (catalog/instances.yaml): an instance type's size, accelerators, network and prices."""
     name: str
     family: str
     vcpus: int
@@ -116,6 +119,7 @@ def devices(itype: InstanceType) -> tuple[int, float]:
 
 @dataclass(frozen=True)
 class NetworkInterface:
+    """One network interface of a launch template: its network card, device index and kind."""
     card: int
     device: int
     kind: str  # "interface" (ENA), "efa" (EFA with ENA) or "efa-only"
@@ -141,6 +145,7 @@ def network_interfaces(itype: InstanceType, *, efa: bool) -> tuple[NetworkInterf
 
 @dataclass(frozen=True)
 class Source:
+    """A document the catalog's facts cite, with the date it was checked."""
     key: str
     title: str
     url: str
@@ -150,6 +155,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Catalog:
+    """The instance catalog: every type, the sources they cite, and the regions and zones the planner knows."""
     types: dict[str, InstanceType]
     sources: dict[str, Source]
     regions: dict[str, tuple[str, ...]]  # region -> availability zone letters
@@ -277,6 +283,7 @@ def load_catalog() -> Catalog:
 
 @dataclass(frozen=True)
 class Measurement:
+    """A figure read from a source: its value, the source's key and what was measured."""
     value: float
     source: str  # a key of the catalog's sources
     what: str
@@ -459,6 +466,7 @@ class SoftwareStack:
 
 @dataclass(frozen=True)
 class Software:
+    """The software the node images install (catalog/software.yaml): stacks, drivers and disk sizes."""
     stacks: tuple[SoftwareStack, ...]
     unsupported: dict[str, str]  # accelerator model -> why no stack trains on it
     drivers: dict[str, str] = field(default_factory=dict)  # images we do not bake -> their NVIDIA driver
@@ -526,6 +534,7 @@ def load_software() -> Software:
 
 @dataclass(frozen=True)
 class DecodeMeasurement:
+    """A published decode speed: milliseconds a token for a model size on an accelerator."""
     accelerator: str
     tensor_parallel: int  # GPUs or NeuronCores
     parameters_billion: float

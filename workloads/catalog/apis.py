@@ -14,6 +14,7 @@ from .sagemaker_apis import APIS, INFERENCE_API, load_sagemaker_apis
 
 @dataclass(frozen=True)
 class ServingApi:
+    """A SageMaker serving API's instance-type enum and the catalog types it lists."""
     shape: str  # the enum's shape in botocore's SageMaker model
     api: str  # what takes it
     types: frozenset[str]  # the catalog's EC2 names the enum lists

@@ -15,6 +15,7 @@ PATH = Path(__file__).parent / "finetune.yaml"
 
 @dataclass(frozen=True)
 class FinetuneRecipe:
+    """A published fine-tuning recipe's hyperparameters (catalog/finetune.yaml), with their sources."""
     learning_rate: float
     global_batch_sequences: int
     global_batch_sequence_length: int

@@ -16,6 +16,7 @@ TRAINER_MODEL_TYPE = "llama"
 
 @dataclass(frozen=True)
 class Family:
+    """A model family's published architecture (catalog/model_families.yaml): vocabulary, RoPE, and shapes by size."""
     name: str
     model_type: str
     vocab_size: int

@@ -21,6 +21,7 @@ def canonical(name: str) -> str:
 
 @dataclass(frozen=True)
 class NodeLock:
+    """A node image's locked requirements: exact versions and their sha256 digests."""
     text: str  # the requirements file as checked in
     versions: dict[str, str]  # canonical name -> exact version
     hashes: dict[str, tuple[str, ...]]  # canonical name -> its sha256 digests

@@ -35,6 +35,7 @@ INFERENCE_API = {"realtime": "ProductionVariantInstanceType", "async": "Producti
 
 @dataclass(frozen=True)
 class SageMakerApis:
+    """Which instance types each SageMaker API's enum lists, read from botocore's service model."""
     types: dict[str, frozenset[str]]  # enum shape -> the catalog types (EC2 names) it lists
     source: str  # botocore release and the model's path in it
 

@@ -33,6 +33,7 @@ SOURCE = ("Amazon ECR API Reference, BatchGetImage (imageId.imageDigest for an i
 
 @dataclass(frozen=True)
 class Pin:
+    """An image tag's digest as read from ECR, with when and by whom."""
     image: str  # the repository URI, without tag: ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY
     tag: str
     digest: str  # sha256:...

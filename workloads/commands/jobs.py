@@ -50,6 +50,7 @@ class EstateNotDeployed(Exception):
 
 @dataclass(frozen=True)
 class Estate:
+    """What a deployed estate's stacks export that a job needs: region, role, bucket, network and file systems."""
     region: str
     role_arn: str
     bucket: str
@@ -160,6 +161,7 @@ def input_channel(plan: Plan, estate: Estate):
 
 @dataclass(frozen=True)
 class Submitted:
+    """A submitted training job: its name, instances, input and estimate."""
     job_name: str
     instance_type: str
     instance_count: int

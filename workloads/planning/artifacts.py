@@ -17,6 +17,7 @@ BUCKET = "{bucket}"  # where `put` names the dataset bucket (known only at deplo
 
 @dataclass(frozen=True)
 class ArtifactCheck:
+    """An object the endpoints read from the dataset bucket, and how to put it there."""
     artifact: str  # what the models read: a directory prefix (ends with /) or one archive
     key: str  # the object HeadObject looks for (serving.proof_key)
     kinds: tuple[str, ...]  # the inference kinds that read it

@@ -37,6 +37,7 @@ TRAINING_CANDIDATES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Candidate:
+    """One training option the planner weighed: instance type and count, hours, cost, and whether it fits."""
     instance_type: str
     count: int
     accelerators: str

@@ -18,6 +18,7 @@ from ..packaged import read_packaged_yaml
 
 @dataclass(frozen=True)
 class Exclusion:
+    """An instance family classic ML is not planned on, why, and the source that says so."""
     family: str
     why: str
     source: str  # "title <url>, checked date"

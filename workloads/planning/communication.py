@@ -74,6 +74,7 @@ def grad_bytes(spread: Layout) -> int:
 
 @dataclass(frozen=True)
 class Communication:
+    """One training step's collectives: seconds of each kind, what is exposed, and the bytes over EFA."""
     compute_s: float  # one optimizer step's compute at the estimate's utilisation
     gather_s: float  # FSDP all-gathers over the step (0 for DDP)
     reduce_s: float  # gradient reduce-scatters / all-reduces over the step (FSDP2: every micro-step; DDP: the last)

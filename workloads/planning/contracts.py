@@ -151,6 +151,7 @@ REQUESTS = {
 
 @dataclass(frozen=True)
 class Container:
+    """A serving container: its image arguments, the artifact format it reads and the accelerators it runs on."""
     key: str
     title: str
     image: tuple[tuple[str, str], ...]  # sagemaker image_uris.retrieve arguments
@@ -229,6 +230,7 @@ def layout_of(container: str, fmt: str) -> str:
 
 @dataclass(frozen=True)
 class ServingPlan:
+    """What an endpoint's container is given: the artifact, its layout in S3, and the environment."""
     container: str
     container_title: str
     artifact_format: str

@@ -32,6 +32,7 @@ SPOT_SAVING = 0.70
 
 @dataclass(frozen=True)
 class MeasuredRun:
+    """A training run's measured seconds on an instance type, with the hourly price it is costed at."""
     instance_type: str
     seconds: float
     usd_per_hour: float
@@ -97,6 +98,7 @@ def hours(flops: float, itype: InstanceType, count: int, utilisation: float, pea
 
 @dataclass(frozen=True)
 class UtilisationRange:
+    """The utilisation (MFU) an estimate assumes: low, likely and high, with the figures behind them."""
     low: float
     likely: float
     high: float
@@ -245,6 +247,7 @@ def serverless_usd_per_million(memory_mb: int, seconds_per_request: float) -> fl
 
 @dataclass(frozen=True)
 class MonthlyLine:
+    """One line of the month's cost: what it is, its dollars, and the quantity and price multiplied."""
     item: str
     usd: float
     quantity: str  # what is multiplied, and whether it is assumed
@@ -254,6 +257,7 @@ class MonthlyLine:
 
 @dataclass(frozen=True)
 class Monthly:
+    """The estate's cost for a month, line by line, with the training run's cost and the headline."""
     lines: tuple[MonthlyLine, ...]
     usd_month: float  # every line but the one training run (a scheduled workload's runs are a line of it)
     training_run_usd: float | None

@@ -41,6 +41,7 @@ CHECKPOINT = WeightFormat("", 2, 2)  # bf16 or fp16, as inference.generation.dty
 
 @dataclass(frozen=True)
 class Fp8Facts:
+    """When FP8 serving applies: the compute capability it needs, the weight format and the container's flags."""
     min_compute_capability: float
     compute_capability: dict[str, float]  # accelerator model -> compute capability
     fmt: WeightFormat

@@ -23,6 +23,7 @@ def host_facts() -> dict:
 
 @dataclass(frozen=True)
 class Host:
+    """A serving host's image: its AMI version and the NVIDIA driver major it carries."""
     ami: str
     driver: int
 

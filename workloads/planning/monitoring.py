@@ -35,6 +35,7 @@ def metric_facts() -> dict:
 
 @dataclass(frozen=True)
 class AlarmSpec:
+    """A CloudWatch alarm to create: its metric, statistic, threshold and what it means."""
     id: str  # construct ID, stable across plans
     metric: str  # catalog/metrics.yaml key, "NAMESPACE:MetricName"
     statistic: str

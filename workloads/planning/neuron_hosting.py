@@ -27,6 +27,7 @@ def facts() -> dict:
 
 @dataclass(frozen=True)
 class Deployment:
+    """Neuron hosting settings for a model size: startup timeout and volume, with their source."""
     parameters_billion: float | None  # None: what every model gets
     startup_timeout_s: int
     volume_gb: int

@@ -98,6 +98,7 @@ class Throughput:
 
 @dataclass(frozen=True)
 class NxdFacts:
+    """NeuronX Distributed facts: published throughputs, the software stack and their sources."""
     throughput: tuple[Throughput, ...]
     stack: dict
     sources: dict[str, dict]

@@ -90,6 +90,7 @@ MEMORY_FRACTION = 0.85
 
 @dataclass(frozen=True)
 class Parallelism:
+    """How a training run is split: data, tensor and pipeline degrees, sharding, and memory per rank."""
     data: int
     tensor: int
     pipeline: int

@@ -26,6 +26,7 @@ from .training_estimate import calibration_lines
 
 @dataclass(frozen=True)
 class Plan:
+    """A workload's whole plan: training, every endpoint, zones, the month's cost and the findings."""
     workload: Workload
     training: TrainingPlan
     inference: dict[str, InferencePlan]

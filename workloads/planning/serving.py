@@ -49,6 +49,7 @@ TARGET_FIELDS = {"time to first token": "inference.time_to_first_token_ms",
 
 @dataclass(frozen=True)
 class InferencePlan:
+    """One endpoint's plan: its kind, instance type, fleet bounds, hourly cost and why."""
     kind: str
     instance_type: str | None
     min_instances: int

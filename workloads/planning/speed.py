@@ -35,6 +35,7 @@ MEASURED_HERE = "measured on a 2-vCPU AMD EPYC machine (AVX2), not on an ml. ins
 
 @dataclass(frozen=True)
 class Speed:
+    """An instance's estimated serving speed: requests a second, latency and concurrency, with its basis."""
     requests_per_second: float  # one instance (all its copies), likely
     low: float  # requests per second at the slow end of the published spread
     high: float

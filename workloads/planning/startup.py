@@ -44,6 +44,7 @@ VLLM_ENGINE_WARMUP_S = 300
 
 @dataclass(frozen=True)
 class Startup:
+    """An endpoint's model download and startup timeouts and its volume, sized from the model."""
     model_gb: float
     download_timeout_s: int
     startup_timeout_s: int

@@ -38,6 +38,7 @@ def tokens_gib(*, tokens_billion: float, vocab: int, nxdt: bool) -> float:
 
 @dataclass(frozen=True)
 class FsxPlan:
+    """The FSx for Lustre file system a training run needs: capacity and throughput, and why."""
     storage_capacity_gib: int
     per_unit_mb_s: int
     throughput_mb_s: float  # capacity x per-unit throughput

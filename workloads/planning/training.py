@@ -55,6 +55,7 @@ TIER_REASON = {
 
 @dataclass(frozen=True)
 class TrainingPlan:
+    """The training cluster's plan: instance type and count, scheduler, storage, layout and estimate."""
     instance_type: str
     sagemaker_instance_type: str
     instance_count: int

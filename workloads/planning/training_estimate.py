@@ -18,6 +18,7 @@ from .training_layout import precision_of, priced_precision, run_hours, utilisat
 
 @dataclass(frozen=True)
 class TrainingEstimate:
+    """A training run's estimated hours and cost at the assumed utilisation, with its range."""
     tokens_billion: float | None
     flops: float | None
     utilisation: float | None  # likely
