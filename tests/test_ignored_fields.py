@@ -48,3 +48,16 @@ def test_a_tiny_max_hours_on_deep_learning_names_the_field_and_the_shortest_run(
         plan(load("huge", {"training.max_hours": "0.001"}))
     line = str(err.value)
     assert line.startswith("training.max_hours = 0.001: ") and "allowed: at least " in line and "fastest" in line
+
+
+def test_the_shortest_run_named_is_the_shortest_any_count_gives():
+    """A small model on nodes without EFA: scaling out made each row slower (9 x g4dn.xlarge 94 h against 1 x
+    g6.xlarge 14.6 h), and the hint named a slower row; a limit that 14.6 h meets then planned."""
+    overrides = {"model.framework": "tensorflow", "data.dataset_size_gib": "20"}
+    free = plan(load("small", {**overrides, "training.max_hours": "1000"}))  # every row at its fewest nodes
+    shortest = min(c.hours for c in free.training.candidates if c.hours)
+    with pytest.raises(ConfigError) as err:
+        plan(load("small", {**overrides, "training.max_hours": str(shortest / 4)}))
+    assert f"allowed: at least {shortest:.3g} " in str(err.value)
+    met = plan(load("small", {**overrides, "training.max_hours": str(shortest * 1.01)}))
+    assert met.training.estimate.hours <= shortest * 1.01

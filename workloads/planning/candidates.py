@@ -133,6 +133,16 @@ def _dl_candidate(itype: InstanceType, w: Workload, cat: Catalog, orchestrator: 
         count = min(count, MAX_INSTANCES)
     util = utilisation_at(w, itype, count, precision).likely
     hrs = run_hours(w, itype, count, flops, util, peak)
+    if w.training.instance_count is None and hrs > target and count > max(min_mem, 1):
+        # The count came from scaling one node's time; where the network cannot keep up (no EFA, a small model's
+        # step all communication) more nodes take longer, not less. The row keeps the fewest nodes tried that meet
+        # the target, else the fastest: its hours are then the least this type can do (what max_hours's hint says).
+        base = max(min_mem, 1)
+        tried = sorted({base, count, *(2 ** k for k in range(1, count.bit_length()) if base < 2 ** k < count)})
+        hours_at = {n: run_hours(w, itype, n, flops, utilisation_at(w, itype, n, precision).likely, peak)
+                    for n in tried}
+        count = next((n for n in tried if hours_at[n] <= target), min(tried, key=lambda n: (hours_at[n], n)))
+        util, hrs = utilisation_at(w, itype, count, precision).likely, hours_at[count]
     billed = est.billed_hours(hrs, price.kind)
     feasible = True
     why = (f"{util:.0%} utilisation ({precision}" + (", recompute" if layout_recomputes(w, itype, count) else "")
