@@ -104,3 +104,17 @@ def test_a_workload_files_deploy_lines_follow_the_real_order(path):
         pairs = dict(context_pairs(words))
         # the file itself, as pasted from the project's root (a preset by its name)
         assert pairs.get("workload") in (str(path.relative_to(ROOT)), path.stem), line
+
+
+@pytest.mark.parametrize("context", [{"workload": "huge"}, {"workload": "small"},
+                                     {"teams": "config/teams.yaml", "team": "vision"}])
+def test_the_demo_shows_every_warning_the_synthesis_counts(context):
+    """`make demo` printed "2 warnings" over its plan, then its synthesis "3 warnings, shown with the plan above":
+    the images deployed by tag only were counted but not shown. The demo's plan now has the app's findings."""
+    from tools.demo import demo_plan
+
+    shown, _, _ = demo_plan(context.get("workload", ""), team=context.get("team"),
+                            teams_file=context.get("teams", "config/teams.yaml"))
+    counted = [f.message for f in read_context(context).findings if f.level == "WARNING"]
+    assert [f.message for f in shown.findings if f.level == "WARNING"] == counted
+    assert any("no digest recorded" in m for m in counted)

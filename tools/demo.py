@@ -22,13 +22,27 @@ from rich.console import Console
 from rich.table import Table
 
 from workloads import ConfigError, load, plan
+from workloads.planning.planner import Plan
 from workloads.errors import report
 from workloads.commands.interrupt import die_of_sigint
 from workloads.planning.teams import load_teams
+from workloads.commands.image_pins import with_pin_finding
+from workloads.config.loader import command_args
 from workloads.commands.invoke import INVOCABLE, default_kind, invoke, sample_request
 from workloads.commands.short_plan import print_short_plan
 
 from .emulator import NotLocalError, deployed_resources, running
+
+
+def demo_plan(workload: str, *, team: str | None, teams_file: str) -> tuple[Plan, list[str], str]:
+    """The plan the demo shows, with the findings the app's synthesis counts (the images deployed by tag only among
+    them), the app's `-c` arguments, and a team's shared stack (deployed first; "" for a workload)."""
+    if team:
+        stamped = load_teams(teams_file, only=team)[0]
+        return (with_pin_finding(stamped.plan, workload_args=stamped.workload_args),
+                ["-c", f"teams={teams_file}", "-c", f"team={team}"], stamped.shared_stack)
+    return (with_pin_finding(plan(load(workload)), workload_args=command_args(workload, {})),
+            ["-c", f"workload={workload}"], "")
 
 
 def main() -> int:
@@ -38,14 +52,7 @@ def main() -> int:
     teams_file = os.environ.get("TEAMS") or "config/teams.yaml"
     keep = os.environ.get("KEEP") == "1"  # `make emulator`: keep it running for the job and invoke commands
     try:
-        shared = ""  # a team's estate reads its account and region's shared stack, deployed first
-        if team:
-            stamped = load_teams(teams_file, only=team)[0]
-            the_plan, shared = stamped.plan, stamped.shared_stack
-            app_args = ["-c", f"teams={teams_file}", "-c", f"team={team}"]
-        else:
-            the_plan = plan(load(workload))
-            app_args = ["-c", f"workload={workload}"]
+        the_plan, app_args, shared = demo_plan(workload, team=team, teams_file=teams_file)
     except ConfigError as exc:
         report(exc)
         return 2
