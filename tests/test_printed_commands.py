@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tools.demo import serve_lines
-from tools.emulator import DEPLOY_OPTIONS
+from workloads.commands.emulator_target import DEPLOY_OPTIONS
 from workloads.commands.cli import main
 from workloads.commands.context import context_pairs, read_context, repeated_keys
 from workloads.errors import raise_all

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from workloads.commands.cli import main
+from workloads.commands.emulator_target import DEPLOY_OPTIONS
 from workloads.commands.report import print_plan
 from workloads.commands.short_plan import print_short_plan
 from workloads.config.loader import load
@@ -39,7 +40,8 @@ def test_the_default_plan_is_a_screen_at_80_columns_and_full_is_the_rest(name):
             assert sum(f.headline in line for line in short) == 1 and f.message not in text
 
 
-def test_the_next_commands_paste_and_name_the_workload_as_given(capsys):
+def test_the_next_commands_paste_and_name_the_workload_as_given(capsys, monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # an account's shell
     assert main(["plan", "examples/workloads/llm-finetune-realtime.yaml", "-c", "training.instance_count=2"]) == 0
     out = capsys.readouterr().out.splitlines()
     commands = [line.strip() for line in out if line.strip().startswith(("python -m", "cdk "))]
@@ -50,6 +52,19 @@ def test_the_next_commands_paste_and_name_the_workload_as_given(capsys):
     # --full is the long plan: pasted, it parses and prints the tables the short one leaves out
     assert main(shlex.split(commands[0])[3:]) == 0
     assert "Training candidates" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("endpoint,options", [("http://localhost:4566", True), ("http://127.0.0.1:5000", True),
+                                              ("https://sagemaker.us-east-1.amazonaws.com", False)])
+def test_the_deploy_line_takes_the_emulators_options_where_its_endpoint_is_exported(capsys, monkeypatch, endpoint,
+                                                                                   options):
+    """With `make emulator`'s exports pasted, the plan's `cdk deploy` line failed after 45 s ("XML parse error"):
+    the emulator needs a direct deployment and no approval prompt (emulator_target.DEPLOY_OPTIONS)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    assert main(["plan", "small"]) == 0
+    deploy = next(line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("cdk "))
+    assert deploy.startswith("cdk deploy TrainStack -c workload=small")
+    assert deploy.endswith(" ".join(DEPLOY_OPTIONS)) is options
 
 
 def test_json_is_unchanged_by_the_short_default(capsys, pin_images):

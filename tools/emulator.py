@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from workloads.commands.emulator_target import DEPLOY_OPTIONS, LOCAL_HOSTS
+
 ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SKIPPED_PREFIX = "skipped-by-emulator:"
 LAMBDA_BACKED = ("Custom::CDKBucketDeployment", "Custom::VpcRestrictDefaultSG", "Custom::AWS")
 # What deploys before the InferenceStack (stacks/estate.py), whose artifact check needs the DataStack's bucket
@@ -430,9 +431,6 @@ def _seed_parent_images() -> None:
     amis.AMIS.extend(i for i in placeholder_dlamis() if i["ami_id"] not in known)
 
 
-# What `cdk deploy` needs against the emulator: no terminal to approve IAM changes, and no change set (the emulator
-# rebuilds outputs and exports only for direct deployments; through a change set the CLI fails on its answer).
-DEPLOY_OPTIONS = ("--require-approval", "never", "--method", "direct")
 
 
 def deploy_command(app_args: Sequence[str], stacks: Sequence[str]) -> str:

@@ -18,6 +18,7 @@ from ..planning import layout
 from ..planning.contracts import CONTAINERS
 from ..planning.planner import Plan
 from . import image_cache
+from .emulator_target import is_local
 from .image_pins import pinned
 # The jobs' images are defined with the serving images (images.py), where image_pins reads them too.
 from .images import PROCESSING_IMAGE, PUBLISHED_TAGS, TAG_SUFFIX, TRAINING_IMAGES, job_tags, processing_image, \
@@ -346,10 +347,7 @@ def _no_model(job_name: str, where: str, client=None) -> str:
 
 def on_local_emulator(client) -> bool:
     """The client talks to a server on this machine (`make emulator`'s AWS_ENDPOINT_URL), not to AWS."""
-    from urllib.parse import urlparse
-
-    endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None) or ""
-    return urlparse(endpoint).hostname in ("localhost", "127.0.0.1", "::1")
+    return is_local(getattr(getattr(client, "meta", None), "endpoint_url", None))
 
 
 def promote(plan: Plan, *, job_name: str, estate: Estate, sagemaker=None, s3=None) -> list[str]:

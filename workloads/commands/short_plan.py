@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from ..errors import WARNING, headline
 from ..planning.planner import Plan
+from .emulator_target import deploy_options
 from .report import _console, _hours, money, print_header, print_line, summary
 
 # The stacks a first deploy brings up before the model exists (the InferenceStack's artifact check waits for it).
@@ -87,8 +88,9 @@ def _why(p: Plan) -> list[str]:
 
 
 def next_commands(*, given: str, context: dict[str, str]) -> list[str]:
-    """The commands after the plan, complete as printed: the full plan, the account's check, the first deploy."""
-    cdk = " ".join(f"-c {shlex.quote(f'{k}={v}')}" for k, v in context.items())
+    """The commands after the plan, complete as printed: the full plan, the account's check, the first deploy (with
+    the emulator's options where this shell talks to it, emulator_target.deploy_options)."""
+    cdk = " ".join([*(f"-c {shlex.quote(f'{k}={v}')}" for k, v in context.items()), *deploy_options()])
     first = f"'{context['team']}/{FIRST_DEPLOY}'" if "team" in context else FIRST_DEPLOY
     return [f"python -m workloads plan {given} --full".replace("  ", " "),
             f"python -m workloads preflight {given}".rstrip(),
