@@ -248,6 +248,9 @@ def test_the_plan_says_the_batch_drains_through_the_async_endpoint_and_why(prese
     assert run.usd == pytest.approx((hours + run.startup_s / 3600) * queue.usd_per_hour_max, rel=1e-3)
     assert queue.instance_type in run.basis and "async endpoint" in run.basis
     assert f"batch drained through the async endpoint on {queue.instance_type}" in " ".join(p.path)
+    # and the month names them so: no transform job runs (the full plan's monthly line said "batch transform runs")
+    line, = [m for m in p.monthly.lines if "batch" in m.item]
+    assert line.item == "async endpoint scaled out for the batch runs" and queue.instance_type in line.price
 
 
 def test_without_an_async_endpoint_the_llm_batch_is_a_warning_that_names_the_way():

@@ -98,3 +98,29 @@ def test_synthesis_prints_each_warning_as_a_line_and_the_command_for_the_detail_
     lines = out.getvalue().splitlines()
     assert lines == ["warning: a.b = 1: it cannot start", "warning: c.d = 2: another finding",
                      "  (each in full, with its source: python -m workloads plan huge --full)"]
+
+
+def test_the_runner_up_comes_from_the_picks_pool_and_a_cheaper_one_says_less(capsys):
+    """vision-classifier printed "runner-up 1 x p4d.24xlarge ... ($-6.51 more)": a training plan's row, on capacity
+    still to buy, against a pick among the rows that deploy as they are; a type the config sets can cost more."""
+    assert main(["plan", "examples/workloads/vision-classifier.yaml"]) == 0
+    out = capsys.readouterr().out
+    runner = next(line for line in out.splitlines() if "runner-up" in line)
+    assert "$-" not in out and runner.rstrip().endswith(" more)")
+    assert main(["plan", "examples/workloads/long-context-pipeline.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "$-" not in out and "set by the config" in out
+    other = next(line for line in out.splitlines() if "cheapest other type" in line)
+    assert other.rstrip().endswith(" less)")
+
+
+def test_a_wrapped_line_continues_indented_under_its_text():
+    """Lines past the console's width wrapped to column 0 (`with one training run` / `$1,447`)."""
+    buf = io.StringIO()
+    print_short_plan(plan(load("huge", {})), Console(file=buf, width=80, highlight=False), given="huge",
+                     context={"workload": "huge"})
+    lines = buf.getvalue().splitlines()
+    headers = {"Why this pick", "Cost", "Next"}
+    flush = [line for line in lines[1:] if line and not line[0].isspace() and line not in headers
+             and not line.endswith("(each in full, with its source, under --full)")]
+    assert not flush, flush

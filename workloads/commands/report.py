@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from datetime import timedelta
 
 from rich.console import Console
@@ -40,7 +41,10 @@ def print_line(console: Console, line: str, indent: str = "  ") -> None:
         prose = _COMMAND.sub("the command below", head).rstrip() + ":"
     else:
         prose = _COMMAND.sub("the command below" if len(commands) == 1 else "the commands below", line)
-    console.print(f"{indent}{escape(prose)}")
+    hang = " " * (len(indent) + len(prose) - len(prose.lstrip()) + 2)
+    wrapped = textwrap.fill(prose, width=max(console.width, 40), initial_indent=indent, subsequent_indent=hang,
+                            break_long_words=False, break_on_hyphens=False, drop_whitespace=True)
+    console.print(escape(wrapped), soft_wrap=True)  # wrapped here: rich starts a continuation at column 0
     for command in commands:
         console.print(f"{' ' * (len(indent) + 4)}{escape(command)}", soft_wrap=True, highlight=False)
 
@@ -97,9 +101,11 @@ def print_header(p: Plan, console: Console, budget: dict | None) -> None:
     """The plan's first line, the same in the short and the full plan."""
     w = p.workload
     whose = f"team {budget['team']} (workload {w.name})" if budget else w.name
-    console.print(f"[bold]Plan for {escape(whose)}[/bold]  {w.region} / {w.availability_zone}  "
-                  f"({w.model.parameters_billion:g}B-parameter {w.model.framework} model, "
-                  f"{w.data.dataset_size_gib:,.0f} GiB of data)")
+    title = f"Plan for {whose}"
+    line = textwrap.fill(f"{title}  {w.region} / {w.availability_zone}  ({w.model.parameters_billion:g}B-parameter "
+                         f"{w.model.framework} model, {w.data.dataset_size_gib:,.0f} GiB of data)",
+                         width=max(console.width, 40), subsequent_indent="  ", break_on_hyphens=False)
+    console.print(f"[bold]{escape(title)}[/bold]{escape(line[len(title):])}", soft_wrap=True)
 
 
 def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None = None) -> None:

@@ -55,8 +55,8 @@ def print_short_plan(p: Plan, console: Console | None = None, *, given: str, con
     console.print("[bold]Next[/bold]")
     rest = [what for what, n in (("the training candidates", len(t.candidates)), ("the estate's monthly lines",
             len(m.lines) if m else 0), ("notes", notes)) if n]
-    console.print(f"  the full plan ({', '.join(rest) or 'every table'}, sources), the account checked against it, "
-                  "the first deploy:")
+    print_line(console, f"the full plan ({', '.join(rest) or 'every table'}, sources), the account checked against "
+                        "it, the first deploy:")
     for command in next_commands(given=given, context=context):
         console.print(f"      {escape(command)}", soft_wrap=True, highlight=False)
 
@@ -73,12 +73,17 @@ def _why(p: Plan) -> list[str]:
     chosen = next((c for c in t.candidates if c.chosen), None)
     by_total = chosen is not None and chosen.ranked_by == "cost"  # classic ML ranks by $/h (planning/classic.py)
     rank = (lambda c: c.usd_total) if by_total else (lambda c: c.usd_per_hour)
-    rivals = sorted((c for c in t.candidates if c.feasible and not c.chosen and rank(c) is not None), key=rank)
+    # From the pool the pick came from: rows that deploy as they are, where it is one (a row on capacity still to
+    # buy, a training plan's, can cost less and is the capacity advice's, not the runner-up).
+    pool = [c for c in t.candidates if c.feasible and not c.chosen and rank(c) is not None
+            and (c.purchase is None or chosen is None or chosen.purchase is not None)]
+    rivals = sorted(pool, key=rank)
     if rivals and chosen is not None and rank(chosen) is not None:
         r = rivals[0]
-        more = f"{money(r.usd_total - chosen.usd_total)} more" if by_total else \
-            f"{money(r.usd_per_hour - chosen.usd_per_hour)}/h more"
-        lines.append(f"runner-up {r.count} x {r.instance_type}: {_hours(r.hours)}, {money(r.usd_total)}, "
+        gap = rank(r) - rank(chosen)
+        more = f"{money(abs(gap))}{'' if by_total else '/h'} {'more' if gap >= 0 else 'less'}"
+        label = "cheapest other type" if "set by the config" in lines[0] else "runner-up"
+        lines.append(f"{label} {r.count} x {r.instance_type}: {_hours(r.hours)}, {money(r.usd_total)}, "
                      f"{money(r.usd_per_hour)}/h ({more})")
     for ip in p.inference.values():
         on = f" on {ip.instance_type}" if ip.instance_type else ""

@@ -326,10 +326,13 @@ def monthly(w, training, inference: dict, notebook_price: Price | None = None,
     for ip in inference.values():
         if ip.kind == "batch" and ip.batch_run:
             r = ip.batch_run
-            add("batch transform runs", r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.4g} "
+            drained = ip.serving is not None and ip.serving.drain == "async"  # hosts.drain_route: no transform job
+            add("async endpoint scaled out for the batch runs" if drained else "batch transform runs",
+                r.usd * r.runs_per_month, f"{r.runs_per_month:.1f} runs x ${r.usd:,.4g} "
                 f"({'default schedule' if ip.schedule_is_default else 'schedule'} {ip.schedule}; {r.records:,} records "
                 f"a run{' assumed' if r.records_assumed else ''})",
-                f"{ip.instance_type} at {ip.price_note}", "catalog")
+                f"{inference['async'].instance_type} at {inference['async'].price_note} (the async endpoint's)"
+                if drained else f"{ip.instance_type} at {ip.price_note}", "catalog")
         elif ip.kind == "serverless":
             add("serverless endpoint at minimum", 0.0, "scales to zero; billed per GB-second of requests",
                 f"${SERVERLESS_USD_PER_GB_SECOND}/GB-s (unconfirmed list price)", "catalog")
