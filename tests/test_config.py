@@ -75,7 +75,7 @@ def test_load_from_file(tmp_path):
     ({"inference.serverless.memory_mb": "1500"}, "inference.serverless.memory_mb", "a multiple of 1024"),
     ({"inference.serverless.max_concurrency": "500"}, "inference.serverless.max_concurrency", "200"),
     ({"inference.realtime.instance_type": "inf2.xlarge"}, "inference.realtime.instance_type", "ml.inf2.xlarge"),
-    ({"training.capacity_reservation_id": "res-1"}, "training.capacity_reservation_id", "pattern"),
+    ({"training.capacity_reservation_id": "res-1"}, "training.capacity_reservation_id", "hex digits"),
 ])
 def test_bad_values_name_field_value_and_allowed(overrides, field, fragment):
     with pytest.raises(ConfigError) as err:

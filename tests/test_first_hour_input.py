@@ -43,6 +43,18 @@ def _errors(capsys, *argv: str) -> list[str]:
     (["plan", "small", "-c", "model.parameters_billion=null"], "model.parameters_billion = None: no value; allowed: a "
      "number > 0 and <= 10000"),
     (["submit", "small", "--entry-point", "nope.py"], "--entry-point = 'nope.py': no such file in "),
+    # From a second new user's pass: no suggestion for a misspelt preset, the decimal comma called quoting, a folder
+    # or a missing one for --html named by the exception's class, a name's rule as its regular expression.
+    (["plan", "smal"], "workload = 'smal': unknown preset; did you mean small?"),
+    (["plan", "Huge"], "workload = 'Huge': unknown preset; did you mean huge?"),
+    (["plan", "small.yaml"], "workload = 'small.yaml': file not found; did you mean the preset small?"),
+    (["plan", "small", "-c", "model.parameters_billion=1,5"],
+     "model.parameters_billion = '1,5': a decimal comma (write 1.5)"),
+    (["plan", "small", "--html", "/tmp"], "--html = '/tmp': a folder, not a file"),
+    (["plan", "small", "--html", "/nonexistent/dir/x.html"], "--html = '/nonexistent/dir/x.html': no folder "
+     "/nonexistent/dir"),
+    (["plan", "small", "-c", "name=Bad_Name"], "name = 'Bad_Name': not in the form allowed; allowed: lowercase "
+     "letters, digits and hyphens"),
 ])
 def test_each_mistake_is_one_line_naming_field_value_and_what_is_allowed(capsys, argv, line):
     lines = _errors(capsys, *argv)
@@ -135,3 +147,33 @@ def test_the_app_refuses_a_workload_given_twice_on_the_cdk_command_line(tmp_path
 
 def test_outside_a_cdk_command_no_pairs_are_claimed():
     assert cdk_cli_context(os.getpid()) is None or all(isinstance(p, tuple) for p in cdk_cli_context(os.getpid()))
+
+
+def test_a_decimal_comma_inside_a_flow_mapping_is_named_as_one(tmp_path, capsys):
+    """`{parameters_billion: 1,5, ...}` is, to YAML, parameters_billion 1 and a key 5: the line said "Keys should be
+    strings", pydantic's words."""
+    path = tmp_path / "comma.yaml"
+    path.write_text("name: t\nregion: us-east-1\navailability_zone: us-east-1a\n"
+                    "model: {parameters_billion: 1,5, framework: xgboost}\ndata: {dataset_size_gib: 20}\n")
+    lines = _errors(capsys, "plan", str(path))
+    assert lines == ["model.5 = 5: a number where a field name goes; allowed: field names; inside {...} a comma ends "
+                     "a field, so write a decimal number with a point (1.5)"]
+
+
+def test_every_field_with_a_pattern_says_its_form_in_words():
+    """A pattern-checked field's error says its form in words (its description), never the regular expression."""
+    from pydantic import BaseModel
+
+    from workloads.config.schema import Workload
+
+    def walk(model: type[BaseModel], prefix: str):
+        for name, info in model.model_fields.items():
+            if any(getattr(m, "pattern", None) for m in info.metadata):
+                yield f"{prefix}{name}", info
+            for arg in getattr(info.annotation, "__args__", ()) + (info.annotation,):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    yield from walk(arg, f"{prefix}{name}.")
+
+    found = dict(walk(Workload, ""))
+    assert "name" in found and len(found) >= 5
+    assert not [path for path, info in found.items() if not info.description], "patterns without words"

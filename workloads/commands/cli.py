@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 from ..catalog import PRICED_REGIONS, load_catalog
 from ..config.loader import DEFAULT_WORKLOAD, command_args, load
@@ -199,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             from .plan_page import write  # only here: the plain plan never imports it
             write(result, args.html)
         except OSError as exc:
-            report(ConfigError("--html", args.html, "a file path in a folder you can write", reason=type(exc).__name__))
+            why = "a folder, not a file" if isinstance(exc, IsADirectoryError) else \
+                f"no folder {Path(args.html).parent}" if isinstance(exc, FileNotFoundError) else \
+                "not writable here" if isinstance(exc, PermissionError) else (exc.strerror or type(exc).__name__)
+            report(ConfigError("--html", args.html, "a file path in a folder you can write, e.g. plan.html",
+                               reason=why))
             return EXIT_BAD_INPUT
         print(f"wrote {args.html}: the plan as a page (opens offline)", file=sys.stderr)
     _show(result, args, calibrated=calibrated)

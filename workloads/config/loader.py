@@ -7,6 +7,7 @@ The same function serves app.py (`-c workload=... -c training.instance_type=...`
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -205,8 +206,9 @@ def _read(source: str) -> dict:
     else:
         path = PRESETS_DIR / f"{source}.yaml"
         if not path.is_file():
+            guess = did_you_mean(source, preset_names())
             raise ConfigError("workload", source, ", ".join(preset_names()) + " or a path to a .yaml file",
-                              reason="unknown preset")
+                              reason="unknown preset" + (f"; did you mean {guess}?" if guess else ""))
         data = read_packaged_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError("workload", str(source), "a YAML mapping with the fields name, region, availability_zone, model, data, ...",
@@ -222,8 +224,9 @@ def _read_user_file(source: str) -> Any:
 
     path = Path(source)
     if not path.is_file():
+        preset = did_you_mean(path.stem, preset_names()) if path.parent == Path(".") else None
         raise ConfigError("workload", source, "an existing YAML file or a preset: " + ", ".join(preset_names()),
-                          reason="file not found")
+                          reason="file not found" + (f"; did you mean the preset {preset}?" if preset else ""))
     try:
         return read_user_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -339,6 +342,10 @@ def _config_error(err: Mapping[str, Any], info: Any = None, docs: str = "docs/co
     kind = err["type"]
     if kind == "missing":
         return ConfigError(field, None, f"see {docs}", reason="required field is missing")
+    if kind == "invalid_key":  # YAML read `{size: 1,5}` as size 1 and a key 5: a comma ends a field inside {...}
+        parent = ".".join(loc[:-1]) or "workload"
+        return ConfigError(f"{parent}.{value}", value, "field names; inside {...} a comma ends a field, so write a "
+                           "decimal number with a point (1.5)", reason="a number where a field name goes")
     if kind == "literal_error":
         return ConfigError(field, value, err["ctx"]["expected"], reason="not a known value")
     if kind == "value_error":
@@ -350,8 +357,8 @@ def _config_error(err: Mapping[str, Any], info: Any = None, docs: str = "docs/co
         return ConfigError(field, value, numbers or str(err["msg"]).removeprefix("Input should be "),
                            reason="a boolean is not a number or a string here")
     if numbers:
-        reason = ("not finite" if kind == "finite_number" else "text, not a number (write it unquoted)"
-                  if isinstance(value, str) else "no value" if value is None else
+        reason = ("not finite" if kind == "finite_number" else
+                  _text_for_number(value) if isinstance(value, str) else "no value" if value is None else
                   "not a whole number" if kind == "int_from_float" or isinstance(value, float) and kind == "int_type"
                   else "out of range" if kind not in ("float_type", "int_type") else "not a number")
         return ConfigError(field, value, numbers, reason=reason)
@@ -364,9 +371,18 @@ def _config_error(err: Mapping[str, Any], info: Any = None, docs: str = "docs/co
         return ConfigError(field, value, f"a list of {least}entries with the fields "
                            f"{', '.join(_field_names(section))} (see {docs})",
                            reason="not a list" if kind == "list_type" else "too few entries")
+    if kind == "string_pattern_mismatch" and info is not None and info.description:
+        return ConfigError(field, value, info.description, reason="not in the form allowed")
     # Type and range errors: pydantic's own message says what is allowed ("Input should be ...").
     allowed = str(err["msg"]).removeprefix("Input should be ").removeprefix("String should ")
     return ConfigError(field, value, allowed, reason="wrong type or out of range")
+
+
+def _text_for_number(value: str) -> str:
+    """Why a text is not a number, with the likely fix: a decimal comma, or quotes."""
+    if re.fullmatch(r"[+-]?\d+,\d+", value.strip()):
+        return f"a decimal comma (write {value.strip().replace(',', '.')})"
+    return "text, not a number (write it unquoted)"
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:

@@ -20,6 +20,7 @@ Traffic = Literal["steady", "spiky", "rare", "periodic"]
 # What the model artifact is; each serving container reads one of these (workloads/planning/contracts.py).
 ArtifactFormat = Literal["huggingface", "framework-archive", "xgboost", "scikit-learn"]
 ARTIFACT_KEY = r"^[A-Za-z0-9._\-/]+$"
+ARTIFACT_KEY_WORDS = "an S3 key in the dataset bucket: letters, digits and ._-/"
 
 CLASSIC_ML: frozenset[str] = frozenset({"xgboost", "scikit-learn"})
 
@@ -77,7 +78,8 @@ class Training(_Frozen):
     instance_type: str | None = None  # the planner chooses when absent
     instance_count: int | None = Field(default=None, ge=1, le=512)
     orchestrator: Orchestrator | None = None
-    capacity_reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$")
+    capacity_reservation_id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8,17}$",
+                                                description="cr- and 8 to 17 hex digits (a capacity reservation)")
     # The reservation's AZ (describe-capacity-reservations): it must be the cluster's AZ.
     capacity_reservation_az: str | None = None
     # The reservation is an EC2 Capacity Block for ML (market type capacity-block).
@@ -99,10 +101,13 @@ class Training(_Frozen):
     # Llama decoder) in the dataset bucket under datasets/ (on FSx at /fsx/datasets/..., in a SageMaker job's train
     # channel) or a directory on FSx (/fsx/..., clusters only). The trainer reads it sharded into the layout and trains
     # with a fine-tuning recipe (examples/slurm/finetune.py). Absent: pre-training from random weights.
-    init_from: str | None = Field(default=None, pattern=r"^(datasets/|/fsx/)[A-Za-z0-9._\-/]+$")
+    init_from: str | None = Field(default=None, pattern=r"^(datasets/|/fsx/)[A-Za-z0-9._\-/]+$",
+                                  description="a path under datasets/ (the dataset bucket) or /fsx/: letters, digits, "
+                                  "._-/")
     # A SageMaker training plan (reserved capacity) for the HyperPod worker group or the training jobs.
     training_plan_arn: str | None = Field(
-        default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+        default=None, pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$",
+        description="a training plan's ARN: arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME")
 
     # How often the workload trains (a nightly retrain): an EventBridge schedule, cron(...) or rate(...) as
     # inference.batch.schedule, or runs a month. The monthly estimate counts every run; absent: one run.
@@ -138,7 +143,8 @@ class Training(_Frozen):
 
 class Realtime(_Frozen):
     instance_type: str | None = None
-    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
+    # this kind's own artifact
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY, description=ARTIFACT_KEY_WORDS)
     min_instances: int = Field(default=1, ge=1, le=100)
     max_instances: int = Field(default=2, ge=1, le=100)
     # Scaling target: invocations per instance per minute.
@@ -158,7 +164,8 @@ SERVERLESS_MAX_MB = 6144  # the most memory a serverless endpoint may have (the 
 
 
 class Serverless(_Frozen):
-    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
+    # this kind's own artifact
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY, description=ARTIFACT_KEY_WORDS)
     memory_mb: int = Field(default=2048, ge=1024, le=SERVERLESS_MAX_MB, multiple_of=1024)
     max_concurrency: int = Field(default=20, ge=1, le=200)
     provisioned_concurrency: int | None = Field(default=None, ge=1, le=200)
@@ -173,7 +180,8 @@ class Serverless(_Frozen):
 
 class Async(_Frozen):
     instance_type: str | None = None
-    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
+    # this kind's own artifact
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY, description=ARTIFACT_KEY_WORDS)
     max_instances: int = Field(default=2, ge=1, le=100)
     # Absent: the plan's per-instance concurrency (workloads/planning/async_client.py).
     max_concurrent_invocations_per_instance: int | None = Field(default=None, ge=1, le=1000)
@@ -186,7 +194,8 @@ TRANSFORM_MAX_MB = 100
 
 class Batch(_Frozen):
     instance_type: str | None = None
-    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # this kind's own artifact
+    # this kind's own artifact
+    artifact_key: str | None = Field(default=None, pattern=ARTIFACT_KEY, description=ARTIFACT_KEY_WORDS)
     instance_count: int = Field(default=1, ge=1, le=100)
     # An EventBridge schedule, checked field by field (config/schedules.py, from the EventBridge user guide).
     schedule: str = "cron(0 2 * * ? *)"
@@ -228,7 +237,8 @@ class Artifact(_Frozen):
     """
 
     format: ArtifactFormat | None = None  # from the framework when absent
-    key: str | None = Field(default=None, pattern=ARTIFACT_KEY)  # default per format (docs/inference.md)
+    # default per format (docs/inference.md)
+    key: str | None = Field(default=None, pattern=ARTIFACT_KEY, description=ARTIFACT_KEY_WORDS)
 
 
 class Generation(_Frozen):
@@ -309,7 +319,8 @@ class Notebook(_Frozen):
 
 
 class Workload(_Frozen):
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$",
+                      description="lowercase letters, digits and hyphens, a letter first, at most 31 characters")
     region: str
     availability_zone: str
     # Hosted endpoints span two AZs (availability_zone and this one); absent: another zone of the region from the
