@@ -195,3 +195,16 @@ def test_hyperpod_workers_bill_while_idle_and_the_month_says_so():
     assert workers.usd == pytest.approx(t.estimate.usd_per_hour * (730 - t.estimate.hours), rel=1e-4)
     assert "InstanceCount to 0" in workers.quantity
     assert {"HyperPod controller node", "HyperPod login node"} <= set(lines)
+
+
+def test_a_range_whose_fast_end_is_the_likely_run_says_why(capsys):
+    """huge printed "$39,659 likely ($39,659 to $54,855)" at 36.9% MFU likely of up to 43%: the step waits on its
+    communication, which the high utilisation's faster compute only exposes more of; the full plan says so."""
+    from workloads.commands.cli import main
+
+    huge = plan(load("huge")).training.estimate
+    assert huge.no_faster_than_likely and huge.utilisation_range[1] > huge.utilisation
+    assert huge.hours_range[0] == pytest.approx(huge.hours, rel=0.005)
+    assert not plan(load("intermediate")).training.estimate.no_faster_than_likely  # its likely is its high figure
+    assert main(["plan", "huge", "--full"]) == 0
+    assert "no faster than likely: the step waits on communication" in " ".join(capsys.readouterr().out.split())

@@ -167,9 +167,9 @@ def print_plan(p: Plan, console: Console | None = None, *, budget: dict | None =
                       f"(reads {f.read_need_mb_s:,.0f}, checkpoint writes {f.checkpoint_need_mb_s:,.0f})")
     line = f"  cluster {money(e.usd_per_hour)}/h; estimate: {_hours(e.hours)} = {money(e.usd_total)} likely"
     if e.hours_range:
-        line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}"
-        if e.usd_total_range:
-            line += f" = {money(e.usd_total_range[0])} to {money(e.usd_total_range[1])}"
+        usd = f" = {money(e.usd_total_range[0])} to {money(e.usd_total_range[1])}" if e.usd_total_range else ""
+        line += f"; range {_hours(e.hours_range[0])} to {_hours(e.hours_range[1])}{usd}"
+        line += " (no faster than likely: the step waits on communication)" if e.no_faster_than_likely else ""
     if e.spot_usd_total is not None:
         line += f"  (managed spot about {money(e.spot_usd_total)})"
     console.print(line + f"  [dim]{e.price_note}[/dim]")

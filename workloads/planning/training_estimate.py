@@ -34,6 +34,13 @@ class TrainingEstimate:
     basis: str = ""  # the published measurements the range rests on
     trainer_mfu: float | None = None  # this toolkit's trainer's own measured MFU on the hardware (or a stand-in's)
 
+    @property
+    def no_faster_than_likely(self) -> bool:
+        """The range's fast end is the likely run: the high utilisation's faster compute only exposes more of the
+        step's communication (the step waits on it)."""
+        return bool(self.utilisation_range and self.hours and self.hours_range and self.utilisation is not None
+                    and self.utilisation_range[1] > self.utilisation and self.hours_range[0] >= self.hours * 0.995)
+
 
 def estimate_run(w: Workload, cat: Catalog, itype: InstanceType, count: int, orchestrator: str,
                  tokens: float | None, flops: float | None, reserved: Price | None = None,
