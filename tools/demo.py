@@ -86,8 +86,9 @@ def main() -> int:
     _print_reports(console, reports)
     if answer is not None:
         console.print(f"\n[bold]One call[/bold], as `python -m workloads invoke` makes it, to the {answer.kind} endpoint "
-                      f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]} "
-                      "[dim](the emulator's canned response; a real endpoint runs the model)[/dim]")
+                      f"{answer.endpoint}: it answered {answer.body.decode(errors='replace')[:200]!r} "
+                      "[dim](the emulator's canned response, the same to every call; a real endpoint runs the "
+                      "model)[/dim]")
     real = (f"python -m workloads preflight -c teams={teams_file} -c team={team}, cdk deploy 'Shared-*' "
             f"-c teams={teams_file} once per account and region, cdk deploy '{team}/TrainStack' "
             f"'{team}/MlUsersStack' -c teams={teams_file}, upload the data, train and put the model in the bucket, "
