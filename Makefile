@@ -19,7 +19,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # pip is silent while it installs (a minute and more here); PIP_TICK prints a line every 30 s meanwhile.
 PIP_PROGRESS := awk '/^ *(Collecting|Downloading|Installing collected)/ { sub(/ \(from .*/, ""); \
 	  printf "  [%3d s] %s\n", systime() - start, substr($$0, 1, 110); fflush() } BEGIN { start = systime() }'
-PIP_TICK := (while sleep 30; do echo "  [$${SECONDS} s] ... pip is still working"; done) & trap "kill $$! 2>/dev/null" EXIT;
+PIP_TICK := (while sleep 30; do printf "  [%3d s] ... pip is still working\n" $${SECONDS}; done) & trap "kill $$! 2>/dev/null" EXIT;
 
 .PHONY: setup demo emulator test test-e2e test-trainer browser synth lint plan docs snapshot-update clean scan scan-setup
 
