@@ -21,13 +21,12 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
-from workloads import ConfigError, load, plan
-from workloads.planning.planner import Plan
+from workloads import ConfigError
+from workloads.commands.context import read_context
 from workloads.errors import report
 from workloads.commands.interrupt import die_of_sigint
+from workloads.planning.planner import Plan
 from workloads.planning.teams import load_teams
-from workloads.commands.image_pins import with_pin_finding
-from workloads.config.loader import command_args
 from workloads.commands.invoke import INVOCABLE, default_kind, invoke, sample_request
 from workloads.commands.short_plan import print_short_plan
 
@@ -35,14 +34,13 @@ from .emulator import NotLocalError, deployed_resources, running
 
 
 def demo_plan(workload: str, *, team: str | None, teams_file: str) -> tuple[Plan, list[str], str]:
-    """The plan the demo shows, with the findings the app's synthesis counts (the images deployed by tag only among
-    them), the app's `-c` arguments, and a team's shared stack (deployed first; "" for a workload)."""
+    """The plan the demo shows, read as the app's synthesis reads it (context.read_context: its findings, the images
+    deployed by tag only among them), the app's `-c` arguments, and a team's shared stack (deployed first; "" for a
+    workload)."""
     if team:
-        stamped = load_teams(teams_file, only=team)[0]
-        return (with_pin_finding(stamped.plan, workload_args=stamped.workload_args),
-                ["-c", f"teams={teams_file}", "-c", f"team={team}"], stamped.shared_stack)
-    return (with_pin_finding(plan(load(workload)), workload_args=command_args(workload, {})),
-            ["-c", f"workload={workload}"], "")
+        stamped = read_context({"teams": teams_file, "team": team}).teams[0]
+        return stamped.plan, ["-c", f"teams={teams_file}", "-c", f"team={team}"], stamped.shared_stack
+    return read_context({"workload": workload}).plan, ["-c", f"workload={workload}"], ""
 
 
 def main() -> int:

@@ -431,8 +431,6 @@ def _seed_parent_images() -> None:
     amis.AMIS.extend(i for i in placeholder_dlamis() if i["ami_id"] not in known)
 
 
-
-
 def deploy_command(app_args: Sequence[str], stacks: Sequence[str]) -> str:
     """The `cdk deploy` line a user pastes to deploy to the emulator, complete."""
     import shlex

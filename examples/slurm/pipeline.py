@@ -5,7 +5,8 @@ the final norm, the output head and the loss, each stage on its own ranks.
 Ranks are numbered stage by stage (pipeline is the outer mesh dimension, across nodes as the planner places it):
 a 2-D DeviceMesh (pipeline, data), or (pipeline, data, tensor) with tensor parallel inside a node. The data ranks of a
 stage train it as train.py trains a whole model: data parallel (its gradients averaged after the step, as DDP's
-are), or FSDP2 with the layout's reduce dtype, over the stage's data mesh. A step's micro-steps (the fixed global batch's gradient accumulation) are the schedule's micro-batches: 1F1B
+are), or FSDP2 with the layout's reduce dtype, over the stage's data mesh. A step's micro-steps (the fixed global
+batch's gradient accumulation) are the schedule's micro-batches: 1F1B
 (Schedule1F1B, one micro-batch's activations in flight per stage after the warm-up), GPipe where a step has fewer
 micro-batches than stages (1F1B needs at least one per stage). The schedule divides the gradients by the micro-batches
 as train.py's micro-steps do, so a pipelined run computes what one rank at the whole batch computes.
@@ -162,9 +163,9 @@ class Pipeline:
         return Stage(model, self.index, self.stages)
 
     def wrap(self, module: nn.Module, micro_steps: int) -> int:
-        """The stage (FSDP2-wrapped, or plain with its gradients averaged by step()) and the schedule of `micro_steps` micro-batches per step; returns the
-        whole model's parameter count. DDP on GPUs computes in the layout's dtype under autocast, inside the stage
-        (the schedule calls it), as train.py's forward does."""
+        """The stage (FSDP2-wrapped, or plain with its gradients averaged by step()) and the schedule of `micro_steps`
+        micro-batches per step; returns the whole model's parameter count. Without FSDP2 the stage computes in the
+        layout's dtype under autocast on GPUs, inside the stage (the schedule calls it), as train.py's forward does."""
         from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
         self.module, self.micro_steps, args = module, micro_steps, self.args

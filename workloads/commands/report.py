@@ -43,7 +43,7 @@ def print_line(console: Console, line: str, indent: str = "  ") -> None:
         prose = _COMMAND.sub("the command below" if len(commands) == 1 else "the commands below", line)
     hang = " " * (len(indent) + len(prose) - len(prose.lstrip()) + 2)
     wrapped = textwrap.fill(prose, width=max(console.width, 40), initial_indent=indent, subsequent_indent=hang,
-                            break_long_words=False, break_on_hyphens=False, drop_whitespace=True)
+                            break_long_words=False, break_on_hyphens=False)
     console.print(escape(wrapped), soft_wrap=True)  # wrapped here: rich starts a continuation at column 0
     for command in commands:
         console.print(f"{' ' * (len(indent) + 4)}{escape(command)}", soft_wrap=True, highlight=False)
